@@ -1,0 +1,27 @@
+# One command to run reviewapp, one to test it. Both create .venv on first use.
+SHELL := /bin/bash
+VENV := .venv
+# Django 6 needs Python 3.12 or newer: take the first interpreter that is.
+PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3) python3; do \
+	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v "$$p"; break; }; done)
+
+.PHONY: run test lint clean
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "reviewapp needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e ".[test]"
+	@touch $@
+
+run: $(VENV)/.installed
+	DEBUG=$${DEBUG:-true} $(VENV)/bin/python manage.py rundev
+
+test: $(VENV)/.installed
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check reviewapp tests benchmarks
+
+clean:
+	rm -rf var/test .pytest_cache

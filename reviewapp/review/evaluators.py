@@ -1,0 +1,92 @@
+"""Lens backends: each turns (lens, proposal) into a JudgeOutcome or raises LensFailed."""
+
+import json
+import os
+
+from django.conf import settings
+
+from reviewapp.core import constraints as core_constraints
+from reviewapp.core.cite import GroundingPolicy
+from reviewapp.core.judging import (
+    JudgeOutcome,
+    LensFailed,
+    OpenAIChatTransport,
+    RecordedTransport,
+    run_judge,
+)
+
+from .models import Lens, Proposal, RecordedResponse
+
+
+def evaluate_lens(*, lens: Lens, proposal: Proposal) -> JudgeOutcome:
+    policy = GroundingPolicy(proposal.panel_snapshot["grounding_policy"])
+    match lens.backend:
+        case Lens.Backend.CONSTRAINTS:
+            return _evaluate_mandate(lens, proposal)
+        case Lens.Backend.LLM:
+            api_key = os.environ.get(lens.api_key_env) if lens.api_key_env else None
+            with OpenAIChatTransport(
+                base_url=lens.base_url,
+                model=lens.model,
+                api_key=api_key,
+                temperature=lens.temperature,
+                timeout=lens.timeout_seconds,
+            ) as transport:
+                return _judge(transport, lens, proposal, policy)
+        case Lens.Backend.RECORDED:
+            recorded = RecordedResponse.objects.filter(
+                lens=lens, content_sha256=proposal.content_sha256
+            ).first()
+            if recorded is None:
+                raise LensFailed(
+                    f"no recorded response for lens {lens.name!r} and this content", 0, []
+                )
+            return _judge(RecordedTransport(list(recorded.responses)), lens, proposal, policy)
+    raise LensFailed(f"lens {lens.name!r} has backend {lens.backend!r}, which the worker does not run", 0, [])
+
+
+def _judge(transport, lens: Lens, proposal: Proposal, policy: GroundingPolicy) -> JudgeOutcome:
+    return run_judge(
+        transport=transport,
+        instructions=lens.instructions,
+        lens_name=lens.name,
+        content=proposal.content,
+        thought_process=proposal.thought_process,
+        policy=policy,
+        target_id=str(proposal.pk),
+        transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
+    )
+
+
+def _evaluate_mandate(lens: Lens, proposal: Proposal) -> JudgeOutcome:
+    try:
+        mandate = core_constraints.ConstraintSet.from_text(lens.mandate)
+    except core_constraints.ConstraintError as exc:
+        raise LensFailed(f"mandate refused: {exc}", 0, []) from exc
+    verdict = mandate.evaluate(proposal.content)
+    lines = verdict.feedback() if not verdict.is_satisfied else []
+    rationale = (
+        "Every checkable constraint holds."
+        if verdict.is_satisfied
+        else "Violated:\n" + "\n".join(f"- {line}" for line in lines)
+    )
+    if mandate.unenforced:
+        rationale += "\nUnenforced (could not be checked): " + "; ".join(mandate.unenforced)
+    record = {
+        "csr": verdict.csr,
+        "error": verdict.error,
+        "satisfied": [c.clause for c in verdict.satisfied],
+        "violations": lines,
+        "unenforced": list(mandate.unenforced),
+    }
+    return JudgeOutcome(
+        verdict="pass" if verdict.is_satisfied else "fail",
+        rationale=rationale,
+        claims=[],
+        unresolved_cites=[],
+        raw_response=json.dumps(record, ensure_ascii=False),
+        transport_calls=0,
+        repair_asks=0,
+        requote_rounds=0,
+        transcript=[],
+    )

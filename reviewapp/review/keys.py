@@ -1,0 +1,60 @@
+"""The server's signing key: loaded from the environment or a file, never the database.
+
+Only the public half is registered in `SigningKey`, so anyone holding a stored
+decision can verify it with nothing but that public key.
+"""
+
+import base64
+import functools
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from reviewapp.core.signing import Signer
+
+from .models import SigningKey
+
+
+@functools.cache
+def _load_signer(seed_b64: str, path: str, autocreate: bool) -> Signer:
+    if seed_b64:
+        try:
+            return Signer.from_seed(base64.b64decode(seed_b64, validate=True))
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                "REVIEWAPP_SIGNING_KEY must be a base64-encoded 32-byte ed25519 seed."
+            ) from exc
+    key_file = Path(path)
+    if not key_file.exists():
+        if not autocreate:
+            raise ImproperlyConfigured(
+                f"No signing key at {key_file}. Set REVIEWAPP_SIGNING_KEY or "
+                "REVIEWAPP_SIGNING_KEY_FILE, or run `python manage.py rotate_signing_key`."
+            )
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        Signer.generate().to_file(key_file)
+    return Signer.from_file(key_file)
+
+
+def server_signer() -> Signer:
+    """The active signer; its public key is registered on first use."""
+    signer = _load_signer(
+        settings.REVIEWAPP_SIGNING_KEY,
+        str(settings.REVIEWAPP_SIGNING_KEY_FILE),
+        settings.REVIEWAPP_SIGNING_KEY_AUTOCREATE,
+    )
+    SigningKey.objects.get_or_create(
+        key_id=signer.key_id, defaults={"public_key": signer.public_key_b64}
+    )
+    return signer
+
+
+def forget_cached_signer() -> None:
+    """Drop the cached key, so a rotated key file is read again."""
+    _load_signer.cache_clear()
+
+
+def public_key_for(key_id: str) -> bytes | None:
+    row = SigningKey.objects.filter(key_id=key_id).values_list("public_key", flat=True).first()
+    return base64.b64decode(row) if row else None

@@ -1,0 +1,13 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from reviewapp.review.services.decisions import decisions_verify_chain
+
+
+class Command(BaseCommand):
+    help = "Re-verify every decision's signature and the hash chain; non-zero exit on the first bad record."
+
+    def handle(self, *args, **options):
+        checked, problem = decisions_verify_chain()
+        if problem:
+            raise CommandError(f"{problem} ({checked} decisions verified before it)")
+        self.stdout.write(self.style.SUCCESS(f"{checked} decisions verified: signatures and chain intact."))

@@ -1,0 +1,162 @@
+"""Signed decisions, appended to a hash chain."""
+
+import base64
+import json
+
+from django.db import transaction
+from django.utils import timezone
+
+from reviewapp.core.signing import canonical_json, sha256_hex, verify
+
+from ..keys import public_key_for, server_signer
+from ..models import ChainHead, Decision, Escalation, Proposal
+
+GENESIS_HASH = "0" * 64
+DECISION_PAYLOAD_TYPE = "reviewapp.decision/v1"
+
+
+def decision_payload(
+    *,
+    proposal: Proposal,
+    outcome: str,
+    basis: str,
+    rationale: str,
+    decided_by: str,
+    escalation: Escalation | None,
+    prev_hash: str,
+    decided_at: str,
+) -> dict:
+    """Everything a decision is bound to, as the dict that gets canonicalised and signed."""
+    snapshot = proposal.panel_snapshot
+    evidence = [
+        {
+            "checker": e.checker_name,
+            "version": e.checker_version,
+            "verdict": e.verdict,
+            "payload_sha256": sha256_hex(e.payload.encode()),
+        }
+        for e in proposal.evidence.order_by("checker_name")
+    ]
+    return {
+        "type": DECISION_PAYLOAD_TYPE,
+        "proposal": {"id": proposal.pk, "content_sha256": proposal.content_sha256},
+        "panel": {
+            "name": snapshot["name"],
+            "version": snapshot["version"],
+            "need": snapshot["need"],
+        },
+        "lenses": list(
+            proposal.judgements.order_by("lens_name").values("lens_name", "lens_version")
+        ),
+        "tally": proposal.tally,
+        "evidence": evidence,
+        "escalation": (
+            {"id": escalation.pk, "reasons": escalation.reasons} if escalation else None
+        ),
+        "outcome": outcome,
+        "basis": basis,
+        "decided_by": decided_by,
+        "rationale": rationale,
+        "decided_at": decided_at,
+        "prev_hash": prev_hash,
+    }
+
+
+def decision_append(
+    *,
+    proposal: Proposal,
+    outcome: str,
+    basis: str,
+    rationale: str,
+    decided_by_user=None,
+    decided_by_name: str = "system",
+    escalation: Escalation | None = None,
+) -> Decision:
+    """Sign and store a decision. Raises IntegrityError if the proposal already has one."""
+    signer = server_signer()
+    with transaction.atomic():
+        # Appends take turns on the chain head's row lock: two decisions signed
+        # concurrently would otherwise both claim the same predecessor.
+        head, _ = ChainHead.objects.get_or_create(
+            singleton=True, defaults={"last_hash": GENESIS_HASH}
+        )
+        head = ChainHead.objects.select_for_update().get(pk=head.pk)
+        payload = decision_payload(
+            proposal=proposal,
+            outcome=outcome,
+            basis=basis,
+            rationale=rationale,
+            decided_by=decided_by_name,
+            escalation=escalation,
+            prev_hash=head.last_hash,
+            decided_at=timezone.now().isoformat(),
+        )
+        signed = signer.sign(payload)
+        decision = Decision.objects.create(
+            proposal=proposal,
+            escalation=escalation,
+            outcome=outcome,
+            basis=basis,
+            decided_by=decided_by_user,
+            decided_by_name=decided_by_name,
+            rationale=rationale,
+            payload=signed.payload_bytes.decode(),
+            signature=signed.signature_b64,
+            key_id=signed.key_id,
+            prev_hash=head.last_hash,
+            hash=sha256_hex(signed.payload_bytes),
+        )
+        head.last_hash = decision.hash
+        head.save(update_fields=["last_hash"])
+    return decision
+
+
+def decision_signature_valid(decision: Decision) -> bool:
+    """Verify from the stored bytes and the registered public key alone."""
+    public_key = public_key_for(decision.key_id)
+    if public_key is None:
+        return False
+    try:
+        signature = base64.b64decode(decision.signature, validate=True)
+    except ValueError:
+        return False
+    return verify(decision.payload.encode(), signature, public_key)
+
+
+def decisions_verify_chain() -> tuple[int, str | None]:
+    """Re-verify every decision in order. Returns (count checked, first problem or None)."""
+    expected_prev = GENESIS_HASH
+    checked = 0
+    for decision in Decision.objects.order_by("id").iterator(chunk_size=1000):
+        label = f"decision {decision.pk} (proposal {decision.proposal_id})"
+        payload_bytes = decision.payload.encode()
+        if sha256_hex(payload_bytes) != decision.hash:
+            return checked, f"{label}: stored hash does not match its signed bytes"
+        if not decision_signature_valid(decision):
+            return checked, f"{label}: signature does not verify with key {decision.key_id}"
+        if decision.prev_hash != expected_prev:
+            return checked, f"{label}: chain broken, expected previous hash {expected_prev}"
+        try:
+            signed = json.loads(payload_bytes)
+        except ValueError:
+            return checked, f"{label}: signed bytes are not JSON"
+        if canonical_json(signed) != payload_bytes:
+            return checked, f"{label}: signed bytes are not canonical JSON"
+        mismatched = [
+            field
+            for field, stored in (
+                ("outcome", decision.outcome),
+                ("basis", decision.basis),
+                ("rationale", decision.rationale),
+                ("prev_hash", decision.prev_hash),
+            )
+            if signed.get(field) != stored
+        ]
+        if signed.get("proposal", {}).get("id") != decision.proposal_id:
+            mismatched.append("proposal")
+        if mismatched:
+            return checked, f"{label}: row differs from its signed bytes in {', '.join(mismatched)}"
+        expected_prev = decision.hash
+        checked += 1
+    return checked, None
+

@@ -1,0 +1,106 @@
+"""Human adjudication of escalated proposals."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ..models import Decision, Escalation, Proposal
+from .decisions import decision_append
+
+
+class ClaimHeldByOther(Exception):
+    def __init__(self, holder: str):
+        super().__init__(f"already claimed by {holder}")
+        self.holder = holder
+
+
+class EscalationClosed(Exception):
+    """The escalation was already decided."""
+
+
+def _claim_expiry_cutoff():
+    return timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
+
+
+def _holder_name(escalation: Escalation) -> str:
+    return escalation.claimed_by.get_username() if escalation.claimed_by else "someone"
+
+
+def escalation_claim(*, escalation_id: int, user) -> Escalation:
+    """Claim an escalation for `user`. Exactly one of two simultaneous claimers wins."""
+    now = timezone.now()
+    # One conditional UPDATE decides the race inside the database: only the
+    # first statement to run still sees the row open (or its claim expired).
+    won = (
+        Escalation.objects.filter(pk=escalation_id)
+        .filter(
+            Q(status=Escalation.Status.OPEN)
+            | Q(status=Escalation.Status.CLAIMED, claimed_by=user)
+            | Q(status=Escalation.Status.CLAIMED, claimed_at__lt=_claim_expiry_cutoff())
+        )
+        .update(status=Escalation.Status.CLAIMED, claimed_by=user, claimed_at=now)
+    )
+    escalation = Escalation.objects.select_related("claimed_by").get(pk=escalation_id)
+    if not won:
+        if escalation.status == Escalation.Status.RESOLVED:
+            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        raise ClaimHeldByOther(_holder_name(escalation))
+    return escalation
+
+
+def escalation_release(*, escalation_id: int, user) -> bool:
+    """Give a claim back; only its holder can."""
+    return bool(
+        Escalation.objects.filter(
+            pk=escalation_id, status=Escalation.Status.CLAIMED, claimed_by=user
+        ).update(status=Escalation.Status.OPEN, claimed_by=None, claimed_at=None)
+    )
+
+
+def escalation_decide(
+    *,
+    escalation_id: int,
+    outcome: str,
+    rationale: str,
+    user=None,
+    decided_by_name: str,
+) -> Decision:
+    """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open)."""
+    if not rationale.strip():
+        raise ValueError("a rationale is required")
+    if outcome not in Decision.Outcome.values:
+        raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")
+    with transaction.atomic():
+        # Row lock: two reviewers deciding at once are serialised here, and
+        # the second finds the escalation resolved.
+        escalation = (
+            Escalation.objects.select_for_update()
+            .select_related("proposal")
+            .get(pk=escalation_id)
+        )
+        if escalation.status == Escalation.Status.RESOLVED:
+            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        claim_live = (
+            escalation.status == Escalation.Status.CLAIMED
+            and escalation.claimed_at >= _claim_expiry_cutoff()
+        )
+        if claim_live and (user is None or escalation.claimed_by_id != user.pk):
+            raise ClaimHeldByOther(_holder_name(escalation))
+        escalation.status = Escalation.Status.RESOLVED
+        escalation.resolved_at = timezone.now()
+        escalation.save(update_fields=["status", "resolved_at"])
+        Proposal.objects.filter(pk=escalation.proposal_id).update(
+            status=Proposal.Status.DECIDED, updated_at=timezone.now()
+        )
+        return decision_append(
+            proposal=escalation.proposal,
+            outcome=outcome,
+            basis=Decision.Basis.REVIEWER,
+            rationale=rationale,
+            decided_by_user=user,
+            decided_by_name=decided_by_name,
+            escalation=escalation,
+        )

@@ -1,0 +1,171 @@
+"""Submitting proposals and moving them through the pipeline."""
+
+import hashlib
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from reviewapp.core.signing import canonical_json
+
+from ..models import ApiClient, Lens, Panel, Proposal
+
+
+class SubmissionConflict(Exception):
+    """The same external reference was submitted before with a different body."""
+
+
+class PanelUnavailable(Exception):
+    """The named panel does not exist or is not active."""
+
+
+def panel_snapshot(panel: Panel) -> dict:
+    """The panel as it is now: what a proposal is judged with, frozen at submission."""
+    lenses = panel.ordered_lenses()
+    return {
+        "id": panel.pk,
+        "name": panel.name,
+        "version": panel.version,
+        "need": panel.need,
+        "grounding_policy": panel.grounding_policy,
+        "requires_sign_off": panel.requires_sign_off,
+        "external_deadline_seconds": panel.external_deadline_seconds,
+        "lenses": [
+            {"id": lens.pk, "name": lens.name, "version": lens.version, "backend": lens.backend}
+            for lens in lenses
+        ],
+        "checkers": [
+            {"id": c.pk, "name": c.name, "version": c.version, "kind": c.kind}
+            for c in panel.checkers.filter(active=True).order_by("name")
+        ],
+    }
+
+
+def _request_digest(**fields) -> str:
+    return hashlib.sha256(canonical_json(fields)).hexdigest()
+
+
+def proposal_submit(
+    *,
+    panel_name: str,
+    content: str,
+    thought_process: str = "",
+    title: str = "",
+    external_ref: str | None = None,
+    metadata: dict | None = None,
+    client: ApiClient | None = None,
+    submitted_by=None,
+) -> tuple[Proposal, bool]:
+    """Store a proposal and enqueue its evaluation after commit.
+
+    Returns (proposal, created). Re-submitting the same body under the same
+    external reference returns the first proposal; a different body under it
+    raises SubmissionConflict.
+    """
+    metadata = metadata or {}
+    panel = Panel.objects.filter(name=panel_name, active=True).first()
+    if panel is None:
+        raise PanelUnavailable(panel_name)
+    request_sha256 = _request_digest(
+        panel=panel_name,
+        content=content,
+        thought_process=thought_process,
+        title=title,
+        metadata=metadata,
+    )
+    if external_ref is not None:
+        existing = _existing_submission(client, external_ref)
+        if existing is not None:
+            return _same_or_conflict(existing, request_sha256), False
+
+    snapshot = panel_snapshot(panel)
+    try:
+        with transaction.atomic():
+            proposal = Proposal.objects.create(
+                panel=panel,
+                panel_version=panel.version,
+                panel_snapshot=snapshot,
+                client=client,
+                submitted_by=submitted_by,
+                title=title,
+                content=content,
+                thought_process=thought_process,
+                metadata=metadata,
+                external_ref=external_ref,
+                content_sha256=hashlib.sha256(content.encode()).hexdigest(),
+                request_sha256=request_sha256,
+                lenses_asked=len(snapshot["lenses"]),
+            )
+            transaction.on_commit(lambda: _enqueue_evaluation(proposal.pk))
+    except IntegrityError:
+        # Two identical submissions raced past the lookup; the unique
+        # constraint let exactly one in.
+        existing = _existing_submission(client, external_ref)
+        if existing is None:
+            raise
+        return _same_or_conflict(existing, request_sha256), False
+    return proposal, True
+
+
+def _existing_submission(client, external_ref):
+    return Proposal.objects.filter(client=client, external_ref=external_ref).first()
+
+
+def _same_or_conflict(existing: Proposal, request_sha256: str) -> Proposal:
+    if existing.request_sha256 != request_sha256:
+        raise SubmissionConflict(
+            f"external_ref {existing.external_ref!r} was already used for proposal "
+            f"{existing.pk} with a different body"
+        )
+    return existing
+
+
+def _enqueue_evaluation(proposal_id: int) -> None:
+    from ..tasks import evaluate_proposal
+
+    evaluate_proposal.delay(proposal_id)
+
+
+def proposal_begin_evaluation(*, proposal_id: int) -> Proposal | None:
+    """Mark a queued proposal as evaluating; None once it is final."""
+    now = timezone.now()
+    # Conditional update: a re-delivered task finds the status already moved
+    # and carries on without resetting the start time.
+    Proposal.objects.filter(pk=proposal_id, status=Proposal.Status.QUEUED).update(
+        status=Proposal.Status.EVALUATING, evaluation_started_at=now, updated_at=now
+    )
+    proposal = Proposal.objects.filter(pk=proposal_id).first()
+    if proposal is None or proposal.is_final:
+        return None
+    return proposal
+
+
+def lenses_to_run(proposal: Proposal) -> list[Lens]:
+    """Lenses of the snapshot that the worker runs and that have not answered yet."""
+    answered = set(proposal.judgements.values_list("lens_id", flat=True)) | set(
+        proposal.lens_failures.values_list("lens_id", flat=True)
+    )
+    ids = [
+        entry["id"]
+        for entry in proposal.panel_snapshot["lenses"]
+        if entry["backend"] != Lens.Backend.EXTERNAL and entry["id"] not in answered
+    ]
+    by_id = Lens.objects.in_bulk(ids)
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def proposals_stuck(*, older_than: timedelta) -> list[int]:
+    """Proposals still queued or evaluating after `older_than`: candidates for re-enqueueing."""
+    cutoff = timezone.now() - older_than
+    return list(
+        Proposal.objects.filter(
+            Q(status=Proposal.Status.QUEUED) | Q(status=Proposal.Status.EVALUATING),
+            updated_at__lt=cutoff,
+        ).values_list("pk", flat=True)[:500]
+    )
+
+
+def proposal_touch(*, proposal_id: int) -> None:
+    """Mark a proposal as seen by the sweeper, so it is not re-enqueued in a tight loop."""
+    Proposal.objects.filter(pk=proposal_id).update(updated_at=timezone.now())

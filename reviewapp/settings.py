@@ -1,0 +1,215 @@
+"""Settings, read from the environment.
+
+Every value comes from an environment variable (or `.env`), and a value that
+cannot be used stops the process at start-up with a message naming the
+variable: a typo must never silently fall back to a default in production.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from environs import Env, EnvError
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = Env()
+env.read_env(BASE_DIR / ".env", recurse=False)
+
+
+def _read(reader, name, **kwargs):
+    try:
+        return reader(name, **kwargs)
+    except EnvError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from exc
+
+
+DEBUG = _read(env.bool, "DEBUG", default=False)
+VAR_DIR = Path(_read(env.str, "REVIEWAPP_VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+SECRET_KEY = _read(env.str, "SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set it to a long random string "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))'), "
+            "or set DEBUG=true for local development."
+        )
+    SECRET_KEY = "dev-only-insecure-key-never-use-in-production"
+
+ALLOWED_HOSTS = _read(
+    env.list, "ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"] if DEBUG else []
+)
+CSRF_TRUSTED_ORIGINS = _read(env.list, "CSRF_TRUSTED_ORIGINS", default=[])
+
+
+def parse_database_url(url: str) -> dict:
+    """Turn DATABASE_URL into a Django DATABASES entry, or say what is wrong."""
+    try:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL {url!r} is not a usable database URL ({exc}). "
+            "Use postgres://USER:PASSWORD@HOST:5432/NAME or sqlite:////absolute/path.sqlite3."
+        ) from exc
+    if not config.get("NAME"):
+        raise ImproperlyConfigured(f"DATABASE_URL {url!r} names no database.")
+    return config
+
+
+DATABASES = {
+    "default": parse_database_url(
+        _read(env.str, "DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'reviewapp.sqlite3'}")
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server and the worker write concurrently; WAL plus a busy
+    # timeout lets them take turns instead of failing with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "reviewapp.review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "reviewapp.urls"
+WSGI_APPLICATION = "reviewapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "inbox"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+
+# Security headers; `check --deploy` must pass with DEBUG off.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_SSL_REDIRECT = _read(env.bool, "SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = _read(env.bool, "SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = _read(env.bool, "CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = _read(env.int, "SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = False
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Celery ---------------------------------------------------------------
+# With no broker configured the app uses kombu's filesystem transport under
+# VAR_DIR, so the one-command run needs no server. A redis:// URL switches.
+CELERY_BROKER_URL = _read(env.str, "CELERY_BROKER_URL", default="filesystem://")
+if not CELERY_BROKER_URL.startswith(("filesystem://", "redis://", "rediss://")):
+    raise ImproperlyConfigured(
+        f"CELERY_BROKER_URL {CELERY_BROKER_URL!r} is not supported: use redis://HOST:6379/0, "
+        "or leave it unset for the embedded filesystem broker."
+    )
+CELERY_BROKER_TRANSPORT_OPTIONS = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = VAR_DIR / "broker"
+    for _sub in ("queue", "control", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "control_folder": str(_broker_dir / "control"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_TIME_LIMIT = _read(env.int, "CELERY_TASK_TIME_LIMIT", default=300)
+CELERY_TASK_SOFT_TIME_LIMIT = _read(env.int, "CELERY_TASK_SOFT_TIME_LIMIT", default=240)
+if CELERY_TASK_SOFT_TIME_LIMIT >= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT.")
+CELERY_WORKER_CONCURRENCY = _read(env.int, "CELERY_WORKER_CONCURRENCY", default=2)
+
+# --- reviewapp ------------------------------------------------------------
+# The server's ed25519 signing key: a base64 seed in the environment, or a
+# file. In DEBUG a key is generated once into VAR_DIR with mode 0600.
+REVIEWAPP_SIGNING_KEY = _read(env.str, "REVIEWAPP_SIGNING_KEY", default="")
+REVIEWAPP_SIGNING_KEY_FILE = _read(
+    env.path, "REVIEWAPP_SIGNING_KEY_FILE", default=VAR_DIR / "signing.key"
+)
+REVIEWAPP_SIGNING_KEY_AUTOCREATE = _read(
+    env.bool, "REVIEWAPP_SIGNING_KEY_AUTOCREATE", default=DEBUG
+)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": _read(env.str, "LOG_LEVEL", default="INFO")},
+}
+
+REVIEWAPP_CLAIM_TTL_MINUTES = _read(env.int, "REVIEWAPP_CLAIM_TTL_MINUTES", default=30)
+# A proposal still queued or evaluating this long after its last change is re-enqueued.
+REVIEWAPP_STUCK_AFTER_SECONDS = _read(env.int, "REVIEWAPP_STUCK_AFTER_SECONDS", default=120)
+REVIEWAPP_SWEEP_EVERY_SECONDS = _read(env.float, "REVIEWAPP_SWEEP_EVERY_SECONDS", default=30.0)
+REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEMPTS", default=4)
+REVIEWAPP_API_MAX_BODY_BYTES = _read(env.int, "REVIEWAPP_API_MAX_BODY_BYTES", default=2 * 1024 * 1024)
+REVIEWAPP_API_RATE_LIMIT_PER_MINUTE = _read(env.int, "REVIEWAPP_API_RATE_LIMIT_PER_MINUTE", default=600)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stuck-proposals": {
+        "task": "reviewapp.review.tasks.sweep_stuck_proposals",
+        "schedule": REVIEWAPP_SWEEP_EVERY_SECONDS,
+    },
+}

@@ -1,0 +1,53 @@
+import time
+
+import pytest
+
+from reviewapp.celery import app as celery_app
+from tests.core.openai_stub import OpenAIStub
+from tests.support.worker import WorkerProcess
+
+
+@pytest.fixture
+def openai_server():
+    """A real OpenAI-compatible HTTP server on loopback, driven by a script."""
+    with OpenAIStub() as server:
+        yield server
+
+
+def _purge_broker() -> None:
+    # Messages left by earlier tests name rows that no longer exist; a fresh
+    # worker should not spend its time on them.
+    celery_app.control.purge()
+
+
+@pytest.fixture
+def start_worker(transactional_db):
+    """Start real Celery worker processes against the test database and broker."""
+    started: list[WorkerProcess] = []
+
+    def start(**kwargs) -> WorkerProcess:
+        worker = WorkerProcess(**kwargs)
+        started.append(worker)
+        worker.wait_ready()
+        return worker
+
+    _purge_broker()
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def worker(start_worker):
+    return start_worker()
+
+
+def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.2, message: str = ""):
+    """Poll until predicate() is truthy; fail with `message` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(message or f"condition not met within {timeout}s")

@@ -1,0 +1,31 @@
+"""Settings for the test suite: the app's own settings plus test-only defaults.
+
+Environment variables still win, so CI points the same suite at PostgreSQL
+and Redis with DATABASE_URL and CELERY_BROKER_URL.
+"""
+
+import os
+from pathlib import Path
+
+_var = Path(__file__).resolve().parent.parent / "var" / "test"
+os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
+os.environ.setdefault("REVIEWAPP_VAR_DIR", str(_var))
+os.environ.setdefault("REVIEWAPP_SIGNING_KEY_AUTOCREATE", "true")
+os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+os.environ.setdefault("SESSION_COOKIE_SECURE", "false")
+os.environ.setdefault("CSRF_COOKIE_SECURE", "false")
+os.environ.setdefault("ALLOWED_HOSTS", "localhost,127.0.0.1,testserver")
+
+from reviewapp.settings import *  # noqa: E402,F403
+from reviewapp.settings import DATABASES, VAR_DIR  # noqa: E402
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # On disk, not in memory, so a real worker process can share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True

@@ -1,0 +1,53 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_settings(**env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env={
+            "PATH": os.environ["PATH"],
+            "DJANGO_SETTINGS_MODULE": "reviewapp.settings",
+            "REVIEWAPP_VAR_DIR": str(ROOT / "var" / "test"),
+            "DEBUG": "true",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_malformed_database_url_is_refused_with_a_clear_message():
+    result = _load_settings(DATABASE_URL="not a url at all")
+    assert result.returncode != 0
+    assert "DATABASE_URL 'not a url at all' is not a usable database URL" in result.stderr
+    assert "postgres://USER:PASSWORD@HOST:5432/NAME" in result.stderr
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    result = _load_settings(DEBUG="false")
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_an_unparseable_boolean_is_refused_naming_the_variable():
+    result = _load_settings(DEBUG="maybe")
+    assert result.returncode != 0
+    assert "DEBUG" in result.stderr
+
+
+def test_an_unsupported_broker_is_refused():
+    result = _load_settings(CELERY_BROKER_URL="amqp://guest@localhost//")
+    assert result.returncode != 0
+    assert "CELERY_BROKER_URL" in result.stderr
+
+
+def test_valid_settings_load():
+    result = _load_settings()
+    assert result.returncode == 0, result.stderr
