@@ -213,3 +213,23 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": REVIEWAPP_SWEEP_EVERY_SECONDS,
     },
 }
+
+# Shared between web processes (rate limits, claim notices): Redis when the
+# broker is Redis, otherwise a file cache under VAR_DIR that every local
+# process sees.
+CACHE_URL = _read(env.str, "CACHE_URL", default="")
+if CACHE_URL or CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL or CELERY_BROKER_URL,
+            "KEY_PREFIX": "reviewapp",
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }

@@ -761,7 +761,7 @@ class CommandChecker(Checker):
         if (
             not isinstance(argv, list | tuple)
             or not argv
-            or not all(isinstance(a, str) and a for a in argv)
+            or not all(isinstance(a, str) and a and "\0" not in a for a in argv)
         ):
             raise CheckerConfigError(f"checker {name!r}: argv must be a non-empty list of strings")
         if not _positive_seconds(timeout_seconds):

@@ -714,7 +714,9 @@ def test_command_exec_grant_withdrawn_later_is_inconclusive(key, tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("argv, timeout", [([], 1), ([""], 1), ("sh -c true", 1), ([SH], 0)])
+@pytest.mark.parametrize(
+    "argv, timeout", [([], 1), ([""], 1), ("sh -c true", 1), ([SH, "-c", "a\0b"], 1), ([SH], 0)]
+)
 def test_a_bad_command_configuration_is_refused(argv, timeout):
     with pytest.raises(CheckerConfigError):
         CommandChecker("c", 1, argv, timeout, frozenset({"proc:exec"}))
