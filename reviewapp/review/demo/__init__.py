@@ -4,7 +4,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from ..models import Lens, Panel, PanelLens
+from ..models import Lens, Panel
+from ..services.panels import panel_configure
 from ..services.proposals import proposal_submit
 
 REVIEWERS_GROUP = "reviewers"
@@ -64,13 +65,20 @@ def load_demo(*, credentials: dict[str, tuple[str, str]]) -> dict:
     _user(*credentials["admin"], staff=True)
 
     for spec in PANELS:
-        panel, _ = Panel.objects.get_or_create(
-            name=spec["name"], defaults={"need": spec["need"], "description": spec["description"]}
-        )
-        for position, lens_spec in enumerate(spec["lenses"]):
-            fields = {k: v for k, v in lens_spec.items() if k != "name"}
-            lens, _ = Lens.objects.get_or_create(name=lens_spec["name"], defaults=fields)
-            PanelLens.objects.get_or_create(panel=panel, lens=lens, defaults={"position": position})
+        lenses = [
+            Lens.objects.get_or_create(
+                name=lens_spec["name"],
+                defaults={k: v for k, v in lens_spec.items() if k != "name"},
+            )[0]
+            for lens_spec in spec["lenses"]
+        ]
+        if not Panel.objects.filter(name=spec["name"]).exists():
+            panel_configure(
+                name=spec["name"],
+                need=spec["need"],
+                lenses=lenses,
+                description=spec["description"],
+            )
 
     created = 0
     for spec in PROPOSALS:

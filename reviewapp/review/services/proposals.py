@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
 from ..models import ApiClient, Lens, Panel, Proposal
@@ -80,6 +81,10 @@ def proposal_submit(
             return _same_or_conflict(existing, request_sha256), False
 
     snapshot = panel_snapshot(panel)
+    try:
+        Quorum(snapshot["need"], [entry["name"] for entry in snapshot["lenses"]])
+    except QuorumError as exc:
+        raise PanelUnavailable(f"{panel_name}: {exc}") from exc
     try:
         with transaction.atomic():
             proposal = Proposal.objects.create(

@@ -1,0 +1,59 @@
+"""Configuring panels: quorum refusals apply before anything is written."""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from reviewapp.core.quorum import Quorum, QuorumError
+
+from ..models import CheckerConfig, Lens, Panel, PanelLens
+
+
+def panel_quorum_error(*, need: int, lenses: list[Lens]) -> str | None:
+    """The core's refusal of this panel shape, in its own words, or None."""
+    try:
+        Quorum(need, [lens.name for lens in lenses])
+    except QuorumError as exc:
+        return str(exc)
+    return None
+
+
+@transaction.atomic
+def panel_configure(
+    *,
+    name: str,
+    need: int,
+    lenses: list[Lens],
+    checkers: list[CheckerConfig] = (),
+    description: str = "",
+    grounding_policy: str = "reject",
+    requires_sign_off: bool = False,
+    external_deadline_seconds: int = 3600,
+) -> Panel:
+    """Create or update a panel; refuses what `core.quorum` refuses, writing nothing."""
+    refusal = panel_quorum_error(need=need, lenses=lenses)
+    if refusal:
+        raise ValidationError({"need": refusal})
+    panel = Panel.objects.select_for_update().filter(name=name).first() or Panel(name=name)
+    changed = panel.pk is None or (
+        panel.need != need
+        or panel.grounding_policy != grounding_policy
+        or panel.requires_sign_off != requires_sign_off
+        or panel.external_deadline_seconds != external_deadline_seconds
+        or [pl.lens_id for pl in panel.panel_lenses.order_by("position")]
+        != [lens.pk for lens in lenses]
+        or set(panel.checkers.values_list("pk", flat=True)) != {c.pk for c in checkers}
+    )
+    panel.description = description
+    panel.need = need
+    panel.grounding_policy = grounding_policy
+    panel.requires_sign_off = requires_sign_off
+    panel.external_deadline_seconds = external_deadline_seconds
+    if changed and panel.pk:
+        panel.version += 1
+    panel.save()
+    panel.panel_lenses.all().delete()
+    PanelLens.objects.bulk_create(
+        PanelLens(panel=panel, lens=lens, position=i) for i, lens in enumerate(lenses)
+    )
+    panel.checkers.set(checkers)
+    return panel

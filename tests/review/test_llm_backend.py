@@ -1,0 +1,90 @@
+"""The `llm` backend against a real OpenAI-compatible server on loopback."""
+
+import pytest
+
+from reviewapp.review.models import Claim, Lens, LensFailure
+from tests.core.openai_stub import Answer, HttpError
+from tests.factories import LensFactory, PanelFactory
+from tests.review.helpers import evaluate_in_process, judgement, submit
+
+pytestmark = pytest.mark.django_db
+
+CONTENT = "Paris is the capital of France. It has 2.1 million inhabitants."
+
+
+@pytest.fixture
+def llm_panel(openai_server, settings):
+    settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = 3
+    lens = LensFactory(
+        backend=Lens.Backend.LLM,
+        base_url=openai_server.base_url,
+        model="judge-1",
+        api_key_env="REVIEWAPP_TEST_LLM_KEY",
+        timeout_seconds=2,
+    )
+    return PanelFactory(lenses=[lens], need=1)
+
+
+def test_an_llm_lens_judges_through_the_chat_completions_protocol(
+    llm_panel, openai_server, monkeypatch
+):
+    monkeypatch.setenv("REVIEWAPP_TEST_LLM_KEY", "sk-loopback")
+    openai_server.script([Answer(judgement("pass", "Paris is the capital of France."))])
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+    assert proposal.decision.outcome == "approved"
+    request = openai_server.requests[0]
+    assert request.body["model"] == "judge-1"
+    assert request.body["response_format"] == {"type": "json_object"}
+    assert request.authorization == "Bearer sk-loopback"
+    assert CONTENT in request.body["messages"][-1]["content"]
+
+
+def test_a_server_error_is_retried_and_then_succeeds(llm_panel, openai_server):
+    openai_server.script([HttpError(500), Answer(judgement("pass"))])
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+    assert proposal.judgements.get().attempts == 2
+    assert proposal.decision.outcome == "approved"
+
+
+def test_an_endpoint_that_keeps_failing_becomes_a_lens_failure(llm_panel, openai_server):
+    openai_server.script([HttpError(503)] * 3)
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+    assert LensFailure.objects.get(proposal=proposal).attempts == 3
+    assert proposal.escalations.get().reasons == ["no_quorum", "lens_failed"]
+
+
+def test_an_unresolvable_cite_is_sent_back_for_requoting(llm_panel, openai_server):
+    openai_server.script(
+        [
+            Answer(judgement("pass", "Paris is the capital of Germany.")),
+            Answer(judgement("pass", "Paris is the capital of France.")),
+        ]
+    )
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+    requote = openai_server.requests[1].body["messages"][-1]["content"]
+    assert "Paris is the capital of Germany." in requote
+    judged = proposal.judgements.get()
+    assert judged.requote_rounds == 1
+    assert [c.text for c in judged.claims.all()] == ["Paris is the capital of France."]
+
+
+def test_cites_still_unresolved_after_the_requote_budget_are_dropped_and_recorded(
+    llm_panel, openai_server
+):
+    fabricated = judgement("pass", "Paris has 9 million inhabitants.")
+    openai_server.script([Answer(fabricated)] * 3)
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+    judged = proposal.judgements.get()
+    assert judged.requote_rounds == 2
+    dropped = Claim.objects.get(judgement=judged)
+    assert dropped.dropped and dropped.anchor_kind == "unresolved"
+    assert dropped.cite == "Paris has 9 million inhabitants."
+
+
+def test_requoting_does_not_spend_the_transport_budget(llm_panel, openai_server, settings):
+    settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = 1
+    fabricated = judgement("pass", "Paris has 9 million inhabitants.")
+    openai_server.script([Answer(fabricated)] * 3)
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+    assert proposal.judgements.get().requote_rounds == 2
+    assert not LensFailure.objects.filter(proposal=proposal).exists()

@@ -1,0 +1,226 @@
+"""The pipeline through its services, in-process: every route of SPEC §4."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from reviewapp.review.models import (
+    CheckerConfig,
+    Claim,
+    Decision,
+    Escalation,
+    Judgement,
+    Lens,
+    LensFailure,
+    Proposal,
+)
+from reviewapp.review.tasks import finalize_proposal, run_lens
+from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
+from tests.review.helpers import evaluate_in_process, judgement, submit
+
+pytestmark = pytest.mark.django_db
+
+CONTENT = "The algorithm sorts in O(n log n) time and is stable. 🚀 Done."
+
+
+def three_lens_panel(verdicts, *, need=3, checkers=(), content=CONTENT, **panel_kwargs):
+    lenses = [LensFactory() for _ in verdicts]
+    for lens, verdict in zip(lenses, verdicts, strict=True):
+        recorded(lens, content, judgement(verdict, "sorts in O(n log n) time"))
+    return PanelFactory(lenses=lenses, need=need, checkers=list(checkers), **panel_kwargs)
+
+
+def test_unanimous_pass_with_passing_checker_is_approved_and_signed():
+    panel = three_lens_panel(["pass", "pass", "pass"], checkers=[CheckerFactory()])
+    proposal = evaluate_in_process(submit(panel, CONTENT))
+    assert proposal.status == Proposal.Status.DECIDED
+    assert proposal.decision.outcome == "approved"
+    assert proposal.decision.basis == "system"
+    assert proposal.tally == {
+        "passed": 3, "failed": 0, "asked": 3, "need": 3, "outcome": "reached_pass",
+    }
+
+
+def test_a_failing_checker_rejects_a_unanimous_pass():
+    checker = CheckerFactory(settings={"pattern": "constant time", "must_match": True})
+    panel = three_lens_panel(["pass", "pass", "pass"], checkers=[checker])
+    proposal = evaluate_in_process(submit(panel, CONTENT))
+    assert proposal.decision.outcome == "rejected"
+    assert proposal.evidence.get().verdict == "fail"
+
+
+def test_an_inconclusive_command_checker_escalates(tmp_path):
+    checker = CheckerConfig.objects.create(
+        name="slow-command",
+        kind=CheckerConfig.Kind.COMMAND,
+        settings={"argv": ["/bin/sleep", "5"], "timeout_seconds": 0.3},
+        grants=["proc:exec:/bin/sleep"],
+    )
+    panel = three_lens_panel(["pass", "pass", "pass"], checkers=[checker])
+    proposal = evaluate_in_process(submit(panel, CONTENT))
+    assert proposal.status == Proposal.Status.ESCALATED
+    escalation = proposal.escalations.get()
+    assert escalation.reasons == ["inconclusive"]
+    assert escalation.detail["inconclusive_checkers"][0]["checker"] == "slow-command"
+    assert not Decision.objects.exists()
+
+
+def test_a_split_panel_escalates_with_no_quorum():
+    panel = three_lens_panel(["pass", "pass", "fail"])
+    proposal = evaluate_in_process(submit(panel, CONTENT))
+    assert proposal.status == Proposal.Status.ESCALATED
+    assert proposal.escalations.get().reasons == ["no_quorum"]
+    assert proposal.tally["outcome"] == "no_quorum"
+
+
+def test_a_panel_reaching_fail_is_rejected():
+    panel = three_lens_panel(["fail", "fail", "pass"], need=2)
+    proposal = evaluate_in_process(submit(panel, CONTENT))
+    assert proposal.decision.outcome == "rejected"
+    assert proposal.tally["outcome"] == "reached_fail"
+
+
+def test_a_sign_off_panel_escalates_a_reached_pass():
+    panel = three_lens_panel(["pass", "pass", "pass"], requires_sign_off=True)
+    proposal = evaluate_in_process(submit(panel, CONTENT))
+    assert proposal.escalations.get().reasons == ["sign_off"]
+
+
+def test_a_lens_that_fails_is_recorded_and_named_on_the_escalation():
+    good = [LensFactory(), LensFactory()]
+    for lens in good:
+        recorded(lens, CONTENT, judgement("pass", "sorts in O(n log n) time"))
+    broken = LensFactory(name="garbled")
+    recorded(broken, CONTENT, "not json at all", "still not json")
+    panel = PanelFactory(lenses=[*good, broken], need=2)
+    proposal = evaluate_in_process(submit(panel, CONTENT))
+    failure = LensFailure.objects.get(proposal=proposal)
+    assert failure.lens_name == "garbled" and "malformed" in failure.error
+    assert not Judgement.objects.filter(proposal=proposal, lens=broken).exists()
+    assert proposal.escalations.get().reasons == ["lens_failed"]
+    assert proposal.escalations.get().detail["failed_lenses"] == ["garbled"]
+
+
+def test_grounded_claims_carry_utf16_anchors_into_the_answer_body():
+    panel = three_lens_panel(["pass"], need=1, content="🚀 sorts in O(n log n) time")
+    proposal = evaluate_in_process(submit(panel, "🚀 sorts in O(n log n) time"))
+    claim = Claim.objects.get(judgement__proposal=proposal)
+    assert (claim.anchor_kind, claim.start_utf16, claim.end_utf16) == ("answer_body", 3, 27)
+    assert claim.text == "sorts in O(n log n) time"
+    assert len(claim.claim_id) == 6
+
+
+def test_running_a_lens_twice_stores_one_judgement():
+    panel = three_lens_panel(["pass"], need=1)
+    proposal = submit(panel, CONTENT)
+    lens = panel.lenses.get()
+    run_lens(proposal.pk, lens.pk)
+    run_lens(proposal.pk, lens.pk)
+    assert Judgement.objects.filter(proposal=proposal).count() == 1
+    proposal.refresh_from_db()
+    assert proposal.lenses_answered == 1
+
+
+def test_running_the_final_step_twice_writes_one_decision():
+    panel = three_lens_panel(["pass"], need=1)
+    proposal = submit(panel, CONTENT)
+    run_lens(proposal.pk, panel.lenses.get().pk)
+    finalize_proposal(proposal.pk)
+    finalize_proposal(proposal.pk)
+    assert Decision.objects.filter(proposal=proposal).count() == 1
+
+
+def test_running_the_final_step_twice_on_an_escalation_opens_one_escalation():
+    panel = three_lens_panel(["pass", "fail", "pass"])
+    proposal = submit(panel, CONTENT)
+    evaluate_in_process(proposal)
+    finalize_proposal(proposal.pk, deadline_passed=True)
+    assert Escalation.objects.filter(proposal=proposal).count() == 1
+
+
+def test_the_final_step_waits_until_every_lens_answered():
+    panel = three_lens_panel(["pass", "pass", "pass"])
+    proposal = submit(panel, CONTENT)
+    run_lens(proposal.pk, panel.lenses.first().pk)
+    finalize_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.QUEUED
+    assert proposal.lenses_answered == 1
+
+
+def test_progress_counts_answered_lenses():
+    panel = three_lens_panel(["pass", "pass", "pass"])
+    proposal = submit(panel, CONTENT)
+    assert (proposal.lenses_answered, proposal.lenses_asked) == (0, 3)
+    for lens in panel.lenses.all()[:2]:
+        run_lens(proposal.pk, lens.pk)
+    proposal.refresh_from_db()
+    assert (proposal.lenses_answered, proposal.lenses_asked) == (2, 3)
+
+
+def test_a_constraints_lens_passes_when_every_checkable_constraint_holds():
+    lens = LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate="must not contain 'guaranteed'")
+    panel = PanelFactory(lenses=[lens], need=1)
+    proposal = evaluate_in_process(submit(panel, "A careful answer."))
+    assert proposal.decision.outcome == "approved"
+
+
+def test_a_constraints_lens_fails_listing_violations_and_unenforced_clauses():
+    lens = LensFactory(
+        backend=Lens.Backend.CONSTRAINTS,
+        mandate="must not contain 'guaranteed'; be polite to everyone",
+    )
+    panel = PanelFactory(lenses=[lens], need=1)
+    proposal = evaluate_in_process(submit(panel, "Delivery is guaranteed."))
+    judged = proposal.judgements.get()
+    assert judged.verdict == "fail"
+    assert "guaranteed" in judged.rationale
+    assert "Unenforced" in judged.rationale and "be polite" in judged.rationale
+
+
+def test_external_lenses_wait_then_the_deadline_records_them_as_failed():
+    outside = LensFactory(backend=Lens.Backend.EXTERNAL, name="human-panel")
+    inside = LensFactory()
+    recorded(inside, CONTENT, judgement("pass"))
+    panel = PanelFactory(lenses=[inside, outside], need=2)
+    proposal = submit(panel, CONTENT)
+    evaluate_in_process(proposal)
+    assert proposal.status == Proposal.Status.QUEUED  # still waiting for the external lens
+    finalize_proposal(proposal.pk, deadline_passed=True)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.ESCALATED
+    assert LensFailure.objects.get(proposal=proposal).lens_name == "human-panel"
+
+
+def test_verify_decisions_passes_on_an_untouched_chain():
+    for _ in range(3):
+        evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT))
+    call_command("verify_decisions")
+
+
+def test_verify_decisions_names_an_edited_outcome():
+    proposals = [
+        evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)) for _ in range(3)
+    ]
+    edited = proposals[1].decision
+    Decision.objects.filter(pk=edited.pk).update(outcome="rejected")
+    with pytest.raises(CommandError, match=f"decision {edited.pk} .*outcome"):
+        call_command("verify_decisions")
+
+
+def test_verify_decisions_catches_edited_signed_bytes():
+    decision = evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)).decision
+    Decision.objects.filter(pk=decision.pk).update(
+        payload=decision.payload.replace('"approved"', '"rejected"')
+    )
+    with pytest.raises(CommandError, match=f"decision {decision.pk}"):
+        call_command("verify_decisions")
+
+
+def test_verify_decisions_catches_a_deleted_decision():
+    decisions = [
+        evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)).decision
+        for _ in range(3)
+    ]
+    Decision.objects.filter(pk=decisions[1].pk).delete()
+    with pytest.raises(CommandError, match="chain broken"):
+        call_command("verify_decisions")
