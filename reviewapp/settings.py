@@ -83,6 +83,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "reviewapp.review",
+    "reviewapp.audit",
+    "reviewapp.ledger",
 ]
 
 MIDDLEWARE = [
