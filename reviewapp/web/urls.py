@@ -1,1 +1,24 @@
-urlpatterns: list = []
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="registration/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", views.inbox, name="inbox"),
+    path("proposals", views.proposal_list, name="proposal_list"),
+    path("proposals/<int:pk>", views.proposal_detail, name="proposal_detail"),
+    path("proposals/<int:pk>/progress", views.proposal_progress, name="proposal_progress"),
+    path("escalations/<int:pk>/claim", views.escalation_claim_view, name="escalation_claim"),
+    path("escalations/<int:pk>/release", views.escalation_release_view, name="escalation_release"),
+    path("escalations/<int:pk>/decide", views.escalation_decide_view, name="escalation_decide"),
+    path("decisions", views.decision_list, name="decision_list"),
+    path("decisions/<int:pk>/verify", views.decision_verify, name="decision_verify"),
+]

@@ -1,0 +1,9 @@
+FROM python:3.12-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY reviewapp ./reviewapp
+RUN pip install --no-cache-dir .
+COPY . .
+RUN useradd --create-home reviewapp && mkdir -p /var/lib/reviewapp && chown reviewapp /var/lib/reviewapp
+USER reviewapp

@@ -1,0 +1,108 @@
+"""Who is calling: a machine client with a bearer token, or a browser session.
+
+Tokens carry scopes (submit, judge, read, review) and a per-token rate limit.
+Sessions are for people: staff and reviewers may read, reviewers may also
+decide escalations, and every unsafe request from a session must pass CSRF.
+"""
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from ninja.errors import AuthenticationError, AuthorizationError, Throttled
+from ninja.security.http import HttpAuthBase
+from ninja.utils import check_csrf
+
+from reviewapp.review.models import ApiClient
+from reviewapp.review.services.clients import api_client_for_token, api_client_touch
+
+REVIEWERS_GROUP = "reviewers"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated party: exactly one of `client` and `user` is set."""
+
+    client: ApiClient | None = None
+    user: object | None = None
+
+    @property
+    def name(self) -> str:
+        if self.client is not None:
+            return f"api:{self.client.name}"
+        return self.user.get_username()
+
+
+def is_reviewer(user) -> bool:
+    return user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
+
+
+class ApiAuth(HttpAuthBase):
+    """Bearer token with `scope`, or a session allowed that scope.
+
+    `scope=None` admits any token and any staff or reviewer session. OpenAPI
+    documents the bearer scheme; sessions are for the browser.
+    """
+
+    openapi_scheme = "bearer"
+
+    def __init__(self, scope: str | None = None):
+        self.scope = scope
+        super().__init__()
+
+    def __call__(self, request):
+        header = request.headers.get("Authorization")
+        if header:
+            return self._from_token(header)
+        return self._from_session(request)
+
+    def _from_token(self, header: str) -> Caller:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthenticationError(message="Authorization must be 'Bearer <token>'")
+        client = api_client_for_token(token.strip())
+        if client is None:
+            raise AuthenticationError(message="unknown or revoked token")
+        _count_request(client)
+        if self.scope is not None and self.scope not in client.scopes:
+            raise AuthorizationError(message=f"this token lacks the {self.scope!r} scope")
+        api_client_touch(client)
+        return Caller(client=client)
+
+    def _from_session(self, request) -> Caller | None:
+        user = request.user
+        if not user.is_authenticated:
+            return None  # nothing presented: django-ninja answers 401
+        if self.scope in (None, ApiClient.Scope.READ):
+            allowed = user.is_staff or is_reviewer(user)
+        elif self.scope == ApiClient.Scope.REVIEW:
+            allowed = is_reviewer(user)
+        else:
+            raise AuthorizationError(
+                message=f"the {self.scope!r} scope needs a bearer token, not a browser session"
+            )
+        if not allowed:
+            raise AuthorizationError(message="this account may not use the API")
+        if request.method not in _SAFE_METHODS and check_csrf(request) is not None:
+            raise AuthorizationError(message="CSRF check failed")
+        return Caller(user=user)
+
+
+def _count_request(client: ApiClient) -> None:
+    """A fixed one-minute window per token, counted in the shared cache."""
+    limit = settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE
+    now = time.time()
+    window = int(now // _WINDOW_SECONDS)
+    # Keyed by the random prefix, never the row id: ids can be reused.
+    key = f"api-rate:{client.token_prefix}:{window}"
+    cache.add(key, 0, timeout=_WINDOW_SECONDS * 2)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # the window expired between add and incr
+        cache.set(key, 1, timeout=_WINDOW_SECONDS * 2)
+        count = 1
+    if count > limit:
+        raise Throttled(wait=int(_WINDOW_SECONDS - now % _WINDOW_SECONDS) + 1)

@@ -1,0 +1,136 @@
+"""Request bodies: size-limited, strictly parsed JSON that every store downstream can hold.
+
+Python's json module accepts things the rest of the pipeline cannot: NUL
+characters and lone surrogates (PostgreSQL refuses them; UTF-8 cannot encode
+them), NaN and Infinity (not JSON, refused by RFC 8785 canonicalisation),
+integers beyond 2**53 (refused by RFC 8785, lossy in every JS client) and
+nesting deep enough to blow the recursion limit. Each is a 422 here, naming
+where in the body it sits, before any service sees the data.
+"""
+
+import json
+import re
+from functools import wraps
+
+from django.conf import settings
+from ninja.parser import Parser
+
+MAX_DEPTH = 64
+MAX_SAFE_INTEGER = 2**53 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class BodyRejected(Exception):
+    """The request body cannot be taken; carries the status and `detail` to answer with."""
+
+    def __init__(self, status: int, detail):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def invalid(loc: list, msg: str, type_: str) -> BodyRejected:
+    """A 422 shaped like django-ninja's own validation errors."""
+    return BodyRejected(422, [{"loc": loc, "msg": msg, "type": type_}])
+
+
+def too_large() -> BodyRejected:
+    limit = settings.REVIEWAPP_API_MAX_BODY_BYTES
+    return BodyRejected(413, f"request body is larger than the limit of {limit} bytes")
+
+
+def string_problem(value: str) -> str | None:
+    """Why `value` cannot be stored, or None."""
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    if _SURROGATE.search(value):
+        return "must not contain lone surrogates (U+D800 to U+DFFF)"
+    return None
+
+
+def check_declared_length(request) -> None:
+    """Refuse by the declared Content-Length, before anything reads the body."""
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    try:
+        length = int(declared)
+    except ValueError:
+        length = -1
+    if length < 0:
+        # Django would raise a bare ValueError on reading the body.
+        raise BodyRejected(400, "Content-Length must be a non-negative integer")
+    if length > settings.REVIEWAPP_API_MAX_BODY_BYTES:
+        raise too_large()
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(raw: bytes, loc_prefix: list):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise invalid(loc_prefix, f"body is not valid UTF-8: {exc.reason}", "json_invalid") from exc
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError as exc:
+        raise invalid(loc_prefix, f"JSON nested deeper than {MAX_DEPTH} levels", "json_depth") from exc
+    except ValueError as exc:
+        raise invalid(loc_prefix, f"malformed JSON: {exc}", "json_invalid") from exc
+    _check_values(data, loc_prefix)
+    return data
+
+
+def _check_values(data, loc_prefix: list) -> None:
+    # Iterative on purpose: the point is to survive input a recursive walk would not.
+    stack = [(data, loc_prefix, 0)]
+    while stack:
+        value, loc, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise invalid(loc, f"JSON nested deeper than {MAX_DEPTH} levels", "json_depth")
+        if isinstance(value, str):
+            if problem := string_problem(value):
+                raise invalid(loc, problem, "string_unstorable")
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int):
+            if abs(value) > MAX_SAFE_INTEGER:
+                raise invalid(loc, "integers must lie within ±(2**53 - 1)", "int_unsafe")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if problem := string_problem(key):
+                    raise invalid([*loc, key], f"key {problem}", "string_unstorable")
+                stack.append((item, [*loc, key], depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, [*loc, i], depth + 1) for i, item in enumerate(value))
+
+
+class GuardedParser(Parser):
+    """JSON bodies through `parse_json`, re-checking the size actually read.
+
+    django-ninja turns any exception raised here into a 400; the API's
+    HttpError handler unwraps a BodyRejected cause into its own status.
+    """
+
+    def parse_body(self, request):
+        # The declared length was checked already; a chunked or lying body is caught here.
+        if len(request.body) > settings.REVIEWAPP_API_MAX_BODY_BYTES:
+            raise too_large()
+        return parse_json(request.body, ["body"])
+
+
+def size_guard(render):
+    """A view decorator factory: refuse oversized bodies before auth or parsing run."""
+
+    def decorator(run):
+        @wraps(run)
+        def guarded(request, *args, **kwargs):
+            try:
+                check_declared_length(request)
+            except BodyRejected as exc:
+                return render(request, exc)
+            return run(request, *args, **kwargs)
+
+        return guarded
+
+    return decorator

@@ -1,0 +1,231 @@
+"""Request and response shapes of the REST API."""
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from ninja import Schema
+from pydantic import AfterValidator, ConfigDict, Field
+
+from .parsing import string_problem
+
+
+def _storable(value: str) -> str:
+    # Bodies are checked while parsed; this covers query strings.
+    if problem := string_problem(value):
+        raise ValueError(problem)
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+QueryText = Annotated[str, Field(max_length=200), AfterValidator(_storable)]
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
+Verdict = Literal["pass", "fail"]
+Assessment = Literal["verified", "contested", "refuted"]
+ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]
+EscalationStatus = Literal["open", "claimed", "resolved"]
+Outcome = Literal["approved", "rejected"]
+
+
+class Strict(Schema):
+    # A misspelt field is an error, not silently ignored.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorOut(Schema):
+    detail: str | list[dict[str, Any]]
+
+
+# ─── Proposals ───────────────────────────────────────────────────────────────
+
+
+class ProposalIn(Strict):
+    panel: str = Field(min_length=1, max_length=100)
+    content: NonBlank
+    thought_process: str = ""
+    title: str = Field("", max_length=300)
+    external_ref: str | None = Field(None, min_length=1, max_length=200)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SubmittedOut(Schema):
+    id: int
+    status: ProposalStatus
+    url: str
+
+
+class ProgressOut(Schema):
+    answered: int
+    asked: int
+
+
+class TallyOut(Schema):
+    passed: int
+    failed: int
+    asked: int
+    need: int
+    outcome: Literal["reached_pass", "reached_fail", "no_quorum"]
+
+
+class AnswerBodyAnchorOut(Schema):
+    kind: Literal["answer_body"]
+    start_utf16: int
+    end_utf16: int
+
+
+class ThoughtWindowAnchorOut(Schema):
+    kind: Literal["thought_window"]
+
+
+Anchor = Annotated[AnswerBodyAnchorOut | ThoughtWindowAnchorOut, Field(discriminator="kind")]
+
+
+class ClaimOut(Schema):
+    claim_id: str
+    cite: str
+    text: str | None
+    assessment: Assessment
+    anchor: Anchor | None
+
+
+class JudgementOut(Schema):
+    lens: str
+    lens_version: int
+    verdict: Verdict
+    rationale: str
+    claims: list[ClaimOut]
+    unresolved_cites: list[str] = Field(
+        description="Cites that resolved to nothing and were dropped from the claims."
+    )
+
+
+class EvidenceOut(Schema):
+    checker: str
+    version: int
+    verdict: Literal["pass", "fail", "inconclusive"]
+    reason: str
+    key_id: str
+    signature: str
+    payload: str = Field(description="The exact signed RFC 8785 JSON.")
+
+
+class EscalationBriefOut(Schema):
+    id: int
+    status: EscalationStatus
+    reasons: list[str]
+
+
+class DecisionOut(Schema):
+    id: int
+    proposal: int
+    outcome: Outcome
+    basis: Literal["system", "reviewer"]
+    decided_by: str
+    rationale: str
+    payload: str = Field(description="The exact signed RFC 8785 JSON.")
+    signature: str = Field(description="base64 ed25519 signature over `payload`.")
+    key_id: str
+    public_key: str | None = Field(description="base64; null only if the key is unknown.")
+    prev_hash: str
+    hash: str
+
+
+class ProposalOut(Schema):
+    id: int
+    status: ProposalStatus
+    panel: str
+    title: str
+    content: str
+    thought_process: str
+    content_sha256: str
+    progress: ProgressOut
+    tally: TallyOut | None
+    judgements: list[JudgementOut]
+    evidence: list[EvidenceOut]
+    escalation: EscalationBriefOut | None
+    decision: DecisionOut | None
+
+
+class ProposalSummaryOut(Schema):
+    id: int
+    status: ProposalStatus
+    panel: str
+    title: str
+    content_sha256: str
+    created_at: datetime
+    url: str
+
+
+class ProposalPageOut(Schema):
+    items: list[ProposalSummaryOut]
+    next_cursor: str | None
+
+
+class ClaimIn(Strict):
+    cite: str
+    assessment: Assessment
+    claim_id: str | None = Field(None, max_length=64)
+
+
+class JudgementIn(Strict):
+    lens: str = Field(min_length=1, max_length=100)
+    verdict: Verdict
+    rationale: str = ""
+    claims: list[ClaimIn] = Field(default_factory=list, max_length=500)
+
+
+# ─── Escalations and decisions ───────────────────────────────────────────────
+
+
+class EscalationOut(Schema):
+    id: int
+    proposal: int
+    status: EscalationStatus
+    reasons: list[str]
+    claimed_by: str | None
+    created_at: datetime
+
+
+class EscalationPageOut(Schema):
+    items: list[EscalationOut]
+    next_cursor: str | None
+
+
+class DecisionIn(Strict):
+    outcome: Outcome
+    rationale: NonBlank
+
+
+class DecisionPageOut(Schema):
+    items: list[DecisionOut]
+    next_after: int | None = Field(description="Pass as `after` for the next page; null at the end.")
+
+
+class KeyOut(Schema):
+    key_id: str
+    public_key: str = Field(description="base64 ed25519 public key.")
+    created_at: datetime
+    retired_at: datetime | None
+
+
+# ─── Cites ───────────────────────────────────────────────────────────────────
+
+
+class CiteIn(Strict):
+    source: str
+    cite: str
+
+
+class CiteOut(Schema):
+    resolved: bool
+    text: str | None
+    start: int | None = Field(description="Code points.")
+    end: int | None
+    start_utf16: int | None = Field(description="UTF-16 code units, as a DOM Range counts.")
+    end_utf16: int | None
+    start_byte: int | None = Field(description="UTF-8 bytes.")
+    end_byte: int | None

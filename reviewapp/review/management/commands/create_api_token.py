@@ -1,0 +1,32 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from reviewapp.review.models import ApiClient
+from reviewapp.review.services.clients import ClientRefused, api_client_create
+
+
+class Command(BaseCommand):
+    help = (
+        "Create an API client and print its bearer token once, on the last line. "
+        "Only a digest of the token is stored."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="A unique name for the client, e.g. the agent system.")
+        parser.add_argument(
+            "--scopes",
+            required=True,
+            help=f"Comma-separated, from: {','.join(ApiClient.Scope.values)}",
+        )
+
+    def handle(self, *args, name, scopes, **options):
+        try:
+            client, token = api_client_create(name=name, scopes=scopes.split(","))
+        except ClientRefused as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            f"Created API client {client.name!r} with scopes: {', '.join(client.scopes)}"
+        )
+        self.stdout.write(f"Token prefix (shown in the admin): {client.token_prefix}")
+        self.stdout.write("The token is shown only now; store it safely:")
+        # Plain write, no styling: scripts take the last line as the token.
+        self.stdout.write(token)

@@ -1,0 +1,62 @@
+"""API clients: bearer tokens, stored only as a sha256 digest plus a visible prefix."""
+
+import secrets
+from datetime import timedelta
+
+from django.utils import timezone
+
+from ..models import ApiClient
+
+TOKEN_MARK = "rva_"
+# The mark plus 8 random characters: enough to tell tokens apart in the admin,
+# far too little to guess the remaining 43.
+PREFIX_LENGTH = len(TOKEN_MARK) + 8
+# last_used_at is for spotting dead tokens, not an audit log: writing it on
+# every request would turn each read into a write.
+TOUCH_EVERY = timedelta(minutes=1)
+
+
+class ClientRefused(ValueError):
+    """The client cannot be created as asked (unknown scope, no scope, name taken)."""
+
+
+def api_client_create(*, name: str, scopes: list[str]) -> tuple[ApiClient, str]:
+    """Create a client; returns it with its token, which is never retrievable again."""
+    name = name.strip()
+    if not name:
+        raise ClientRefused("a client needs a name")
+    wanted = list(dict.fromkeys(s.strip() for s in scopes if s.strip()))
+    if not wanted:
+        raise ClientRefused(f"give at least one scope of {', '.join(ApiClient.Scope.values)}")
+    unknown = [s for s in wanted if s not in ApiClient.Scope.values]
+    if unknown:
+        raise ClientRefused(
+            f"unknown scope {', '.join(unknown)}; choose from {', '.join(ApiClient.Scope.values)}"
+        )
+    if ApiClient.objects.filter(name=name).exists():
+        raise ClientRefused(f"an API client named {name!r} already exists")
+    token = TOKEN_MARK + secrets.token_urlsafe(32)
+    client = ApiClient.objects.create(
+        name=name,
+        token_prefix=token[:PREFIX_LENGTH],
+        token_hash=ApiClient.hash_token(token),
+        scopes=wanted,
+    )
+    return client, token
+
+
+def api_client_for_token(token: str) -> ApiClient | None:
+    """The live client holding `token`, or None (unknown or revoked)."""
+    if not token.startswith(TOKEN_MARK):
+        return None
+    return ApiClient.objects.filter(
+        token_hash=ApiClient.hash_token(token), revoked_at__isnull=True
+    ).first()
+
+
+def api_client_touch(client: ApiClient) -> None:
+    """Record use, at most once per TOUCH_EVERY."""
+    now = timezone.now()
+    if client.last_used_at is None or now - client.last_used_at >= TOUCH_EVERY:
+        ApiClient.objects.filter(pk=client.pk).update(last_used_at=now)
+        client.last_used_at = now

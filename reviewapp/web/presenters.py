@@ -1,0 +1,221 @@
+"""Shape stored rows into what the review pages show.
+
+Nothing here queries the database: views fetch the rows (a fixed number of
+queries per page), these functions only arrange them.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from reviewapp.review.models import Claim, Escalation, Judgement, LensFailure, Proposal
+
+REASON_LABELS = {
+    Escalation.Reason.NO_QUORUM: "No quorum",
+    Escalation.Reason.INCONCLUSIVE: "Inconclusive",
+    Escalation.Reason.LENS_FAILED: "Lens failed",
+    Escalation.Reason.SIGN_OFF: "Sign-off",
+}
+OUTCOME_LABELS = {
+    "no_quorum": "no quorum",
+    "reached_pass": "reached pass",
+    "reached_fail": "reached fail",
+}
+# Lens colours are assigned by position on the panel; the CSS defines this many.
+LENS_SLOTS = 8
+
+
+def reason_badges(reasons) -> list[dict]:
+    return [
+        {"code": code, "label": REASON_LABELS.get(code, str(code).replace("_", " "))}
+        for code in reasons or []
+    ]
+
+
+def tally_text(tally: dict | None) -> str:
+    """'2 pass · 1 fail of 3, need 3 → no quorum', or '' before the panel is tallied."""
+    if not tally:
+        return ""
+    outcome = OUTCOME_LABELS.get(tally.get("outcome"), str(tally.get("outcome", "")))
+    return (
+        f"{tally.get('passed', 0)} pass · {tally.get('failed', 0)} fail "
+        f"of {tally.get('asked', 0)}, need {tally.get('need', 0)} → {outcome}"
+    )
+
+
+def tally_outcome(tally: dict | None) -> str:
+    return (tally or {}).get("outcome", "")
+
+
+def claim_ttl() -> timedelta:
+    return timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
+
+
+@dataclass
+class ClaimState:
+    """Who holds an escalation, as the pages describe it."""
+
+    status: str
+    holder: str | None = None
+    holder_id: int | None = None
+    claimed_at: datetime | None = None
+    expires_at: datetime | None = None
+    live: bool = False
+    expired: bool = False
+    mine: bool = False
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == Escalation.Status.RESOLVED
+
+    @property
+    def claimable(self) -> bool:
+        """Whether this user may (re)claim it now."""
+        return not self.resolved and (not self.live or self.mine)
+
+    @property
+    def can_decide(self) -> bool:
+        return not self.resolved and self.live and self.mine
+
+
+def claim_state(escalation: Escalation, user, now: datetime | None = None) -> ClaimState:
+    now = now or timezone.now()
+    state = ClaimState(status=escalation.status)
+    if escalation.status == Escalation.Status.CLAIMED and escalation.claimed_at:
+        holder = escalation.claimed_by
+        state.holder = holder.get_username() if holder else "someone"
+        state.holder_id = escalation.claimed_by_id
+        state.claimed_at = escalation.claimed_at
+        state.expires_at = escalation.claimed_at + claim_ttl()
+        state.live = state.expires_at > now
+        state.expired = not state.live
+        state.mine = user is not None and escalation.claimed_by_id == user.pk
+    return state
+
+
+# --- the proposal page --------------------------------------------------------
+
+
+@dataclass
+class LensCard:
+    slot: int
+    name: str
+    version: int | None = None
+    verdict: str | None = None
+    rationale: str = ""
+    failure: str | None = None
+    claims: list[dict] = field(default_factory=list)
+
+    @property
+    def pending(self) -> bool:
+        return self.verdict is None and self.failure is None
+
+
+@dataclass
+class ProposalView:
+    lenses: list[LensCard]
+    spans: list[dict]
+    unresolved: list[dict]
+    thought_claims: list[dict]
+    highlight_data: dict
+    answered: int
+    asked: int
+
+
+def proposal_view(
+    proposal: Proposal,
+    judgements: list[Judgement],
+    failures: list[LensFailure],
+) -> ProposalView:
+    """Group a proposal's claims by span and lens for the page and its highlighter.
+
+    `judgements` must have their claims prefetched.
+    """
+    snapshot_lenses = [entry["name"] for entry in (proposal.panel_snapshot or {}).get("lenses", [])]
+    slots: dict[str, int] = {}
+    for name in snapshot_lenses + [j.lens_name for j in judgements] + [f.lens_name for f in failures]:
+        slots.setdefault(name, len(slots))
+
+    cards = {name: LensCard(slot=slot % LENS_SLOTS, name=name) for name, slot in slots.items()}
+    for failure in failures:
+        card = cards[failure.lens_name]
+        card.version = failure.lens_version
+        card.failure = failure.error
+
+    spans: dict[tuple[int, int], dict] = {}
+    unresolved: list[dict] = []
+    thought_claims: list[dict] = []
+    for judgement in judgements:
+        card = cards[judgement.lens_name]
+        card.version = judgement.lens_version
+        card.verdict = judgement.verdict
+        card.rationale = judgement.rationale
+        for claim in judgement.claims.all():
+            item = {
+                "lens": judgement.lens_name,
+                "slot": card.slot,
+                "verdict": judgement.verdict,
+                "assessment": claim.assessment,
+                "note": claim.note,
+                "cite": claim.cite,
+                "text": claim.text,
+                "claim_id": claim.claim_id,
+                "kind": claim.anchor_kind,
+                "dropped": claim.dropped,
+                "span": None,
+            }
+            if claim.anchor_kind == Claim.AnchorKind.ANSWER_BODY and not claim.dropped:
+                key = (claim.start_utf16, claim.end_utf16)
+                span = spans.get(key)
+                if span is None:
+                    span = spans[key] = {
+                        "start": claim.start_utf16,
+                        "end": claim.end_utf16,
+                        "text": claim.text or "",
+                        "claims": [],
+                    }
+                span["claims"].append(item)
+                item["span"] = span
+            elif claim.anchor_kind == Claim.AnchorKind.THOUGHT_WINDOW and not claim.dropped:
+                thought_claims.append(item)
+            else:
+                unresolved.append(item)
+            card.claims.append(item)
+
+    ordered = sorted(spans.values(), key=lambda s: (s["start"], s["end"]))
+    for index, span in enumerate(ordered):
+        span["id"] = index
+        span["lens_slots"] = sorted({c["slot"] for c in span["claims"]})
+
+    highlight_data = {
+        "lenses": [{"slot": cards[name].slot, "name": name} for name in slots],
+        "spans": [
+            {
+                "id": span["id"],
+                "start": span["start"],
+                "end": span["end"],
+                "text": span["text"],
+                "claims": [
+                    {
+                        "lens": c["lens"],
+                        "slot": c["slot"],
+                        "assessment": c["assessment"],
+                        "note": c["note"],
+                    }
+                    for c in span["claims"]
+                ],
+            }
+            for span in ordered
+        ],
+    }
+    return ProposalView(
+        lenses=list(cards.values()),
+        spans=ordered,
+        unresolved=unresolved,
+        thought_claims=thought_claims,
+        highlight_data=highlight_data,
+        answered=proposal.lenses_answered,
+        asked=proposal.lenses_asked,
+    )

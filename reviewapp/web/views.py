@@ -1,0 +1,421 @@
+"""Review pages: server-rendered, htmx for the fragments that refresh themselves.
+
+Every list page runs a fixed number of queries whatever the number of rows:
+relations are joined (`select_related`), large text columns deferred, counts
+taken in one aggregate.
+"""
+
+import json
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db import IntegrityError
+from django.db.models import Case, Count, Q, Value, When
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from reviewapp.core.signing import canonical_json, sha256_hex
+from reviewapp.review.models import Decision, Escalation, Panel, Proposal
+from reviewapp.review.services.decisions import decision_signature_valid
+from reviewapp.review.services.escalations import (
+    ClaimHeldByOther,
+    EscalationClosed,
+    escalation_claim,
+    escalation_decide,
+    escalation_release,
+)
+
+from .access import reviewer_required
+from .presenters import (
+    REASON_LABELS,
+    claim_state,
+    claim_ttl,
+    proposal_view,
+    reason_badges,
+    tally_outcome,
+    tally_text,
+)
+
+INBOX_PAGE_SIZE = 25
+LIST_PAGE_SIZE = 50
+INBOX_POLL_SECONDS = 5
+PROGRESS_POLL_SECONDS = 2
+OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED)
+# Columns a list never shows; a 1 MB proposal must not be read to list its title.
+PROPOSAL_HEAVY = ("content", "thought_process", "panel_snapshot", "metadata")
+
+
+def _is_htmx(request) -> bool:
+    return request.headers.get("HX-Request") == "true" and not request.headers.get("HX-Boosted")
+
+
+def _int_param(request, name: str) -> int | None:
+    try:
+        return int(request.GET.get(name, ""))
+    except ValueError:
+        return None
+
+
+def _query_without(request, *names: str) -> str:
+    """The current query string minus `names`, for links that change one filter."""
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return query.urlencode()
+
+
+def _reason_q(reason: str) -> Q:
+    # `reasons` is a JSON list of fixed codes; matching the quoted code as text
+    # works on SQLite (no JSON containment there) and PostgreSQL alike.
+    return Q(reasons__icontains=f'"{reason}"')
+
+
+# --- inbox --------------------------------------------------------------------
+
+
+@require_GET
+@reviewer_required
+def inbox(request):
+    reason = request.GET.get("reason", "")
+    if reason not in REASON_LABELS:
+        reason = ""
+    panel_id = _int_param(request, "panel")
+
+    base = Escalation.objects.filter(status__in=OPEN_STATUSES)
+    if panel_id is not None:
+        base = base.filter(proposal__panel_id=panel_id)
+    counts = base.aggregate(
+        all=Count("pk"), **{code: Count("pk", filter=_reason_q(code)) for code in REASON_LABELS}
+    )
+    rows = base.filter(_reason_q(reason)) if reason else base
+    rows = (
+        rows.select_related("proposal", "proposal__panel", "claimed_by")
+        .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
+        .order_by("-created_at", "-id")
+    )
+    page = Paginator(rows, INBOX_PAGE_SIZE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    for escalation in page.object_list:
+        escalation.badges = reason_badges(escalation.reasons)
+        escalation.tally_text = tally_text(escalation.proposal.tally)
+        escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
+        escalation.claim = claim_state(escalation, request.user, now)
+
+    panel_query = _query_without(request, "reason", "page")
+    context = {
+        "page": page,
+        "reason": reason,
+        "panel_id": panel_id,
+        "reason_filters": [
+            {
+                "code": code,
+                "label": label,
+                "count": counts[code],
+                "query": "&".join(filter(None, [panel_query, f"reason={code}"])),
+            }
+            for code, label in REASON_LABELS.items()
+        ],
+        "all_count": counts["all"],
+        "all_query": panel_query,
+        "page_query": _query_without(request, "page"),
+        "poll_seconds": INBOX_POLL_SECONDS,
+    }
+    if _is_htmx(request):
+        return render(request, "web/inbox.html#results", context)
+    context["panels"] = Panel.objects.only("id", "name").order_by("name")
+    return render(request, "web/inbox.html", context)
+
+
+# --- proposals ----------------------------------------------------------------
+
+
+@require_GET
+@reviewer_required
+def proposal_list(request):
+    status = request.GET.get("status", "")
+    if status not in Proposal.Status.values:
+        status = ""
+    panel_id = _int_param(request, "panel")
+    q = request.GET.get("q", "").strip()
+
+    rows = Proposal.objects.select_related("panel", "decision").defer(
+        *PROPOSAL_HEAVY, "decision__payload"
+    )
+    if status:
+        rows = rows.filter(status=status)
+    if panel_id is not None:
+        rows = rows.filter(panel_id=panel_id)
+    if q:
+        rows = rows.filter(Q(title__icontains=q) | Q(external_ref__icontains=q))
+    page = Paginator(rows.order_by("-created_at", "-id"), LIST_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    for proposal in page.object_list:
+        proposal.tally_text = tally_text(proposal.tally)
+        proposal.tally_outcome = tally_outcome(proposal.tally)
+    return render(
+        request,
+        "web/proposal_list.html",
+        {
+            "page": page,
+            "status": status,
+            "statuses": Proposal.Status.values,
+            "panel_id": panel_id,
+            "panels": Panel.objects.only("id", "name").order_by("name"),
+            "q": q,
+            "page_query": _query_without(request, "page"),
+        },
+    )
+
+
+def _current_escalation(proposal: Proposal) -> Escalation | None:
+    """The unresolved escalation if there is one, else the latest."""
+    return (
+        Escalation.objects.filter(proposal=proposal)
+        .select_related("claimed_by")
+        .order_by(
+            # Unresolved first, then newest.
+            Case(When(status=Escalation.Status.RESOLVED, then=Value(1)), default=Value(0)),
+            "-created_at",
+            "-id",
+        )
+        .first()
+    )
+
+
+def _adjudication_context(request, proposal, *, error: str = "", notice: str = "") -> dict:
+    escalation = _current_escalation(proposal)
+    decision = Decision.objects.filter(proposal=proposal).first()
+    return {
+        "proposal": proposal,
+        "escalation": escalation,
+        "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
+        "claim": claim_state(escalation, request.user) if escalation else None,
+        "decision": decision,
+        "claim_ttl_minutes": int(claim_ttl().total_seconds() // 60),
+        "adjudication_error": error,
+        "adjudication_notice": notice,
+    }
+
+
+@require_GET
+@reviewer_required
+def proposal_detail(request, pk: int):
+    proposal = get_object_or_404(Proposal.objects.select_related("panel", "client"), pk=pk)
+    judgements = list(proposal.judgements.prefetch_related("claims").order_by("id"))
+    failures = list(proposal.lens_failures.order_by("id"))
+    evidence = list(proposal.evidence.order_by("checker_name"))
+    view = proposal_view(proposal, judgements, failures)
+    context = {
+        **_adjudication_context(request, proposal),
+        "view": view,
+        "evidence": evidence,
+        "tally_text": tally_text(proposal.tally),
+        "tally_outcome": tally_outcome(proposal.tally),
+        "running": not proposal.is_final,
+        "poll_seconds": PROGRESS_POLL_SECONDS,
+        "progress": _progress(proposal, judgements, failures),
+    }
+    return render(request, "web/proposal_detail.html", context)
+
+
+def _progress(proposal: Proposal, judgements, failures) -> dict:
+    answered = {j.lens_name: j.verdict for j in judgements}
+    answered.update({f.lens_name: "failed" for f in failures})
+    lenses = [
+        {"name": entry["name"], "state": answered.get(entry["name"], "waiting")}
+        for entry in (proposal.panel_snapshot or {}).get("lenses", [])
+    ]
+    return {
+        "answered": proposal.lenses_answered,
+        "asked": proposal.lenses_asked,
+        "lenses": lenses,
+        "status": proposal.status,
+    }
+
+
+@require_GET
+@reviewer_required
+def proposal_progress(request, pk: int):
+    """The live progress indicator; once the proposal is final the page reloads itself."""
+    proposal = get_object_or_404(Proposal.objects.defer("content", "thought_process"), pk=pk)
+    if proposal.is_final:
+        if _is_htmx(request):
+            response = HttpResponse(status=204)
+            response["HX-Refresh"] = "true"
+            return response
+        return redirect("proposal_detail", pk=pk)
+    judgements = list(proposal.judgements.only("lens_name", "verdict"))
+    failures = list(proposal.lens_failures.only("lens_name"))
+    return render(
+        request,
+        "web/proposal_detail.html#progress",
+        {
+            "proposal": proposal,
+            "progress": _progress(proposal, judgements, failures),
+            "poll_seconds": PROGRESS_POLL_SECONDS,
+            "running": True,
+        },
+    )
+
+
+# --- adjudication ---------------------------------------------------------------
+
+
+def _after_action(request, escalation: Escalation, *, error: str = "", notice: str = ""):
+    """htmx gets the refreshed adjudication panel; a plain form post is redirected back."""
+    if _is_htmx(request):
+        proposal = Proposal.objects.defer("content", "thought_process").get(
+            pk=escalation.proposal_id
+        )
+        return render(
+            request,
+            "web/proposal_detail.html#adjudication",
+            _adjudication_context(request, proposal, error=error, notice=notice),
+        )
+    if error:
+        messages.error(request, error)
+    elif notice:
+        messages.success(request, notice)
+    return redirect(reverse("proposal_detail", args=[escalation.proposal_id]) + "#adjudication")
+
+
+@require_POST
+@reviewer_required
+def escalation_claim_view(request, pk: int):
+    escalation = get_object_or_404(Escalation, pk=pk)
+    try:
+        escalation_claim(escalation_id=escalation.pk, user=request.user)
+    except ClaimHeldByOther as exc:
+        return _after_action(
+            request, escalation, error=f"Already claimed by {exc.holder}. They hold it now."
+        )
+    except EscalationClosed:
+        return _after_action(request, escalation, error="This escalation is already decided.")
+    return _after_action(request, escalation, notice="You hold this escalation.")
+
+
+@require_POST
+@reviewer_required
+def escalation_release_view(request, pk: int):
+    escalation = get_object_or_404(Escalation, pk=pk)
+    if escalation_release(escalation_id=escalation.pk, user=request.user):
+        return _after_action(request, escalation, notice="Claim released.")
+    return _after_action(request, escalation, error="You do not hold a claim on this escalation.")
+
+
+@require_POST
+@reviewer_required
+def escalation_decide_view(request, pk: int):
+    escalation = get_object_or_404(Escalation.objects.select_related("claimed_by"), pk=pk)
+    outcome = request.POST.get("outcome", "")
+    rationale = request.POST.get("rationale", "")
+    if outcome not in Decision.Outcome.values:
+        return _after_action(request, escalation, error="Choose approve or reject.")
+    if not rationale.strip():
+        return _after_action(request, escalation, error="A rationale is required to decide.")
+    state = claim_state(escalation, request.user)
+    if state.resolved:
+        return _after_action(request, escalation, error="This escalation is already decided.")
+    if not state.can_decide:
+        if state.live:
+            error = f"Claimed by {state.holder}: only they can decide it."
+        else:
+            error = "Claim this escalation before deciding it."
+        return _after_action(request, escalation, error=error)
+    try:
+        escalation_decide(
+            escalation_id=escalation.pk,
+            outcome=outcome,
+            rationale=rationale.strip(),
+            user=request.user,
+            decided_by_name=request.user.get_username(),
+        )
+    except ClaimHeldByOther as exc:
+        return _after_action(request, escalation, error=f"Claimed by {exc.holder}: only they can decide it.")
+    except (EscalationClosed, IntegrityError):
+        return _after_action(request, escalation, error="This escalation is already decided.")
+    except ValueError as exc:
+        return _after_action(request, escalation, error=str(exc).capitalize() + ".")
+    return _after_action(request, escalation, notice=f"Decision signed: {outcome}.")
+
+
+# --- decisions --------------------------------------------------------------------
+
+
+@require_GET
+@reviewer_required
+def decision_list(request):
+    outcome = request.GET.get("outcome", "")
+    if outcome not in Decision.Outcome.values:
+        outcome = ""
+    basis = request.GET.get("basis", "")
+    if basis not in Decision.Basis.values:
+        basis = ""
+    rows = Decision.objects.select_related("proposal").defer(
+        "payload", *(f"proposal__{name}" for name in PROPOSAL_HEAVY)
+    )
+    if outcome:
+        rows = rows.filter(outcome=outcome)
+    if basis:
+        rows = rows.filter(basis=basis)
+    page = Paginator(rows.order_by("-id"), LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "web/decision_list.html",
+        {
+            "page": page,
+            "outcome": outcome,
+            "basis": basis,
+            "outcomes": Decision.Outcome.values,
+            "bases": Decision.Basis.values,
+            "page_query": _query_without(request, "page"),
+        },
+    )
+
+
+def verify_decision(decision: Decision) -> dict:
+    """Check a stored decision from its stored bytes: signature, hash, and the row's fields."""
+    payload_bytes = decision.payload.encode()
+    signature_ok = decision_signature_valid(decision)
+    hash_ok = sha256_hex(payload_bytes) == decision.hash
+    try:
+        signed = json.loads(payload_bytes)
+        canonical_ok = canonical_json(signed) == payload_bytes
+    except ValueError:
+        signed, canonical_ok = {}, False
+    mismatched = [
+        name
+        for name, stored in (
+            ("outcome", decision.outcome),
+            ("basis", decision.basis),
+            ("rationale", decision.rationale),
+            ("prev_hash", decision.prev_hash),
+        )
+        if signed.get(name) != stored
+    ]
+    if (signed.get("proposal") or {}).get("id") != decision.proposal_id:
+        mismatched.append("proposal")
+    return {
+        "ok": signature_ok and hash_ok and canonical_ok and not mismatched,
+        "signature_ok": signature_ok,
+        "hash_ok": hash_ok,
+        "canonical_ok": canonical_ok,
+        "mismatched": mismatched,
+        "key_id": decision.key_id,
+        "checked_at": timezone.now(),
+        "payload_length": len(payload_bytes),
+    }
+
+
+@require_GET
+@reviewer_required
+def decision_verify(request, pk: int):
+    decision = get_object_or_404(Decision.objects.select_related("proposal"), pk=pk)
+    context = {"decision": decision, "result": verify_decision(decision)}
+    if _is_htmx(request):
+        return render(request, "web/decision_verify.html#result", context)
+    return render(request, "web/decision_verify.html", context)
