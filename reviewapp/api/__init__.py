@@ -1,3 +1,58 @@
-from ninja import NinjaAPI
+"""The REST API: one NinjaAPI at /api/, a router per area, errors always JSON `{"detail"}`."""
 
-api = NinjaAPI(title="reviewapp API", version="1", docs_url="/docs")
+from django.core.exceptions import RequestDataTooBig
+from ninja import NinjaAPI
+from ninja.errors import HttpError, Throttled
+
+from . import cite, decisions, escalations, proposals
+from .parsing import BodyRejected, GuardedParser, size_guard, too_large
+
+api = NinjaAPI(
+    title="reviewapp API",
+    version="1",
+    description="Submit proposals, deliver external judgements, read verdicts and signed "
+    "decisions. Machine clients send `Authorization: Bearer <token>` "
+    "(`python manage.py create_api_token`).",
+    docs_url="/docs",
+    urls_namespace="api",
+    parser=GuardedParser(),
+)
+
+
+def _rejected(request, exc: BodyRejected):
+    return api.create_response(request, {"detail": exc.detail}, status=exc.status)
+
+
+@api.exception_handler(BodyRejected)
+def _body_rejected(request, exc: BodyRejected):
+    return _rejected(request, exc)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request, exc: HttpError):
+    # django-ninja re-raises anything the parser raises as a bare 400.
+    if isinstance(exc.__cause__, BodyRejected):
+        return _rejected(request, exc.__cause__)
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(Throttled)
+def _throttled(request, exc: Throttled):
+    response = api.create_response(
+        request, {"detail": "rate limit exceeded for this token"}, status=429
+    )
+    response["Retry-After"] = str(exc.wait)
+    return response
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request, exc: RequestDataTooBig):
+    # Django's own DATA_UPLOAD_MAX_MEMORY_SIZE, if it is ever below ours.
+    return _rejected(request, too_large())
+
+
+api.add_decorator(size_guard(_rejected), mode="view")
+api.add_router("", proposals.router)
+api.add_router("", escalations.router)
+api.add_router("", decisions.router)
+api.add_router("", cite.router)

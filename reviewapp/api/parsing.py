@@ -15,6 +15,8 @@ from functools import wraps
 from django.conf import settings
 from ninja.parser import Parser
 
+# Where django-ninja locates body fields; every endpoint names its body `payload`.
+BODY_LOC = ["body", "payload"]
 MAX_DEPTH = 64
 MAX_SAFE_INTEGER = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -62,6 +64,10 @@ def check_declared_length(request) -> None:
         raise too_large()
 
 
+def _too_deep(loc: list) -> BodyRejected:
+    return invalid(loc, f"JSON nested deeper than {MAX_DEPTH} levels", "json_depth")
+
+
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
@@ -74,7 +80,7 @@ def parse_json(raw: bytes, loc_prefix: list):
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError as exc:
-        raise invalid(loc_prefix, f"JSON nested deeper than {MAX_DEPTH} levels", "json_depth") from exc
+        raise _too_deep(loc_prefix) from exc
     except ValueError as exc:
         raise invalid(loc_prefix, f"malformed JSON: {exc}", "json_invalid") from exc
     _check_values(data, loc_prefix)
@@ -87,7 +93,7 @@ def _check_values(data, loc_prefix: list) -> None:
     while stack:
         value, loc, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise invalid(loc, f"JSON nested deeper than {MAX_DEPTH} levels", "json_depth")
+            raise _too_deep(loc)
         if isinstance(value, str):
             if problem := string_problem(value):
                 raise invalid(loc, problem, "string_unstorable")
@@ -116,7 +122,7 @@ class GuardedParser(Parser):
         # The declared length was checked already; a chunked or lying body is caught here.
         if len(request.body) > settings.REVIEWAPP_API_MAX_BODY_BYTES:
             raise too_large()
-        return parse_json(request.body, ["body"])
+        return parse_json(request.body, BODY_LOC)
 
 
 def size_guard(render):

@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from ninja import Schema
+from ninja import Path, Query, Schema
 from pydantic import AfterValidator, ConfigDict, Field
 
 from .parsing import string_problem
@@ -22,6 +22,9 @@ def _not_blank(value: str) -> str:
     return value
 
 
+# Ids fit a bigint column; anything larger can only be a 404 anyway.
+ObjectId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+PageSize = Annotated[int, Query(ge=1, le=200)]
 QueryText = Annotated[str, Field(max_length=200), AfterValidator(_storable)]
 NonBlank = Annotated[str, AfterValidator(_not_blank)]
 Verdict = Literal["pass", "fail"]
@@ -38,6 +41,12 @@ class Strict(Schema):
 
 class ErrorOut(Schema):
     detail: str | list[dict[str, Any]]
+
+
+def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
+    """Documented error responses: those any endpoint can give (a bad Content-Length,
+    auth, body size, validation, rate limit), plus `statuses`."""
+    return {status: ErrorOut for status in sorted({400, 401, 403, 413, 422, 429, *statuses})}
 
 
 # ─── Proposals ───────────────────────────────────────────────────────────────
@@ -202,7 +211,9 @@ class DecisionIn(Strict):
 
 class DecisionPageOut(Schema):
     items: list[DecisionOut]
-    next_after: int | None = Field(description="Pass as `after` for the next page; null at the end.")
+    next_after: int | None = Field(
+        description="Pass as `after` for the next page; null at the end."
+    )
 
 
 class KeyOut(Schema):

@@ -54,7 +54,8 @@ class Command(BaseCommand):
         finally:
             for child in children:
                 if child.poll() is None:
-                    os.killpg(child.pid, signal.SIGTERM)
+                    # The worker's main process shuts its pool down warmly on SIGTERM.
+                    child.terminate()
             deadline = time.monotonic() + 15
             for child in children:
                 try:

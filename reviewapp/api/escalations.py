@@ -1,0 +1,85 @@
+"""The human escalation inbox, for reviewers and review clients."""
+
+from django.http import Http404
+from ninja import Router, Status
+from ninja.errors import HttpError
+
+from reviewapp.review.models import Escalation
+from reviewapp.review.services.escalations import (
+    ClaimHeldByOther,
+    EscalationClosed,
+    escalation_decide,
+)
+
+from .auth import ApiAuth
+from .cursors import keyset_page
+from .decisions import decision_out, public_keys_for
+from .parsing import BODY_LOC, invalid
+from .schemas import (
+    DecisionIn,
+    DecisionOut,
+    EscalationPageOut,
+    EscalationStatus,
+    ObjectId,
+    PageSize,
+    QueryText,
+    errors,
+)
+
+router = Router(tags=["escalations"])
+
+
+@router.get(
+    "/escalations",
+    auth=ApiAuth("read"),
+    response={200: EscalationPageOut, **errors()},
+    summary="List escalations, newest first",
+)
+def escalation_list(
+    request,
+    status: EscalationStatus | None = None,
+    cursor: QueryText | None = None,
+    limit: PageSize = 50,
+):
+    escalations = Escalation.objects.select_related("claimed_by")
+    if status:
+        escalations = escalations.filter(status=status)
+    rows, next_cursor = keyset_page(escalations, cursor=cursor, limit=limit)
+    items = [
+        {
+            "id": e.pk,
+            "proposal": e.proposal_id,
+            "status": e.status,
+            "reasons": e.reasons,
+            "claimed_by": e.claimed_by.get_username() if e.claimed_by else None,
+            "created_at": e.created_at,
+        }
+        for e in rows
+    ]
+    return {"items": items, "next_cursor": next_cursor}
+
+
+@router.post(
+    "/escalations/{escalation_id}/decision",
+    auth=ApiAuth("review"),
+    response={201: DecisionOut, **errors(404, 409)},
+    summary="Decide an escalation; the decision is signed",
+    description="409 if it is already decided, or a reviewer holds a live claim on it.",
+)
+def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
+    caller = request.auth
+    try:
+        decision = escalation_decide(
+            escalation_id=escalation_id,
+            outcome=payload.outcome,
+            rationale=payload.rationale,
+            user=caller.user,
+            decided_by_name=caller.name,
+        )
+    except Escalation.DoesNotExist as exc:
+        raise Http404("no such escalation") from exc
+    except (EscalationClosed, ClaimHeldByOther) as exc:
+        raise HttpError(409, str(exc)) from exc
+    except ValueError as exc:
+        raise invalid(BODY_LOC, str(exc), "value_error") from exc
+    return Status(201, decision_out(decision, public_keys_for([decision.key_id])))

@@ -1,0 +1,221 @@
+"""Submitting proposals, reading them back, and external lenses' judgements."""
+
+from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from ninja import Router, Status
+from ninja.errors import HttpError
+
+from reviewapp.core.cite import ClaimInput
+from reviewapp.review.models import Claim, Judgement, Proposal
+from reviewapp.review.services.judgements import (
+    AlreadyJudged,
+    JudgementRefused,
+    external_judgement_submit,
+)
+from reviewapp.review.services.proposals import (
+    PanelUnavailable,
+    SubmissionConflict,
+    proposal_submit,
+)
+
+from .auth import ApiAuth
+from .cursors import keyset_page
+from .decisions import decision_out, public_keys_for
+from .parsing import BODY_LOC, invalid
+from .schemas import (
+    JudgementIn,
+    JudgementOut,
+    ObjectId,
+    PageSize,
+    ProposalIn,
+    ProposalOut,
+    ProposalPageOut,
+    ProposalStatus,
+    QueryText,
+    SubmittedOut,
+    errors,
+)
+
+router = Router(tags=["proposals"])
+
+
+def _url(proposal_id: int) -> str:
+    return reverse("api:proposal_detail", args=[proposal_id])
+
+
+@router.post(
+    "/proposals",
+    auth=ApiAuth("submit"),
+    response={202: SubmittedOut, 200: SubmittedOut, **errors(409)},
+    summary="Submit a proposal for judgement",
+    description="Idempotent per client on `external_ref`: the same body again answers 200 "
+    "with the first proposal; a different body under the same reference is a 409.",
+)
+def proposal_create(request, payload: ProposalIn):
+    try:
+        proposal, created = proposal_submit(
+            panel_name=payload.panel,
+            content=payload.content,
+            thought_process=payload.thought_process,
+            title=payload.title,
+            external_ref=payload.external_ref,
+            metadata=payload.metadata,
+            client=request.auth.client,
+        )
+    except PanelUnavailable as exc:
+        raise invalid(
+            [*BODY_LOC, "panel"], f"no active, valid panel: {exc}", "panel_unavailable"
+        ) from exc
+    except SubmissionConflict as exc:
+        raise HttpError(409, str(exc)) from exc
+    body = {"id": proposal.pk, "status": proposal.status, "url": _url(proposal.pk)}
+    return Status(202 if created else 200, body)
+
+
+@router.get(
+    "/proposals",
+    auth=ApiAuth("read"),
+    response={200: ProposalPageOut, **errors()},
+    summary="List proposals, newest first",
+)
+def proposal_list(
+    request,
+    status: ProposalStatus | None = None,
+    panel: QueryText | None = None,
+    cursor: QueryText | None = None,
+    limit: PageSize = 50,
+):
+    proposals = Proposal.objects.select_related("panel").only(
+        "id", "status", "title", "content_sha256", "created_at", "panel__name"
+    )
+    if status:
+        proposals = proposals.filter(status=status)
+    if panel:
+        proposals = proposals.filter(panel__name=panel)
+    rows, next_cursor = keyset_page(proposals, cursor=cursor, limit=limit)
+    items = [
+        {
+            "id": p.pk,
+            "status": p.status,
+            "panel": p.panel.name,
+            "title": p.title,
+            "content_sha256": p.content_sha256,
+            "created_at": p.created_at,
+            "url": _url(p.pk),
+        }
+        for p in rows
+    ]
+    return {"items": items, "next_cursor": next_cursor}
+
+
+@router.get(
+    "/proposals/{proposal_id}",
+    auth=ApiAuth("read"),
+    response={200: ProposalOut, **errors(404)},
+    url_name="proposal_detail",
+    summary="A proposal with its judgements, evidence, escalation and decision",
+)
+def proposal_detail(request, proposal_id: ObjectId):
+    proposal = get_object_or_404(
+        Proposal.objects.select_related("panel", "decision").prefetch_related(
+            Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
+            "evidence",
+        ),
+        pk=proposal_id,
+    )
+    escalation = proposal.escalations.order_by("-id").first()
+    decision = getattr(proposal, "decision", None)  # the reverse one-to-one raises when absent
+    return {
+        "id": proposal.pk,
+        "status": proposal.status,
+        "panel": proposal.panel.name,
+        "title": proposal.title,
+        "content": proposal.content,
+        "thought_process": proposal.thought_process,
+        "content_sha256": proposal.content_sha256,
+        "progress": {"answered": proposal.lenses_answered, "asked": proposal.lenses_asked},
+        "tally": proposal.tally,
+        "judgements": [judgement_out(j) for j in proposal.judgements.all()],
+        "evidence": [
+            {
+                "checker": e.checker_name,
+                "version": e.checker_version,
+                "verdict": e.verdict,
+                "reason": e.reason,
+                "key_id": e.key_id,
+                "signature": e.signature,
+                "payload": e.payload,
+            }
+            for e in sorted(proposal.evidence.all(), key=lambda e: e.checker_name)
+        ],
+        "escalation": (
+            {"id": escalation.pk, "status": escalation.status, "reasons": escalation.reasons}
+            if escalation
+            else None
+        ),
+        "decision": (
+            decision_out(decision, public_keys_for([decision.key_id])) if decision else None
+        ),
+    }
+
+
+@router.post(
+    "/proposals/{proposal_id}/judgements",
+    auth=ApiAuth("judge"),
+    response={201: JudgementOut, **errors(404, 409)},
+    summary="Submit an external lens's judgement",
+    description="Only a lens on the proposal's panel with the `external` backend may judge "
+    "here (422 otherwise), once (409 after that). Cites are grounded like any lens's.",
+)
+def judgement_create(request, proposal_id: ObjectId, payload: JudgementIn):
+    proposal = get_object_or_404(Proposal, pk=proposal_id)
+    try:
+        judgement = external_judgement_submit(
+            proposal=proposal,
+            lens_name=payload.lens,
+            verdict=payload.verdict,
+            rationale=payload.rationale,
+            claims=[
+                ClaimInput(cite=c.cite, assessment=c.assessment, claim_id=c.claim_id)
+                for c in payload.claims
+            ],
+        )
+    except JudgementRefused as exc:
+        raise invalid([*BODY_LOC, "lens"], str(exc), "lens_refused") from exc
+    except AlreadyJudged as exc:
+        raise HttpError(409, str(exc)) from exc
+    return Status(201, judgement_out(judgement))
+
+
+def judgement_out(judgement: Judgement) -> dict:
+    claims = sorted(judgement.claims.all(), key=lambda c: c.position)
+    return {
+        "lens": judgement.lens_name,
+        "lens_version": judgement.lens_version,
+        "verdict": judgement.verdict,
+        "rationale": judgement.rationale,
+        "claims": [_claim_out(c) for c in claims if not c.dropped],
+        "unresolved_cites": [c.cite for c in claims if c.dropped],
+    }
+
+
+def _claim_out(claim: Claim) -> dict:
+    match claim.anchor_kind:
+        case Claim.AnchorKind.ANSWER_BODY:
+            anchor = {
+                "kind": "answer_body",
+                "start_utf16": claim.start_utf16,
+                "end_utf16": claim.end_utf16,
+            }
+        case Claim.AnchorKind.THOUGHT_WINDOW:
+            anchor = {"kind": "thought_window"}
+        case _:
+            anchor = None
+    return {
+        "claim_id": claim.claim_id,
+        "cite": claim.cite,
+        "text": claim.text,
+        "assessment": claim.assessment,
+        "anchor": anchor,
+    }

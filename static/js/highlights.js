@@ -1,0 +1,392 @@
+/*
+ * Cited-span highlights on the proposal page.
+ *
+ * Anchors are UTF-16 offsets into the answer body, computed on the server.
+ * DOM offsets in a Text node are UTF-16 code units too, so a Range built on a
+ * text node holding exactly the stored content lands on exactly the cited
+ * characters: emoji, ZWJ sequences, combining marks and CRLF included.
+ *
+ * The HTML parser normalises CRLF to LF (and drops a <pre>'s leading
+ * newline, and splits long text into several nodes), so the text node is
+ * rebuilt from the JSON copy of the content, never trusted from the markup.
+ *
+ * Painting uses the CSS Custom Highlight API (one Highlight per lens colour);
+ * where it is missing the text is split into <mark> elements instead.
+ * Overlapping spans from different lenses are painted by both lenses.
+ */
+(function () {
+  "use strict";
+
+  var root = document.querySelector("[data-highlight-root]");
+  var contentScript = document.getElementById("answer-content");
+  var dataScript = document.getElementById("highlight-data");
+  if (!root || !contentScript || !dataScript) return;
+
+  var content = JSON.parse(contentScript.textContent);
+  var data = JSON.parse(dataScript.textContent);
+  var spans = data.spans || [];
+  var tooltip = document.getElementById("hl-tooltip");
+  var cursorLabel = document.getElementById("claim-cursor");
+
+  var useHighlightApi =
+    typeof CSS !== "undefined" && !!CSS.highlights && typeof window.Highlight === "function";
+
+  // --- one text node with exactly the stored content ------------------------
+  var textNode = root.firstChild;
+  if (root.childNodes.length !== 1 || textNode.nodeType !== Node.TEXT_NODE || textNode.data !== content) {
+    textNode = document.createTextNode(content);
+    root.replaceChildren(textNode);
+  }
+
+  var valid = [];
+  for (var i = 0; i < spans.length; i++) {
+    var s = spans[i];
+    if (!(s.start >= 0 && s.end <= content.length && s.start < s.end)) {
+      console.warn("reviewapp: span outside the answer body, not painted", s);
+      continue;
+    }
+    if (content.slice(s.start, s.end) !== s.text) {
+      // A server/browser offset disagreement: never paint the wrong characters silently.
+      console.warn("reviewapp: span text differs from the content at its offsets", s);
+      s.misaligned = true;
+    }
+    valid.push(s);
+  }
+  var spanById = new Map(spans.map(function (sp) { return [sp.id, sp]; }));
+
+  // locate(offset) -> [node, offsetInNode]; offsetOf(node, offsetInNode) -> offset
+  var locate, offsetOf;
+  var segments = null; // mark mode: [{start, end, node, marks}]
+  var markEls = [];    // mark mode: [{el, start, end}]
+
+  if (useHighlightApi) {
+    locate = function (offset) { return [textNode, offset]; };
+    offsetOf = function (node, off) { return node === textNode ? off : -1; };
+  } else {
+    buildMarks();
+    locate = function (offset) {
+      // Last segment whose start <= offset (an end offset may sit at a segment's end).
+      var lo = 0, hi = segments.length - 1;
+      while (lo < hi) {
+        var mid = (lo + hi + 1) >> 1;
+        if (segments[mid].start <= offset) lo = mid; else hi = mid - 1;
+      }
+      var seg = segments[lo];
+      return [seg.node, offset - seg.start];
+    };
+    var startOfNode = new Map(segments.map(function (seg) { return [seg.node, seg.start]; }));
+    offsetOf = function (node, off) {
+      var start = startOfNode.get(node);
+      return start === undefined ? -1 : start + off;
+    };
+  }
+
+  function rangeFor(start, end) {
+    var range = document.createRange();
+    var a = locate(start);
+    var b = locate(end);
+    if (!useHighlightApi && end > start && b[1] === 0) {
+      // End exactly at a segment boundary: end inside the previous segment instead.
+      b = locate(end - 1);
+      b[1] += 1;
+    }
+    range.setStart(a[0], a[1]);
+    range.setEnd(b[0], b[1]);
+    return range;
+  }
+
+  function buildMarks() {
+    var bounds = new Set([0, content.length]);
+    valid.forEach(function (sp) { bounds.add(sp.start); bounds.add(sp.end); });
+    var cuts = Array.from(bounds).sort(function (x, y) { return x - y; });
+    var bySortedStart = valid.slice().sort(function (x, y) { return x.start - y.start; });
+    var active = [];
+    var next = 0;
+    var fragment = document.createDocumentFragment();
+    segments = [];
+    for (var c = 0; c < cuts.length - 1; c++) {
+      var from = cuts[c], to = cuts[c + 1];
+      if (from === to) continue;
+      while (next < bySortedStart.length && bySortedStart[next].start <= from) active.push(bySortedStart[next++]);
+      active = active.filter(function (sp) { return sp.end > from; });
+      var node = document.createTextNode(content.slice(from, to));
+      var slots = [];
+      active.forEach(function (sp) {
+        sp.claims.forEach(function (cl) { if (slots.indexOf(cl.slot) < 0) slots.push(cl.slot); });
+      });
+      slots.sort();
+      if (!slots.length) {
+        fragment.appendChild(node);
+      } else {
+        // Nested marks, one per lens colour: translucent backgrounds stack, so
+        // an overlap shows both lenses.
+        var outer = null, inner = null;
+        slots.forEach(function (slot) {
+          var mark = document.createElement("mark");
+          mark.className = "hl lens-" + slot;
+          markEls.push({ el: mark, start: from, end: to });
+          if (inner) inner.appendChild(mark); else outer = mark;
+          inner = mark;
+        });
+        inner.appendChild(node);
+        fragment.appendChild(outer);
+      }
+      segments.push({ start: from, end: to, node: node });
+    }
+    if (!segments.length) {
+      var empty = document.createTextNode("");
+      fragment.appendChild(empty);
+      segments.push({ start: 0, end: 0, node: empty });
+    }
+    root.replaceChildren(fragment);
+  }
+
+  // --- paint -------------------------------------------------------------------
+  var painted = [];
+  var spanRanges = new Map();
+  var highlights = new Map();
+  valid.forEach(function (sp) {
+    var range = rangeFor(sp.start, sp.end);
+    spanRanges.set(sp.id, range);
+    var seen = new Set();
+    sp.claims.forEach(function (cl) {
+      if (seen.has(cl.lens)) return;
+      seen.add(cl.lens);
+      var own = range.cloneRange();
+      if (useHighlightApi) {
+        var h = highlights.get(cl.slot);
+        if (!h) {
+          h = new Highlight();
+          h.priority = cl.slot;
+          highlights.set(cl.slot, h);
+        }
+        h.add(own);
+      }
+      painted.push({ lens: cl.lens, slot: cl.slot, spanId: sp.id, start: sp.start, end: sp.end, text: sp.text, range: own });
+    });
+  });
+  if (useHighlightApi) {
+    highlights.forEach(function (h, slot) { CSS.highlights.set("rv-lens-" + slot, h); });
+  }
+
+  window.reviewappHighlights = painted;
+  window.reviewappHighlightMode = useHighlightApi ? "highlight-api" : "mark";
+  root.dataset.highlightMode = window.reviewappHighlightMode;
+
+  requestAnimationFrame(function () {
+    setTimeout(function () {
+      window.reviewappHighlightsPaintedAt = performance.now();
+      if (performance.mark) performance.mark("reviewapp-highlights-painted");
+      root.dataset.highlights = "painted";
+      document.dispatchEvent(new CustomEvent("reviewapp:highlights-painted", { detail: { count: painted.length } }));
+    }, 0);
+  });
+
+  // --- focus a span: scroll to it, flash it, say where we are -------------------
+  var order = valid.map(function (sp) { return sp.id; }); // already sorted by (start, end)
+  var current = -1;
+  var flashTimer = null;
+
+  function scrollRangeIntoView(range) {
+    var box = root.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) {
+      root.scrollIntoView({ block: "nearest" });
+      box = root.getBoundingClientRect();
+    }
+    var rect = range.getBoundingClientRect();
+    if (rect.top < box.top || rect.bottom > box.bottom) {
+      root.scrollTop += rect.top - box.top - root.clientHeight / 3;
+    }
+  }
+
+  function flash(id) {
+    clearTimeout(flashTimer);
+    var sp = spanById.get(id);
+    var range = spanRanges.get(id);
+    if (!sp || !range) return;
+    var on = true, ticks = 0;
+    function step() {
+      if (useHighlightApi) {
+        if (on) {
+          var h = new Highlight(range.cloneRange());
+          h.priority = 1000;
+          CSS.highlights.set("rv-flash", h);
+        } else {
+          CSS.highlights.delete("rv-flash");
+        }
+      } else {
+        markEls.forEach(function (m) {
+          m.el.classList.toggle("hl-flash", on && m.start < sp.end && m.end > sp.start);
+        });
+      }
+      on = !on;
+      if (++ticks < 6) flashTimer = setTimeout(step, 220);
+    }
+    step();
+  }
+
+  function describe(sp) {
+    return sp.claims.map(function (cl) { return cl.lens + " (" + cl.assessment + ")"; }).join(", ");
+  }
+
+  function focusSpan(id) {
+    var range = spanRanges.get(id);
+    if (!range) return false;
+    current = order.indexOf(id);
+    scrollRangeIntoView(range);
+    flash(id);
+    var sp = spanById.get(id);
+    if (cursorLabel) {
+      var excerpt = sp.text.length > 80 ? sp.text.slice(0, 80) + "…" : sp.text;
+      cursorLabel.textContent = "Span " + (current + 1) + " of " + order.length + ": “" + excerpt + "” — " + describe(sp);
+    }
+    document.querySelectorAll(".span-item[aria-current]").forEach(function (el) { el.removeAttribute("aria-current"); });
+    var item = document.getElementById("span-item-" + id);
+    if (item) {
+      item.setAttribute("aria-current", "true");
+      item.scrollIntoView({ block: "nearest" });
+    }
+    window.reviewappCurrentSpan = id;
+    return true;
+  }
+
+  function step(delta) {
+    if (!order.length) return;
+    var i = current < 0 ? (delta > 0 ? 0 : order.length - 1) : (current + delta + order.length) % order.length;
+    focusSpan(order[i]);
+  }
+
+  window.reviewappFocusSpan = focusSpan;
+  window.reviewappNextSpan = function () { step(1); };
+  window.reviewappPreviousSpan = function () { step(-1); };
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("a[data-span]");
+    if (!link) return;
+    var id = Number(link.dataset.span);
+    if (spanRanges.has(id)) {
+      event.preventDefault();
+      focusSpan(id);
+    }
+  });
+
+  // --- hover: which lenses cite this character, and how ------------------------
+  function caretAt(x, y) {
+    if (document.caretPositionFromPoint) {
+      var p = document.caretPositionFromPoint(x, y);
+      return p ? [p.offsetNode, p.offset] : null;
+    }
+    if (document.caretRangeFromPoint) {
+      var r = document.caretRangeFromPoint(x, y);
+      return r ? [r.startContainer, r.startOffset] : null;
+    }
+    return null;
+  }
+
+  function charUnder(x, y) {
+    var caret = caretAt(x, y);
+    if (!caret) return -1;
+    var offset = offsetOf(caret[0], caret[1]);
+    if (offset < 0) return -1;
+    // The caret is between characters: take whichever neighbour is under the pointer.
+    for (var d = 0; d < 2; d++) {
+      var at = offset - d;
+      if (at < 0 || at >= content.length) continue;
+      var r = rangeFor(at, Math.min(content.length, at + 1));
+      var rects = r.getClientRects();
+      for (var k = 0; k < rects.length; k++) {
+        var b = rects[k];
+        if (x >= b.left && x <= b.right && y >= b.top && y <= b.bottom) return at;
+      }
+    }
+    return -1;
+  }
+
+  function spansAt(offset) {
+    var hits = [];
+    for (var j = 0; j < valid.length && valid[j].start <= offset; j++) {
+      if (valid[j].end > offset) hits.push(valid[j]);
+    }
+    return hits;
+  }
+
+  function showTooltip(hits, x, y) {
+    if (!tooltip) return;
+    tooltip.replaceChildren();
+    hits.forEach(function (sp) {
+      var block = document.createElement("div");
+      block.className = "hl-tooltip__span";
+      var quote = document.createElement("q");
+      quote.textContent = sp.text.length > 90 ? sp.text.slice(0, 90) + "…" : sp.text;
+      block.appendChild(quote);
+      var list = document.createElement("ul");
+      sp.claims.forEach(function (cl) {
+        var li = document.createElement("li");
+        var sw = document.createElement("span");
+        sw.className = "swatch lens-" + cl.slot;
+        li.appendChild(sw);
+        li.appendChild(document.createTextNode(cl.lens + ": "));
+        var a = document.createElement("span");
+        a.className = "assessment assessment--" + cl.assessment;
+        a.textContent = cl.assessment;
+        li.appendChild(a);
+        if (cl.note) {
+          var note = document.createElement("span");
+          note.className = "claim__note";
+          note.textContent = " " + cl.note;
+          li.appendChild(note);
+        }
+        list.appendChild(li);
+      });
+      block.appendChild(list);
+      tooltip.appendChild(block);
+    });
+    tooltip.hidden = false;
+    var w = tooltip.offsetWidth, h = tooltip.offsetHeight;
+    var left = Math.min(x + 14, window.innerWidth - w - 8);
+    var top = y + 18 + h > window.innerHeight ? y - h - 12 : y + 18;
+    tooltip.style.left = Math.max(8, left) + "px";
+    tooltip.style.top = Math.max(8, top) + "px";
+  }
+
+  function hideTooltip() { if (tooltip) tooltip.hidden = true; }
+
+  var pending = null;
+  root.addEventListener("mousemove", function (event) {
+    var x = event.clientX, y = event.clientY;
+    if (pending) cancelAnimationFrame(pending);
+    pending = requestAnimationFrame(function () {
+      pending = null;
+      var at = charUnder(x, y);
+      var hits = at < 0 ? [] : spansAt(at);
+      if (hits.length) {
+        showTooltip(hits, x, y);
+        root.style.cursor = "help";
+      } else {
+        hideTooltip();
+        root.style.cursor = "";
+      }
+    });
+  });
+  root.addEventListener("mouseleave", function () {
+    if (pending) cancelAnimationFrame(pending);
+    pending = null;
+    hideTooltip();
+  });
+  root.addEventListener("scroll", hideTooltip, { passive: true });
+
+  root.addEventListener("click", function (event) {
+    var at = charUnder(event.clientX, event.clientY);
+    if (at < 0) return;
+    var hits = spansAt(at);
+    if (hits.length) {
+      current = order.indexOf(hits[0].id);
+      var item = document.getElementById("span-item-" + hits[0].id);
+      document.querySelectorAll(".span-item[aria-current]").forEach(function (el) { el.removeAttribute("aria-current"); });
+      if (item) {
+        item.setAttribute("aria-current", "true");
+        item.scrollIntoView({ block: "nearest" });
+      }
+    }
+  });
+})();

@@ -1,0 +1,105 @@
+import itertools
+import json
+
+import pytest
+from django.test import Client
+
+from reviewapp.review.models import Lens, Proposal
+from reviewapp.review.services.clients import api_client_create
+from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
+from reviewapp.review.tasks import finalize_proposal, run_lens
+from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
+
+ALL_SCOPES = ("submit", "judge", "read", "review")
+_names = itertools.count()
+
+
+class Api:
+    """The Django test client speaking JSON with a bearer token."""
+
+    def __init__(self, token: str | None):
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def get(self, path: str, params=None):
+        return self.client.get(path, params or {}, headers=self.headers)
+
+    def post(self, path: str, body, **extra):
+        data = body if isinstance(body, str | bytes) else json.dumps(body)
+        return self.client.post(
+            path, data, content_type="application/json", headers=self.headers, **extra
+        )
+
+
+def make_token(*scopes: str) -> str:
+    _, token = api_client_create(name=f"client-{next(_names)}", scopes=list(scopes))
+    return token
+
+
+@pytest.fixture
+def token(db) -> str:
+    return make_token(*ALL_SCOPES)
+
+
+@pytest.fixture
+def api(token) -> Api:
+    return Api(token)
+
+
+def api_with(*scopes: str) -> Api:
+    return Api(make_token(*scopes))
+
+
+def lens_answer(verdict: str, *cites: str) -> str:
+    return json.dumps(
+        {
+            "verdict": verdict,
+            "rationale": "Reasoned.",
+            "claims": [{"cite": c, "assessment": "verified"} for c in cites],
+        }
+    )
+
+
+@pytest.fixture
+def panel(db):
+    return PanelFactory(lenses=[LensFactory()])
+
+
+@pytest.fixture
+def external_panel(db):
+    """One recorded lens and one external lens; both must agree."""
+    return PanelFactory(
+        lenses=[LensFactory(), LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)], need=2
+    )
+
+
+def evaluated(content: str, *, thought_process: str = "", **panel_fields) -> Proposal:
+    """A proposal taken through the pipeline in-process: every lens, then the final step.
+
+    One recorded lens passes citing `content`, and a regex checker passes.
+    """
+    lens = LensFactory()
+    recorded(lens, content, lens_answer("pass", content))
+    panel = PanelFactory(lenses=[lens], checkers=[CheckerFactory()], **panel_fields)
+    proposal, _ = proposal_submit(
+        panel_name=panel.name, content=content, thought_process=thought_process
+    )
+    for each in lenses_to_run(proposal):
+        run_lens(proposal.pk, each.pk)
+    finalize_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    return proposal
+
+
+@pytest.fixture
+def decided(db) -> Proposal:
+    proposal = evaluated("The answer is 42 🎉 and that is final.")
+    assert proposal.status == Proposal.Status.DECIDED
+    return proposal
+
+
+@pytest.fixture
+def escalated(db) -> Proposal:
+    proposal = evaluated("Ship it on Friday.", requires_sign_off=True)
+    assert proposal.status == Proposal.Status.ESCALATED
+    return proposal
