@@ -93,7 +93,6 @@ class Lens(models.Model):
         return bool(self.api_key_env and os.environ.get(self.api_key_env))
 
     def save(self, *args, **kwargs):
-        self.full_clean(validate_unique=False, validate_constraints=False)
         if self.pk:
             stored = Lens.objects.filter(pk=self.pk).values(*self.VERSIONED_FIELDS).first()
             if stored and any(stored[f] != getattr(self, f) for f in self.VERSIONED_FIELDS):
@@ -164,7 +163,6 @@ class CheckerConfig(models.Model):
             raise ValidationError(str(exc)) from exc
 
     def save(self, *args, **kwargs):
-        self.full_clean(validate_unique=False, validate_constraints=False)
         if self.pk:
             stored = (
                 CheckerConfig.objects.filter(pk=self.pk)

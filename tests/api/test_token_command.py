@@ -1,0 +1,58 @@
+import hashlib
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from reviewapp.review.models import ApiClient
+
+from .conftest import Api
+
+
+def create(*args) -> list[str]:
+    out = StringIO()
+    call_command("create_api_token", *args, stdout=out)
+    return out.getvalue().strip().splitlines()
+
+
+def test_last_line_of_output_is_the_token_stored_only_as_its_hash(db):
+    token = create("ci-bot", "--scopes", "submit,read")[-1]
+
+    client = ApiClient.objects.get(name="ci-bot")
+    assert client.token_hash == hashlib.sha256(token.encode()).hexdigest()
+    assert client.token_hash != token
+    assert token not in (client.name, client.token_prefix, client.token_hash)
+
+
+def test_output_shows_the_visible_prefix_of_the_token(db):
+    lines = create("ci-bot", "--scopes", "read")
+
+    client = ApiClient.objects.get(name="ci-bot")
+    assert lines[-1].startswith(client.token_prefix)
+    assert any(client.token_prefix in line for line in lines[:-1])
+
+
+def test_token_is_stored_with_the_given_scopes(db):
+    create("ci-bot", "--scopes", "submit,judge,read,review")
+
+    assert ApiClient.objects.get(name="ci-bot").scopes == ["submit", "judge", "read", "review"]
+
+
+def test_printed_token_authenticates(db):
+    token = create("ci-bot", "--scopes", "read")[-1]
+
+    assert Api(token).get("/api/proposals").status_code == 200
+
+
+def test_unknown_scope_is_refused_and_nothing_stored(db):
+    with pytest.raises(CommandError, match="unknown scope admin"):
+        create("ci-bot", "--scopes", "read,admin")
+
+    assert not ApiClient.objects.exists()
+
+
+def test_taken_name_is_refused(db):
+    create("ci-bot", "--scopes", "read")
+
+    with pytest.raises(CommandError, match="already exists"):
+        create("ci-bot", "--scopes", "read")
