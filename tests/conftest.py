@@ -51,3 +51,13 @@ def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.2, message
             return value
         time.sleep(interval)
     raise AssertionError(message or f"condition not met within {timeout}s")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Remove this run's private directory (database file, broker, keys)."""
+    import shutil
+
+    from django.conf import settings
+
+    if settings.VAR_DIR.name.startswith("run-"):
+        shutil.rmtree(settings.VAR_DIR, ignore_errors=True)

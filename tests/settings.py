@@ -9,7 +9,9 @@ from pathlib import Path
 
 _var = Path(__file__).resolve().parent.parent / "var" / "test"
 os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
-os.environ.setdefault("REVIEWAPP_VAR_DIR", str(_var))
+# One directory per test run (SQLite file, embedded broker, keys), inherited by
+# the worker processes a run starts, so parallel runs never share state.
+os.environ.setdefault("REVIEWAPP_VAR_DIR", str(_var / f"run-{os.getpid()}"))
 os.environ.setdefault("REVIEWAPP_SIGNING_KEY_AUTOCREATE", "true")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 os.environ.setdefault("SESSION_COOKIE_SECURE", "false")

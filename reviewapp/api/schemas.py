@@ -26,7 +26,8 @@ def _not_blank(value: str) -> str:
 ObjectId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 PageSize = Annotated[int, Query(ge=1, le=200)]
 QueryText = Annotated[str, Field(max_length=200), AfterValidator(_storable)]
-NonBlank = Annotated[str, AfterValidator(_not_blank)]
+# The pattern documents the rule in OpenAPI; the validator gives the clearer message.
+NonBlank = Annotated[str, Field(json_schema_extra={"pattern": r"\S"}), AfterValidator(_not_blank)]
 Verdict = Literal["pass", "fail"]
 Assessment = Literal["verified", "contested", "refuted"]
 ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]

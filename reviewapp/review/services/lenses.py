@@ -1,0 +1,92 @@
+"""Lens configuration as the admin sees it: what is audited, what refuses a delete."""
+
+import re
+
+from ..models import Judgement, Lens, LensFailure, Panel
+
+# What an audit entry records about a lens: every configured field, and the version.
+LENS_AUDIT_FIELDS = (
+    "name",
+    "description",
+    "instructions",
+    "backend",
+    "base_url",
+    "model",
+    "api_key_env",
+    "temperature",
+    "timeout_seconds",
+    "mandate",
+    "active",
+    "version",
+)
+
+# The fields each backend reads; the admin shows only the chosen backend's.
+BACKEND_FIELDS = {
+    Lens.Backend.LLM: ("base_url", "model", "api_key_env", "temperature", "timeout_seconds"),
+    Lens.Backend.CONSTRAINTS: ("mandate",),
+    Lens.Backend.EXTERNAL: (),
+    Lens.Backend.RECORDED: (),
+}
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_name_problem(name: str) -> str | None:
+    """Why `name` cannot be the name of an environment variable, or None."""
+    if not name:
+        return None
+    if ENV_NAME.fullmatch(name):
+        return None
+    return (
+        "Enter the name of an environment variable (letters, digits and underscores, "
+        "e.g. OPENAI_API_KEY), never the key itself."
+    )
+
+
+def api_key_status(lens: Lens) -> str:
+    """Whether the named variable is set on this server, in words; never its value."""
+    if not lens.api_key_env:
+        return "No variable named: requests are sent without an API key."
+    if lens.api_key_is_set:
+        return f"{lens.api_key_env} is set on the server."
+    return f"{lens.api_key_env} is NOT set on the server: requests will carry no API key."
+
+
+def panels_using(lenses) -> dict[int, list[str]]:
+    """{lens id: [panel names]} for every given lens that a panel uses."""
+    ids = [lens.pk for lens in lenses]
+    used: dict[int, list[str]] = {}
+    for lens_id, panel_name in (
+        Panel.objects.filter(panel_lenses__lens__in=ids)
+        .order_by("name")
+        .values_list("panel_lenses__lens_id", "name")
+    ):
+        used.setdefault(lens_id, []).append(panel_name)
+    return used
+
+
+def lens_delete_refusal(lenses) -> str | None:
+    """Why these lenses cannot be deleted (naming the panels that use them), or None."""
+    lenses = list(lenses)
+    used = panels_using(lenses)
+    problems = []
+    for lens in lenses:
+        if lens.pk in used:
+            names = ", ".join(repr(n) for n in used[lens.pk])
+            plural = "panels" if len(used[lens.pk]) > 1 else "panel"
+            problems.append(f"lens {lens.name!r} is used by {plural} {names}")
+    judged = set(
+        Judgement.objects.filter(lens__in=lenses).values_list("lens_id", flat=True).distinct()
+    ) | set(LensFailure.objects.filter(lens__in=lenses).values_list("lens_id", flat=True))
+    for lens in lenses:
+        if lens.pk in judged and lens.pk not in used:
+            problems.append(
+                f"lens {lens.name!r} has judged proposals, whose records must keep naming it"
+            )
+    if not problems:
+        return None
+    return (
+        "Cannot delete: "
+        + "; ".join(problems)
+        + ". Remove the lens from those panels first, or deactivate it instead."
+    )

@@ -1,0 +1,163 @@
+"""Trying a lens or a checker on a pasted sample, outside any proposal.
+
+Nothing here writes a proposal, a judgement or evidence: the lens runs on an
+unsaved Proposal carrying only the sample, and a checker's verdict is signed
+with a throwaway key, so a trial can never pass for a real verdict.
+The result is stored on an `audit.Trial` row for the admin page to poll.
+"""
+
+import hashlib
+import logging
+
+from celery import shared_task
+from django.db import transaction
+from django.utils import timezone
+
+from reviewapp.audit.models import Trial
+from reviewapp.core import checkers as core_checkers
+from reviewapp.core.cite import GroundingPolicy
+from reviewapp.core.judging import LensFailed
+from reviewapp.core.signing import Signer
+
+from .evaluators import evaluate_lens
+from .models import CheckerConfig, Lens, Proposal
+
+log = logging.getLogger(__name__)
+
+TRIAL_TASK_NAME = "reviewapp.review.trial.run_trial"
+
+
+class TrialFailed(Exception):
+    """The lens or checker produced no verdict; the message says why."""
+
+
+def sample_proposal(*, content: str, thought_process: str = "", grounding_policy: str) -> Proposal:
+    """An unsaved Proposal holding only what a lens reads. Never saved."""
+    return Proposal(
+        content=content,
+        thought_process=thought_process,
+        content_sha256=hashlib.sha256(content.encode()).hexdigest(),
+        panel_snapshot={"grounding_policy": GroundingPolicy(grounding_policy).value},
+        panel_version=0,
+        request_sha256="",
+    )
+
+
+def lens_trial(
+    *, lens: Lens, content: str, thought_process: str = "", grounding_policy: str = "reject"
+) -> dict:
+    """Run `lens` once on the sample; its verdict and grounded claims, as JSON."""
+    if lens.backend == Lens.Backend.EXTERNAL:
+        raise TrialFailed(
+            f"lens {lens.name!r} is external: its judgements arrive over the API, so there "
+            "is nothing here to run."
+        )
+    proposal = sample_proposal(
+        content=content, thought_process=thought_process, grounding_policy=grounding_policy
+    )
+    try:
+        outcome = evaluate_lens(lens=lens, proposal=proposal)
+    except LensFailed as exc:
+        raise TrialFailed(str(exc)) from exc
+    return {
+        "lens": lens.name,
+        "lens_version": lens.version,
+        "backend": lens.backend,
+        "grounding_policy": grounding_policy,
+        "verdict": outcome.verdict,
+        "rationale": outcome.rationale,
+        "claims": [claim.to_dict() for claim in outcome.claims],
+        "unresolved_cites": list(outcome.unresolved_cites),
+        "raw_response": outcome.raw_response,
+        "transport_calls": outcome.transport_calls,
+        "requote_rounds": outcome.requote_rounds,
+    }
+
+
+def checker_trial(*, checker: CheckerConfig, content: str) -> dict:
+    """Run `checker` once on the sample; its verdict and reason, as JSON."""
+    try:
+        built = checker.build()
+    except (core_checkers.CheckError, core_checkers.CheckerConfigError, ValueError) as exc:
+        raise TrialFailed(f"checker {checker.name!r} is refused: {exc}") from exc
+    try:
+        # A throwaway key: a trial verdict must never verify as real evidence.
+        evidence = built.check(core_checkers.CheckInput(content=content), Signer.generate())
+    except core_checkers.CheckError as exc:
+        raise TrialFailed(str(exc)) from exc
+    return {
+        "checker": checker.name,
+        "checker_version": checker.version,
+        "kind": checker.kind,
+        "verdict": evidence.verdict.value,
+        "reason": evidence.reason,
+        "details": dict(evidence.details),
+        "digests": dict(evidence.digests),
+    }
+
+
+def trial_start(
+    *,
+    kind: str,
+    target: Lens | CheckerConfig,
+    sample: str,
+    thought_process: str = "",
+    grounding_policy: str = "reject",
+    user=None,
+) -> Trial:
+    """Store a pending trial and enqueue it once the row is committed."""
+    trial = Trial.objects.create(
+        kind=kind,
+        target_id=target.pk,
+        target_name=target.name,
+        sample=sample,
+        thought_process=thought_process,
+        grounding_policy=grounding_policy,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    transaction.on_commit(lambda: run_trial.delay(trial.pk))
+    return trial
+
+
+def trial_run(trial_id: int) -> Trial | None:
+    """Run a pending trial once and store what came of it. Safe to call twice."""
+    claimed = Trial.objects.filter(pk=trial_id, status=Trial.Status.PENDING).update(
+        status=Trial.Status.RUNNING
+    )
+    if not claimed:
+        return Trial.objects.filter(pk=trial_id).first()
+    trial = Trial.objects.get(pk=trial_id)
+    try:
+        if trial.kind == Trial.Kind.LENS:
+            lens = Lens.objects.filter(pk=trial.target_id).first()
+            if lens is None:
+                raise TrialFailed("the lens no longer exists")
+            trial.target_version = lens.version
+            trial.result = lens_trial(
+                lens=lens,
+                content=trial.sample,
+                thought_process=trial.thought_process,
+                grounding_policy=trial.grounding_policy,
+            )
+        else:
+            checker = CheckerConfig.objects.filter(pk=trial.target_id).first()
+            if checker is None:
+                raise TrialFailed("the checker no longer exists")
+            trial.target_version = checker.version
+            trial.result = checker_trial(checker=checker, content=trial.sample)
+        trial.status = Trial.Status.DONE
+    except TrialFailed as exc:
+        trial.status = Trial.Status.FAILED
+        trial.error = str(exc)
+    except Exception as exc:  # a trial reports, it never crashes the worker's loop
+        log.exception("trial %s crashed", trial_id)
+        trial.status = Trial.Status.FAILED
+        trial.error = f"{type(exc).__name__}: {exc}"
+    trial.finished_at = timezone.now()
+    trial.save(update_fields=["status", "result", "error", "target_version", "finished_at"])
+    return trial
+
+
+@shared_task(name=TRIAL_TASK_NAME)
+def run_trial(trial_id: int) -> None:
+    trial_run(trial_id)

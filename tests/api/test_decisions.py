@@ -1,0 +1,84 @@
+import base64
+import hashlib
+import json
+
+from reviewapp.core.signing import canonical_json, verify
+from reviewapp.review.models import Decision
+
+from .conftest import evaluated
+
+
+def test_decision_has_the_documented_fields(api, decided):
+    decision = Decision.objects.get()
+
+    body = api.get(f"/api/decisions/{decision.pk}").json()
+
+    assert body["id"] == decision.pk
+    assert body["proposal"] == decided.pk
+    assert (body["outcome"], body["basis"], body["decided_by"]) == ("approved", "system", "system")
+    assert body["rationale"] == decision.rationale
+    assert body["key_id"] == decision.key_id
+    assert body["prev_hash"] == "0" * 64
+
+
+def test_decision_verifies_with_nothing_but_its_public_key(api, decided):
+    body = api.get(f"/api/decisions/{Decision.objects.get().pk}").json()
+
+    payload = body["payload"].encode()
+    assert verify(payload, base64.b64decode(body["signature"]), base64.b64decode(body["public_key"]))
+    assert hashlib.sha256(payload).hexdigest() == body["hash"]
+
+
+def test_decision_payload_is_the_exact_canonical_json_that_was_signed(api, decided):
+    body = api.get(f"/api/decisions/{Decision.objects.get().pk}").json()
+
+    signed = json.loads(body["payload"])
+    assert canonical_json(signed) == body["payload"].encode()
+    assert signed["proposal"]["id"] == decided.pk
+
+
+def test_missing_decision_is_404(api, db):
+    assert api.get("/api/decisions/999999").status_code == 404
+
+
+def test_export_lists_decisions_in_ascending_id_after_the_given_one(api, db):
+    first = evaluated("One.")
+    second = evaluated("Two.")
+    third = evaluated("Three.")
+
+    body = api.get("/api/decisions", {"after": first.decision.pk}).json()
+
+    assert [d["proposal"] for d in body["items"]] == [second.pk, third.pk]
+    assert body["next_after"] is None
+
+
+def test_export_pages_and_says_where_to_continue(api, db):
+    for text in ("One.", "Two.", "Three."):
+        evaluated(text)
+    ids = list(Decision.objects.order_by("pk").values_list("pk", flat=True))
+
+    first = api.get("/api/decisions", {"limit": 2}).json()
+    rest = api.get("/api/decisions", {"after": first["next_after"], "limit": 2}).json()
+
+    assert [d["id"] for d in first["items"]] == ids[:2]
+    assert first["next_after"] == ids[1]
+    assert [d["id"] for d in rest["items"]] == ids[2:]
+    assert rest["next_after"] is None
+
+
+def test_exported_decisions_chain_each_to_the_previous_hash(api, db):
+    for text in ("One.", "Two."):
+        evaluated(text)
+
+    first, second = api.get("/api/decisions").json()["items"]
+
+    assert second["prev_hash"] == first["hash"]
+
+
+def test_keys_list_public_keys_only(api, decided):
+    keys = api.get("/api/keys").json()
+
+    (key,) = keys
+    assert set(key) == {"key_id", "public_key", "created_at", "retired_at"}
+    assert len(base64.b64decode(key["public_key"])) == 32
+    assert key["key_id"] == Decision.objects.get().key_id

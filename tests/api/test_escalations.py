@@ -1,0 +1,110 @@
+import base64
+
+import pytest
+
+from reviewapp.core.signing import verify
+from reviewapp.review.models import Decision, Escalation, Proposal
+from reviewapp.review.services.escalations import escalation_claim
+from tests.factories import ReviewerFactory
+
+from .conftest import api_with
+
+
+@pytest.fixture
+def escalation(escalated) -> Escalation:
+    return Escalation.objects.get(proposal=escalated)
+
+
+def decide(api, escalation, **fields):
+    body = {"outcome": "approved", "rationale": "Read it; sound.", **fields}
+    return api.post(f"/api/escalations/{escalation.pk}/decision", body)
+
+
+def test_open_escalations_are_listed(api, escalation):
+    body = api.get("/api/escalations", {"status": "open"}).json()
+
+    assert body["next_cursor"] is None
+    (item,) = body["items"]
+    assert item["id"] == escalation.pk
+    assert item["proposal"] == escalation.proposal_id
+    assert (item["status"], item["reasons"], item["claimed_by"]) == ("open", ["sign_off"], None)
+
+
+def test_resolved_escalations_are_not_listed_as_open(api, escalation):
+    decide(api, escalation)
+
+    assert api.get("/api/escalations", {"status": "open"}).json()["items"] == []
+    assert len(api.get("/api/escalations", {"status": "resolved"}).json()["items"]) == 1
+
+
+def test_unknown_escalation_status_filter_is_422(api, db):
+    assert api.get("/api/escalations", {"status": "pending"}).status_code == 422
+
+
+def test_decision_is_201_and_signed(api, escalation):
+    response = decide(api, escalation, outcome="rejected")
+
+    assert response.status_code == 201
+    body = response.json()
+    assert (body["outcome"], body["basis"]) == ("rejected", "reviewer")
+    assert body["proposal"] == escalation.proposal_id
+    assert body["decided_by"].startswith("api:")
+    assert verify(
+        body["payload"].encode(),
+        base64.b64decode(body["signature"]),
+        base64.b64decode(body["public_key"]),
+    )
+
+
+def test_decision_settles_the_proposal(api, escalation):
+    decide(api, escalation)
+
+    escalation.refresh_from_db()
+    assert escalation.status == Escalation.Status.RESOLVED
+    assert Proposal.objects.get().status == Proposal.Status.DECIDED
+
+
+def test_second_decision_is_409(api, escalation):
+    decide(api, escalation)
+
+    response = decide(api, escalation, outcome="rejected")
+
+    assert response.status_code == 409
+    assert Decision.objects.get().outcome == "approved"
+
+
+def test_decision_while_a_reviewer_holds_the_claim_is_409(api, escalation):
+    escalation_claim(escalation_id=escalation.pk, user=ReviewerFactory())
+
+    response = decide(api, escalation)
+
+    assert response.status_code == 409
+    assert "claimed" in response.json()["detail"]
+    assert not Decision.objects.exists()
+
+
+@pytest.mark.parametrize("rationale", ["", "   "])
+def test_decision_without_a_rationale_is_422(api, escalation, rationale):
+    response = decide(api, escalation, rationale=rationale)
+
+    assert response.status_code == 422
+    assert not Decision.objects.exists()
+
+
+def test_decision_with_an_unknown_outcome_is_422(api, escalation):
+    assert decide(api, escalation, outcome="maybe").status_code == 422
+
+
+def test_decision_on_a_missing_escalation_is_404(api, db):
+    response = api.post(
+        "/api/escalations/999999/decision", {"outcome": "approved", "rationale": "x"}
+    )
+
+    assert response.status_code == 404
+
+
+def test_review_scope_is_needed_to_decide(escalation):
+    response = decide(api_with("read", "judge"), escalation)
+
+    assert response.status_code == 403
+    assert not Decision.objects.exists()

@@ -1,0 +1,158 @@
+import re
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from reviewapp.review.models import Escalation
+from reviewapp.review.services.escalations import escalation_claim
+
+from .builders import judgement, make_panel, run_panel, split_panel_proposal
+
+pytestmark = pytest.mark.django_db
+
+
+def _row_ids(response) -> list[int]:
+    return [int(i) for i in re.findall(rb'data-row data-id="(\d+)"', response.content)]
+
+
+def _escalations(panel, n: int, prefix: str = "p") -> list[Escalation]:
+    return [
+        Escalation.objects.get(
+            proposal=split_panel_proposal(panel, content=f"{prefix} {i}. The sky is blue. Water is wet.")
+        )
+        for i in range(n)
+    ]
+
+
+def _lens_failed(content: str = "Two of three answered.") -> Escalation:
+    """Two lenses pass, the third never answers: escalated for the failed lens only."""
+    panel = make_panel("x-lens", "y-lens", "z-lens", need=2)
+    responses = {"x-lens": judgement("pass"), "y-lens": judgement("pass")}
+    return Escalation.objects.get(proposal=run_panel(panel, content, responses))
+
+
+def test_lists_open_and_claimed_escalations_newest_first(reviewer_client, panel, second_reviewer):
+    first, second, third = _escalations(panel, 3)
+    escalation_claim(escalation_id=second.pk, user=second_reviewer)
+    response = reviewer_client.get(reverse("inbox"))
+    assert _row_ids(response) == [third.pk, second.pk, first.pk]
+
+
+def test_resolved_escalations_leave_the_inbox(reviewer_client, escalation):
+    Escalation.objects.filter(pk=escalation.pk).update(status="resolved")
+    response = reviewer_client.get(reverse("inbox"))
+    assert _row_ids(response) == []
+    assert b"Nothing is waiting" in response.content
+
+
+def test_row_shows_reason_badge_panel_tally_and_title(reviewer_client, escalation):
+    content = reviewer_client.get(reverse("inbox")).content.decode()
+    assert 'class="badge badge--no_quorum">No quorum<' in content
+    assert "Split verdict" in content and "accuracy" not in content.split("<tbody>")[0]
+    assert escalation.proposal.panel.name in content
+    assert "1 pass · 1 fail of 2, need 2 → no quorum" in content
+
+
+def test_row_shows_who_claimed_it(reviewer_client, escalation, second_reviewer):
+    escalation_claim(escalation_id=escalation.pk, user=second_reviewer)
+    content = reviewer_client.get(reverse("inbox")).content.decode()
+    assert '<span class="holder">sam</span>' in content
+
+
+def test_an_expired_claim_shows_as_expired(reviewer_client, escalation, second_reviewer):
+    escalation_claim(escalation_id=escalation.pk, user=second_reviewer)
+    Escalation.objects.filter(pk=escalation.pk).update(
+        claimed_at=timezone.now() - timedelta(hours=5)
+    )
+    content = reviewer_client.get(reverse("inbox")).content.decode()
+    assert "expired (sam)" in content
+
+
+def test_lens_failure_escalation_has_its_badge(reviewer_client):
+    escalation = _lens_failed()
+    assert escalation.reasons == ["lens_failed"]
+    content = reviewer_client.get(reverse("inbox")).content.decode()
+    assert 'badge--lens_failed">Lens failed<' in content
+
+
+def test_filter_by_reason(reviewer_client, panel):
+    split = _escalations(panel, 1)[0]
+    failed = _lens_failed()
+    assert _row_ids(reviewer_client.get(reverse("inbox"), {"reason": "lens_failed"})) == [failed.pk]
+    assert _row_ids(reviewer_client.get(reverse("inbox"), {"reason": "no_quorum"})) == [split.pk]
+
+
+def test_filter_by_panel(reviewer_client, panel):
+    split = _escalations(panel, 1)[0]
+    failed = _lens_failed()
+    other = failed.proposal.panel
+    assert _row_ids(reviewer_client.get(reverse("inbox"), {"panel": other.pk})) == [failed.pk]
+    assert _row_ids(reviewer_client.get(reverse("inbox"), {"panel": panel.pk})) == [split.pk]
+
+
+def test_counts_per_reason(reviewer_client, panel):
+    _escalations(panel, 2)
+    _lens_failed()
+    content = reviewer_client.get(reverse("inbox")).content.decode()
+    assert 'data-count="all">3<' in content
+    assert 'data-count="no_quorum">2<' in content
+    assert 'data-count="lens_failed">1<' in content
+    assert 'data-count="inconclusive">0<' in content
+    assert 'data-count="sign_off">0<' in content
+
+
+def test_sign_off_escalation_is_counted(reviewer_client):
+    panel = make_panel("only", need=1, requires_sign_off=True)
+    run_panel(panel, "All good here.", {"only": judgement("pass", "All good here.")})
+    content = reviewer_client.get(reverse("inbox")).content.decode()
+    assert 'data-count="sign_off">1<' in content and 'badge--sign_off">Sign-off<' in content
+
+
+def test_inbox_polls_a_partial(reviewer_client, escalation):
+    page = reviewer_client.get(reverse("inbox")).content.decode()
+    assert 'hx-trigger="every 5s"' in page and 'id="inbox-results"' in page
+    partial = reviewer_client.get(reverse("inbox"), headers={"HX-Request": "true"})
+    body = partial.content.decode()
+    assert body.lstrip().startswith('<section id="inbox-results"')
+    assert "<html" not in body and "Split verdict" in body
+
+
+def test_a_new_escalation_appears_in_the_polled_partial(reviewer_client, panel):
+    _escalations(panel, 1)
+    before = _row_ids(reviewer_client.get(reverse("inbox"), headers={"HX-Request": "true"}))
+    newer = _escalations(panel, 1, prefix="later")[0]
+    after = _row_ids(reviewer_client.get(reverse("inbox"), headers={"HX-Request": "true"}))
+    assert after == [newer.pk, *before]
+
+
+def test_inbox_is_paginated(reviewer_client, panel):
+    escalations = _escalations(panel, 27)
+    first = _row_ids(reviewer_client.get(reverse("inbox")))
+    second = _row_ids(reviewer_client.get(reverse("inbox"), {"page": 2}))
+    assert len(first) == 25 and len(second) == 2
+    assert set(first) | set(second) == {e.pk for e in escalations}
+
+
+INBOX_QUERIES = 7  # session, user, group check, reason counts, page count, rows, panels
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_inbox_query_count_does_not_grow_with_rows(
+    reviewer_client, panel, second_reviewer, django_assert_num_queries, rows
+):
+    escalations = _escalations(panel, rows)
+    escalation_claim(escalation_id=escalations[0].pk, user=second_reviewer)
+    with django_assert_num_queries(INBOX_QUERIES):
+        response = reviewer_client.get(reverse("inbox"))
+    assert len(_row_ids(response)) == min(rows, 25)
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_polled_partial_query_count_does_not_grow_with_rows(
+    reviewer_client, panel, django_assert_num_queries, rows
+):
+    _escalations(panel, rows)
+    with django_assert_num_queries(INBOX_QUERIES - 1):
+        reviewer_client.get(reverse("inbox"), headers={"HX-Request": "true"})
