@@ -33,7 +33,10 @@ def _http_error(request, exc: HttpError):
     # django-ninja re-raises anything the parser raises as a bare 400.
     if isinstance(exc.__cause__, BodyRejected):
         return _rejected(request, exc.__cause__)
-    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    response = api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    if exc.status_code == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="reviewapp"'
+    return response
 
 
 @api.exception_handler(Throttled)

@@ -14,7 +14,6 @@ from reviewapp.review.services.escalations import (
 from .auth import ApiAuth
 from .cursors import keyset_page
 from .decisions import decision_out, public_keys_for
-from .parsing import BODY_LOC, invalid
 from .schemas import (
     DecisionIn,
     DecisionOut,
@@ -80,6 +79,4 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
         raise Http404("no such escalation") from exc
     except (EscalationClosed, ClaimHeldByOther) as exc:
         raise HttpError(409, str(exc)) from exc
-    except ValueError as exc:
-        raise invalid(BODY_LOC, str(exc), "value_error") from exc
     return Status(201, decision_out(decision, public_keys_for([decision.key_id])))

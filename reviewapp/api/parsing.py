@@ -119,7 +119,8 @@ class GuardedParser(Parser):
     """
 
     def parse_body(self, request):
-        # The declared length was checked already; a chunked or lying body is caught here.
+        # The declared length was checked before auth; this catches a server that
+        # hands over a body without one (chunked, or ASGI).
         if len(request.body) > settings.REVIEWAPP_API_MAX_BODY_BYTES:
             raise too_large()
         return parse_json(request.body, BODY_LOC)

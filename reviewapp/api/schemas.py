@@ -54,6 +54,21 @@ def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
 
 
 class ProposalIn(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "panel": "general-review",
+                    "content": "The invoice total is 1,240 EUR including 20% VAT.",
+                    "thought_process": "Summed the three line items, then added VAT.",
+                    "title": "Invoice 2024-117",
+                    "external_ref": "invoice-2024-117",
+                    "metadata": {"agent": "billing-bot"},
+                }
+            ]
+        }
+    )
+
     panel: str = Field(min_length=1, max_length=100)
     content: NonBlank
     thought_process: str = ""
@@ -206,6 +221,12 @@ class EscalationPageOut(Schema):
 
 
 class DecisionIn(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"outcome": "approved", "rationale": "Checked the cited figures."}]
+        }
+    )
+
     outcome: Outcome
     rationale: NonBlank
 
@@ -228,6 +249,12 @@ class KeyOut(Schema):
 
 
 class CiteIn(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"source": "Total: **1,240 EUR** 💶", "cite": "total: 1,240 eur"}]
+        }
+    )
+
     source: str
     cite: str
 

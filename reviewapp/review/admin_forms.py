@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.forms.models import BaseInlineFormSet
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
 
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.cite import GroundingPolicy
@@ -51,9 +52,11 @@ class ConstraintsPreviewWidget(forms.Textarea):
             )
         textarea = super().render(name, value, attrs, renderer)
         preview = render_constraints_preview(value or "")
-        return (
-            f'{textarea}<div id="{target}" class="constraints-preview" aria-live="polite">'
-            f"{preview}</div>"
+        return format_html(
+            '{}<div id="{}" class="constraints-preview" aria-live="polite">{}</div>',
+            textarea,
+            target,
+            preview,
         )
 
 
@@ -147,10 +150,13 @@ class PanelLensInlineForm(forms.ModelForm):
         model = PanelLens
         fields = ("lens", "position")
 
+    # A lens listed twice is the quorum's refusal (RepeatedLens), reported by the
+    # formset in the reference's words; the rows are rewritten on save, so a
+    # per-row lookup against the stored rows would only misreport a reordering.
     def validate_unique(self):
-        # A lens listed twice is the quorum's refusal (RepeatedLens), reported by the
-        # formset in the reference's words; the rows are rewritten on save, so a
-        # per-row lookup against the stored rows would only misreport a reordering.
+        pass
+
+    def validate_constraints(self):
         pass
 
 

@@ -25,6 +25,7 @@ def test_request_without_credentials_is_401(db):
 
     assert response.status_code == 401
     assert response.json() == {"detail": "Unauthorized"}
+    assert response["WWW-Authenticate"].startswith("Bearer")
 
 
 def test_unknown_token_is_401(db):

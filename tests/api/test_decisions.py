@@ -25,7 +25,9 @@ def test_decision_verifies_with_nothing_but_its_public_key(api, decided):
     body = api.get(f"/api/decisions/{Decision.objects.get().pk}").json()
 
     payload = body["payload"].encode()
-    assert verify(payload, base64.b64decode(body["signature"]), base64.b64decode(body["public_key"]))
+    assert verify(
+        payload, base64.b64decode(body["signature"]), base64.b64decode(body["public_key"])
+    )
     assert hashlib.sha256(payload).hexdigest() == body["hash"]
 
 

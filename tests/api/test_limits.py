@@ -78,7 +78,7 @@ def test_body_that_is_not_utf8_is_422(api, db):
 
 
 def test_lone_surrogate_is_422_naming_the_field(api, panel):
-    response = raw_post(api, '{"panel": "%s", "content": "ok \\ud800"}' % panel.name)
+    response = raw_post(api, f'{{"panel": "{panel.name}", "content": "ok \\ud800"}}')
 
     assert response.status_code == 422
     (error,) = response.json()["detail"]
@@ -87,9 +87,7 @@ def test_lone_surrogate_is_422_naming_the_field(api, panel):
 
 
 def test_nul_character_is_422_naming_the_field(api, panel):
-    response = api.post(
-        "/api/proposals", {"panel": panel.name, "content": "ok", "title": "a\x00b"}
-    )
+    response = api.post("/api/proposals", {"panel": panel.name, "content": "ok", "title": "a\x00b"})
 
     assert response.status_code == 422
     (error,) = response.json()["detail"]
@@ -136,7 +134,7 @@ def test_metadata_nested_past_the_depth_limit_is_422(api, panel):
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_non_json_numbers_are_422(api, panel, literal):
-    body = '{"panel": "%s", "content": "ok", "metadata": {"x": %s}}' % (panel.name, literal)
+    body = f'{{"panel": "{panel.name}", "content": "ok", "metadata": {{"x": {literal}}}}}'
 
     assert raw_post(api, body).status_code == 422
 
@@ -151,7 +149,9 @@ def test_integer_beyond_two_to_the_53_is_422(api, panel):
 
 
 def test_over_long_title_is_422(api, panel):
-    response = api.post("/api/proposals", {"panel": panel.name, "content": "ok", "title": "t" * 301})
+    response = api.post(
+        "/api/proposals", {"panel": panel.name, "content": "ok", "title": "t" * 301}
+    )
 
     assert response.status_code == 422
 

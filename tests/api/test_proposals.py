@@ -187,7 +187,9 @@ def test_list_filters_by_status_and_panel(api, panel, decided):
 
 
 @pytest.mark.parametrize("count", [1, 20])
-def test_list_takes_the_same_queries_however_many_rows(api, panel, count, django_assert_num_queries):
+def test_list_takes_the_same_queries_however_many_rows(
+    api, panel, count, django_assert_num_queries
+):
     queued(panel, count)
     api.get("/api/proposals")  # the first use of a token records last_used_at
 
@@ -224,7 +226,9 @@ def judge(api, proposal, **fields):
 
 
 def test_external_judgement_is_201_with_grounded_claims(api, awaiting):
-    response = judge(api, awaiting, claims=[{"cite": "the capital of France", "assessment": "verified"}])
+    response = judge(
+        api, awaiting, claims=[{"cite": "the capital of France", "assessment": "verified"}]
+    )
 
     assert response.status_code == 201
     body = response.json()
@@ -236,7 +240,9 @@ def test_external_judgement_is_201_with_grounded_claims(api, awaiting):
 
 
 def test_external_judgement_cite_from_the_thought_process_anchors_in_its_window(api, awaiting):
-    response = judge(api, awaiting, claims=[{"cite": "Recall the capital", "assessment": "verified"}])
+    response = judge(
+        api, awaiting, claims=[{"cite": "Recall the capital", "assessment": "verified"}]
+    )
 
     assert response.json()["claims"][0]["anchor"] == {"kind": "thought_window"}
 

@@ -1,0 +1,90 @@
+"""The ledger: every signed decision and piece of evidence, as leaves of one Merkle tree.
+
+All four tables are append-only; migration 0002 makes the database refuse
+UPDATE and DELETE on them (and on review_decision / review_evidence).
+"""
+
+from django.db import models
+from django.db.models import Q
+
+from reviewapp.review.models import Decision, Evidence
+
+
+class LedgerEntry(models.Model):
+    """One leaf. ``entry`` is the exact text hashed (``merkle.entry_bytes``)."""
+
+    class Kind(models.TextChoices):
+        DECISION = "decision"
+        EVIDENCE = "evidence"
+
+    leaf_index = models.BigIntegerField(unique=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    decision = models.OneToOneField(
+        Decision, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entry"
+    )
+    evidence = models.OneToOneField(
+        Evidence, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entry"
+    )
+    entry = models.TextField(help_text="Canonical JSON of {kind, payload, signature, key_id}.")
+    leaf_hash = models.CharField(max_length=64, help_text="hex SHA-256(0x00 || entry)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "ledger_entry"
+        ordering = ["leaf_index"]
+        verbose_name_plural = "ledger entries"
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(kind="decision", decision__isnull=False, evidence__isnull=True)
+                    | Q(kind="evidence", evidence__isnull=False, decision__isnull=True)
+                ),
+                name="ledger_entry_kind_matches_row",
+            ),
+            models.CheckConstraint(condition=Q(leaf_index__gte=0), name="ledger_entry_index_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return f"ledger entry {self.leaf_index} ({self.kind})"
+
+
+class LedgerNode(models.Model):
+    """The hash of a perfect subtree: leaves ``[index·2^level, (index+1)·2^level)``, level ≥ 1."""
+
+    level = models.PositiveSmallIntegerField()
+    node_index = models.BigIntegerField()
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        db_table = "ledger_node"
+        constraints = [
+            models.UniqueConstraint(fields=["level", "node_index"], name="ledger_node_once"),
+        ]
+
+
+class LedgerCheckpoint(models.Model):
+    """A signed tree head. ``note`` (a C2SP signed note) is authoritative; the rest restates it."""
+
+    origin = models.CharField(max_length=200)
+    tree_size = models.BigIntegerField(db_index=True)
+    root_hash = models.CharField(max_length=64)
+    timestamp = models.DateTimeField()
+    note = models.TextField()
+    key_id = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "ledger_checkpoint"
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.tree_size} @ {self.timestamp:%Y-%m-%d %H:%M:%S}"
+
+
+class LedgerLock(models.Model):
+    """One row, locked (SELECT … FOR UPDATE) while appending; never updated."""
+
+    singleton = models.BooleanField(default=True, unique=True)
+
+    class Meta:
+        db_table = "ledger_lock"

@@ -1,0 +1,352 @@
+"""Appending to the ledger, checkpointing it, and answering proofs from stored subtrees.
+
+The tree is RFC 6962 over ``merkle.entry_bytes`` of each signed record. Every
+perfect subtree is stored once when it completes (``LedgerNode``; leaves are
+``LedgerEntry.leaf_hash``), so a root, an inclusion proof or a consistency
+proof for any size costs O(log n) rows, never a scan.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from reviewapp.core import merkle
+from reviewapp.core.signing import verify
+from reviewapp.review.keys import public_key_for, server_signer
+from reviewapp.review.models import Decision, Evidence
+
+from .models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
+
+DEFAULT_ORIGIN = "reviewapp.local/ledger"
+EXPORT_FORMAT = "reviewapp.ledger-export/1"
+MAX_PAGE = 1000
+
+
+def ledger_origin() -> str:
+    """The log's name: the checkpoint origin line and the note key name."""
+    return getattr(settings, "REVIEWAPP_LEDGER_ORIGIN", "") or DEFAULT_ORIGIN
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    kind: str
+    payload: str
+    signature: str
+    key_id: str
+    decision: Decision | None = None
+    evidence: Evidence | None = None
+
+
+# ── appending ────────────────────────────────────────────────────────────────
+
+
+def _lock() -> None:
+    """Appends and checkpoints take turns on one row (SQLite: the IMMEDIATE transaction)."""
+    lock, _ = LedgerLock.objects.get_or_create(singleton=True)
+    list(LedgerLock.objects.select_for_update().filter(pk=lock.pk).values_list("pk", flat=True))
+
+
+def tree_size() -> int:
+    last = LedgerEntry.objects.aggregate(last=Max("leaf_index"))["last"]
+    return 0 if last is None else last + 1
+
+
+def _perfect_hashes(keys: Iterable[merkle.Perfect]) -> dict[merkle.Perfect, bytes]:
+    """Fetch stored subtree hashes; raises LookupError naming one that is missing."""
+    keys = set(keys)
+    found: dict[merkle.Perfect, bytes] = {}
+    leaves = [index for level, index in keys if level == 0]
+    if leaves:
+        for index, h in LedgerEntry.objects.filter(leaf_index__in=leaves).values_list(
+            "leaf_index", "leaf_hash"
+        ):
+            found[(0, index)] = bytes.fromhex(h)
+    by_level: dict[int, list[int]] = {}
+    for level, index in keys:
+        if level:
+            by_level.setdefault(level, []).append(index)
+    if by_level:
+        query = Q()
+        for level, indexes in by_level.items():
+            query |= Q(level=level, node_index__in=indexes)
+        for level, index, h in LedgerNode.objects.filter(query).values_list(
+            "level", "node_index", "hash"
+        ):
+            found[(level, index)] = bytes.fromhex(h)
+    missing = keys - found.keys()
+    if missing:
+        level, index = min(missing)
+        raise LookupError(f"ledger subtree (level {level}, index {index}) is missing")
+    return found
+
+
+def _compact_range(size: int) -> merkle.CompactRange:
+    if size == 0:
+        return merkle.CompactRange()
+    cover = merkle.perfect_cover(0, size)
+    hashes = _perfect_hashes(cover)
+    return merkle.CompactRange(size, [hashes[key] for key in cover])
+
+
+def ledger_append(items: Iterable[NewEntry]) -> list[LedgerEntry]:
+    """Append entries, in order, as one transaction. Call inside the writer's transaction."""
+    items = list(items)
+    if not items:
+        return []
+    with transaction.atomic():
+        _lock()
+        size = tree_size()
+        compact = _compact_range(size)
+        entries, nodes = [], []
+        for item in items:
+            entry = merkle.entry_bytes(item.kind, item.payload, item.signature, item.key_id)
+            leaf = merkle.leaf_hash(entry)
+            entries.append(
+                LedgerEntry(
+                    leaf_index=compact.size,
+                    kind=item.kind,
+                    decision=item.decision,
+                    evidence=item.evidence,
+                    entry=entry.decode(),
+                    leaf_hash=leaf.hex(),
+                )
+            )
+            for level, index, h in compact.append(leaf):
+                nodes.append(LedgerNode(level=level, node_index=index, hash=h.hex()))
+        LedgerEntry.objects.bulk_create(entries, batch_size=500)
+        LedgerNode.objects.bulk_create(nodes, batch_size=500)
+    return entries
+
+
+def ledger_append_decision(decision: Decision) -> LedgerEntry:
+    return ledger_append(
+        [
+            NewEntry(
+                "decision", decision.payload, decision.signature, decision.key_id, decision=decision
+            )
+        ]
+    )[0]
+
+
+def ledger_append_evidence(evidence: Evidence) -> LedgerEntry:
+    return ledger_append(
+        [
+            NewEntry(
+                "evidence", evidence.payload, evidence.signature, evidence.key_id, evidence=evidence
+            )
+        ]
+    )[0]
+
+
+# ── roots and proofs ─────────────────────────────────────────────────────────
+
+
+def root_at(size: int) -> bytes:
+    if size == 0:
+        return merkle.EMPTY_ROOT
+    return merkle.fold_range(0, size, _perfect_hashes(merkle.perfect_cover(0, size)))
+
+
+def _fold_all(ranges: list[tuple[int, int]]) -> list[bytes]:
+    hashes = _perfect_hashes(merkle.perfect_keys(ranges))
+    return [merkle.fold_range(s, e, hashes) for s, e in ranges]
+
+
+def inclusion_proof(index: int, size: int) -> list[bytes]:
+    """PATH(index, D[size]). Raises merkle.ProofError for an index or size out of range."""
+    current = tree_size()
+    if size > current:
+        raise merkle.ProofError(f"tree size {size} is beyond the ledger's {current} entries")
+    return _fold_all(merkle.inclusion_ranges(index, size))
+
+
+def consistency_proof(old: int, new: int) -> list[bytes]:
+    current = tree_size()
+    if new > current:
+        raise merkle.ProofError(f"tree size {new} is beyond the ledger's {current} entries")
+    return _fold_all(merkle.consistency_ranges(old, new))
+
+
+# ── checkpoints ──────────────────────────────────────────────────────────────
+
+
+def checkpoint_create(*, only_if_grown: bool = False) -> LedgerCheckpoint | None:
+    """Sign the current tree head. With ``only_if_grown``, None if nothing was appended since."""
+    signer = server_signer()
+    origin = ledger_origin()
+    with transaction.atomic():
+        _lock()
+        size = tree_size()
+        latest = LedgerCheckpoint.objects.order_by("-tree_size", "-id").first()
+        if only_if_grown and latest is not None and latest.tree_size == size:
+            return None
+        root = root_at(size)
+        now = timezone.now().replace(microsecond=0)
+        stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        checkpoint = merkle.Checkpoint(origin, size, root, (f"timestamp {stamp}",))
+        note = merkle.sign_checkpoint(checkpoint, signer.public_key, signer.sign_bytes)
+        return LedgerCheckpoint.objects.create(
+            origin=origin,
+            tree_size=size,
+            root_hash=root.hex(),
+            timestamp=now,
+            note=note,
+            key_id=signer.key_id,
+        )
+
+
+def latest_checkpoint() -> LedgerCheckpoint | None:
+    return LedgerCheckpoint.objects.order_by("-tree_size", "-id").first()
+
+
+def checkpoint_json(checkpoint: LedgerCheckpoint) -> dict:
+    return {
+        "origin": checkpoint.origin,
+        "tree_size": checkpoint.tree_size,
+        "root_hash": checkpoint.root_hash,
+        "timestamp": checkpoint.timestamp.isoformat(),
+        "key_id": checkpoint.key_id,
+        "checkpoint": checkpoint.note,
+    }
+
+
+# ── for pages and exports ────────────────────────────────────────────────────
+
+
+def ledger_position_for_decision(decision: Decision) -> int | None:
+    """The decision's leaf index in the ledger, or None if it is not in it."""
+    return (
+        LedgerEntry.objects.filter(decision_id=decision.pk)
+        .values_list("leaf_index", flat=True)
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class DecisionLedgerStatus:
+    """What the proposal page shows next to a decision."""
+
+    position: int | None
+    verified: bool
+    checkpoint_size: int | None
+    detail: str
+
+
+def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
+    """Re-verify one decision: its signature, its leaf, and its inclusion in the latest checkpoint."""
+    entry = LedgerEntry.objects.filter(decision_id=decision.pk).first()
+    if entry is None:
+        return DecisionLedgerStatus(None, False, None, "not in the ledger")
+    position = entry.leaf_index
+    expected = merkle.entry_bytes("decision", decision.payload, decision.signature, decision.key_id)
+    if entry.entry.encode() != expected or merkle.leaf_hash(expected).hex() != entry.leaf_hash:
+        return DecisionLedgerStatus(position, False, None, "differs from its ledger entry")
+    public_key = public_key_for(decision.key_id)
+    if public_key is None or not verify(
+        decision.payload.encode(), _b64(decision.signature), public_key
+    ):
+        return DecisionLedgerStatus(position, False, None, "signature does not verify")
+    checkpoint = latest_checkpoint()
+    if checkpoint is None or checkpoint.tree_size <= position:
+        return DecisionLedgerStatus(
+            position, True, None, "signature verified; not yet covered by a checkpoint"
+        )
+    try:
+        signed = merkle.open_checkpoint(checkpoint.note, _public_keys())
+        proof = inclusion_proof(position, signed.size)
+    except (merkle.NoteError, merkle.ProofError, LookupError) as exc:
+        return DecisionLedgerStatus(position, False, checkpoint.tree_size, f"checkpoint: {exc}")
+    if not merkle.verify_inclusion(
+        position, signed.size, bytes.fromhex(entry.leaf_hash), proof, signed.root
+    ):
+        return DecisionLedgerStatus(
+            position, False, signed.size, "not included in the latest checkpoint"
+        )
+    return DecisionLedgerStatus(
+        position, True, signed.size, f"signature and inclusion in checkpoint {signed.size} verified"
+    )
+
+
+def _b64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:
+        return b""
+
+
+def _public_keys() -> list[bytes]:
+    from reviewapp.review.models import SigningKey
+
+    return [base64.b64decode(k) for k in SigningKey.objects.values_list("public_key", flat=True)]
+
+
+def entry_json(entry: LedgerEntry) -> dict:
+    """An entry as exported and served: everything needed to recompute its leaf."""
+    fields = json.loads(entry.entry)
+    return {
+        "index": entry.leaf_index,
+        "kind": fields["kind"],
+        "payload": fields["payload"],
+        "signature": fields["signature"],
+        "key_id": fields["key_id"],
+        "leaf_hash": entry.leaf_hash,
+    }
+
+
+def _line(obj: dict) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def export_lines(after: int | None = None) -> Iterator[str]:
+    """The ledger as JSONL, streamed: a header, every entry in order, the checkpoints.
+
+    ``after`` (a leaf index) exports only later entries; the header then
+    carries the compact range (perfect-subtree hashes) of the entries before,
+    so the verifier can still recompute every root and check the checkpoints.
+    A checkpoint line follows the entry that completes its tree size.
+    """
+    start = 0 if after is None else max(0, after + 1)
+    size = tree_size()
+    start = min(start, size)
+    from reviewapp.review.models import SigningKey
+
+    header = {
+        "format": EXPORT_FORMAT,
+        "origin": ledger_origin(),
+        "start": start,
+        "tree_size": size,
+        "frontier": [h.hex() for h in _compact_range(start).hashes],
+        "keys": [
+            {"key_id": key_id, "public_key": public_key}
+            for key_id, public_key in SigningKey.objects.order_by("created_at").values_list(
+                "key_id", "public_key"
+            )
+        ],
+    }
+    yield _line(header)
+    checkpoints: dict[int, list[LedgerCheckpoint]] = {}
+    for cp in LedgerCheckpoint.objects.filter(tree_size__gte=start, tree_size__lte=size).order_by(
+        "tree_size", "id"
+    ):
+        checkpoints.setdefault(cp.tree_size, []).append(cp)
+
+    def checkpoint_lines(at: int) -> Iterator[str]:
+        for cp in checkpoints.get(at, []):
+            yield _line({"tree_size": cp.tree_size, "checkpoint": cp.note})
+
+    yield from checkpoint_lines(start)
+    entries = LedgerEntry.objects.filter(leaf_index__gte=start, leaf_index__lt=size).order_by(
+        "leaf_index"
+    )
+    for entry in entries.iterator(chunk_size=2000):
+        yield _line(entry_json(entry))
+        yield from checkpoint_lines(entry.leaf_index + 1)

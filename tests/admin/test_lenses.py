@@ -1,0 +1,129 @@
+"""Lenses through the admin: versioning, backend fields, API keys by variable name."""
+
+import pytest
+
+from reviewapp.audit.models import AuditEntry
+from reviewapp.review.models import Judgement, Lens
+from tests.factories import LensFactory, PanelFactory, recorded
+from tests.review.helpers import evaluate_in_process, judgement, submit
+
+from .helpers import add_url, change_url, errors_of
+
+pytestmark = pytest.mark.django_db
+
+
+def lens_data(**overrides) -> dict:
+    data = {
+        "name": "accuracy",
+        "description": "",
+        "instructions": "Is it correct?",
+        "backend": "recorded",
+        "active": "on",
+        "base_url": "",
+        "model": "",
+        "api_key_env": "",
+        "temperature": "0.0",
+        "timeout_seconds": "60",
+        "mandate": "",
+        "_save": "Save",
+    }
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_a_lens_is_created_and_every_saved_change_bumps_its_version(admin_client_ada):
+    response = admin_client_ada.post(add_url("lens"), lens_data())
+    assert response.status_code == 302, errors_of(response)
+    lens = Lens.objects.get(name="accuracy")
+    assert lens.version == 1
+    url = change_url("lens", lens.pk)
+
+    assert admin_client_ada.post(url, lens_data()).status_code == 302
+    lens.refresh_from_db()
+    assert lens.version == 1  # nothing changed
+
+    assert admin_client_ada.post(url, lens_data(instructions="Sharper.")).status_code == 302
+    lens.refresh_from_db()
+    assert lens.version == 2
+
+    assert admin_client_ada.post(url, lens_data(instructions="Sharper.", active=None)).status_code == 302
+    lens.refresh_from_db()
+    assert lens.version == 3 and not lens.active
+
+
+def test_old_judgements_keep_the_version_they_were_made_with(admin_client_ada):
+    lens = LensFactory(name="accuracy", instructions="Is it correct?")
+    content = "Two and two make four."
+    recorded(lens, content, judgement("pass", "two make four"))
+    evaluate_in_process(submit(PanelFactory(lenses=[lens], need=1), content))
+    response = admin_client_ada.post(
+        change_url("lens", lens.pk), lens_data(instructions="Is it exactly correct?")
+    )
+    assert response.status_code == 302, errors_of(response)
+    lens.refresh_from_db()
+    assert lens.version == 2
+    assert Judgement.objects.get().lens_version == 1
+
+
+def test_the_form_says_whether_the_key_variable_is_set_never_its_value(
+    admin_client_ada, monkeypatch
+):
+    monkeypatch.setenv("REVIEWAPP_TEST_KEY", "sk-very-secret-value")
+    monkeypatch.delenv("REVIEWAPP_ABSENT_KEY", raising=False)
+    set_lens = LensFactory(
+        name="with-key", backend="llm", base_url="http://127.0.0.1:9/v1", model="m",
+        api_key_env="REVIEWAPP_TEST_KEY",
+    )
+    unset_lens = LensFactory(
+        name="without-key", backend="llm", base_url="http://127.0.0.1:9/v1", model="m",
+        api_key_env="REVIEWAPP_ABSENT_KEY",
+    )
+    page = admin_client_ada.get(change_url("lens", set_lens.pk)).content.decode()
+    assert "REVIEWAPP_TEST_KEY is set on the server." in page
+    assert "sk-very-secret-value" not in page
+    page = admin_client_ada.get(change_url("lens", unset_lens.pk)).content.decode()
+    assert "REVIEWAPP_ABSENT_KEY is NOT set on the server" in page
+    listing = admin_client_ada.get("/admin/review/lens/").content.decode()
+    assert "sk-very-secret-value" not in listing
+
+
+def test_a_key_pasted_instead_of_a_variable_name_is_refused(admin_client_ada):
+    response = admin_client_ada.post(
+        add_url("lens"),
+        lens_data(backend="llm", base_url="http://127.0.0.1:9/v1", model="m",
+                  api_key_env="sk-abc123-not-a-name"),
+    )
+    assert response.status_code == 200
+    assert "never the key itself" in errors_of(response)
+    assert not Lens.objects.exists()
+
+
+def test_backend_rules_are_form_errors(admin_client_ada):
+    response = admin_client_ada.post(add_url("lens"), lens_data(backend="llm"))
+    text = errors_of(response)
+    assert "base URL" in text and "model name" in text
+    response = admin_client_ada.post(
+        add_url("lens"), lens_data(backend="constraints", mandate="be kind")
+    )
+    assert "none of these constraints can be checked" in errors_of(response)
+    assert not Lens.objects.exists()
+
+
+def test_backend_specific_fieldsets_are_marked_for_the_toggle_script(admin_client_ada):
+    page = admin_client_ada.get(add_url("lens")).content.decode()
+    assert "show-if-backend-llm" in page
+    assert "show-if-backend-constraints" in page
+    assert "admin_ext/backend_fields.js" in page
+
+
+def test_deactivating_through_the_action_bumps_the_version_and_is_audited(admin_client_ada):
+    lens = LensFactory(name="accuracy")
+    response = admin_client_ada.post(
+        "/admin/review/lens/", {"action": "deactivate", "_selected_action": [lens.pk]}
+    )
+    assert response.status_code == 302
+    lens.refresh_from_db()
+    assert not lens.active and lens.version == 2
+    entry = AuditEntry.objects.get(target_type="lens", action="update")
+    assert entry.changes["active"] == {"old": True, "new": False}
+    assert entry.changes["version"] == {"old": 1, "new": 2}

@@ -1,0 +1,201 @@
+"""Panels through the admin: every quorum refusal is a form error, nothing half-saved."""
+
+import pytest
+
+from reviewapp.audit.models import AuditEntry
+from reviewapp.core import quorum
+from reviewapp.review.models import Lens, Panel, PanelLens
+from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
+from tests.review.helpers import evaluate_in_process, judgement, submit
+
+from .helpers import add_url, change_url, errors_of, panel_form_data
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def lenses():
+    return [LensFactory(name=n) for n in ("accuracy", "policy", "tone")]
+
+
+def _refused(response, message: str):
+    assert response.status_code == 200, response.status_code  # re-rendered, not redirected
+    text = errors_of(response)
+    assert message in text, text
+
+
+@pytest.mark.parametrize(
+    "need, picks, expected",
+    [
+        (0, [0, 1, 2], str(quorum.NeedsNobody())),
+        (3, [0, 1], str(quorum.Unreachable(3, 2))),
+        (1, [0, 1], str(quorum.NotAMajority(1, 2))),
+        (2, [0, 1, 2, 3], None),  # filled in below: two of four is not a majority
+        (2, [0, 0, 1], str(quorum.RepeatedLens("accuracy"))),
+    ],
+    ids=["needs-nobody", "unreachable", "not-a-majority", "half-of-four", "repeated-lens"],
+)
+def test_each_quorum_refusal_is_a_form_error_and_nothing_is_saved(
+    admin_client_ada, lenses, need, picks, expected
+):
+    pool = [*lenses, LensFactory(name="arithmetic")]
+    chosen = [pool[i] for i in picks]
+    expected = expected or str(quorum.NotAMajority(2, 4))
+    response = admin_client_ada.post(
+        add_url("panel"), panel_form_data(name="p", need=need, lenses=chosen)
+    )
+    _refused(response, expected)
+    assert not Panel.objects.exists()
+    assert not PanelLens.objects.exists()
+    assert not AuditEntry.objects.filter(target_type="panel").exists()
+
+
+def test_an_unnamed_lens_is_refused_in_the_references_words(admin_client_ada, lenses):
+    # Only a raw update can store a blank name; the panel form still refuses it.
+    Lens.objects.filter(pk=lenses[0].pk).update(name="   ")
+    response = admin_client_ada.post(
+        add_url("panel"), panel_form_data(name="p", need=1, lenses=[Lens.objects.get(pk=lenses[0].pk)])
+    )
+    _refused(response, str(quorum.UnnamedLens()))
+    assert not Panel.objects.exists()
+
+
+def test_a_panel_without_lenses_is_unreachable(admin_client_ada):
+    response = admin_client_ada.post(add_url("panel"), panel_form_data(name="p", need=1))
+    _refused(response, str(quorum.Unreachable(1, 0)))
+
+
+def test_a_refused_change_leaves_the_stored_panel_untouched(admin_client_ada, lenses):
+    panel = PanelFactory(name="p", need=2, lenses=lenses[:3])
+    response = admin_client_ada.post(
+        change_url("panel", panel.pk),
+        panel_form_data(name="renamed", need=1, lenses=lenses[:2], panel=panel),
+    )
+    _refused(response, str(quorum.NotAMajority(1, 2)))
+    panel.refresh_from_db()
+    assert panel.name == "p" and panel.need == 2 and panel.version == 1
+    assert [lens.name for lens in panel.ordered_lenses()] == ["accuracy", "policy", "tone"]
+
+
+def test_a_valid_panel_is_saved_with_its_lenses_in_position_order(admin_client_ada, lenses):
+    checker = CheckerFactory(name="has-text")
+    response = admin_client_ada.post(
+        add_url("panel"),
+        panel_form_data(
+            name="release",
+            need=2,
+            lenses=lenses,
+            positions=[20, 10, 30],
+            checkers=[checker],
+            requires_sign_off=True,
+            grounding_policy="repair",
+            external_deadline_seconds=600,
+        ),
+    )
+    assert response.status_code == 302, errors_of(response)
+    panel = Panel.objects.get(name="release")
+    assert [lens.name for lens in panel.ordered_lenses()] == ["policy", "accuracy", "tone"]
+    assert list(panel.panel_lenses.values_list("position", flat=True)) == [0, 1, 2]
+    assert list(panel.checkers.all()) == [checker]
+    assert panel.requires_sign_off and panel.grounding_policy == "repair"
+    assert panel.external_deadline_seconds == 600
+    assert panel.version == 1
+
+
+def test_every_saved_change_bumps_the_panel_version_and_a_noop_save_does_not(
+    admin_client_ada, lenses
+):
+    panel = PanelFactory(name="p", need=2, lenses=lenses[:3])
+    url = change_url("panel", panel.pk)
+
+    same = panel_form_data(name="p", need=2, lenses=lenses[:3], panel=panel)
+    assert admin_client_ada.post(url, same).status_code == 302
+    panel.refresh_from_db()
+    assert panel.version == 1
+
+    reordered = panel_form_data(name="p", need=2, lenses=lenses[::-1], panel=panel)
+    assert admin_client_ada.post(url, reordered).status_code == 302
+    panel.refresh_from_db()
+    assert panel.version == 2
+    assert [lens.name for lens in panel.ordered_lenses()] == ["tone", "policy", "accuracy"]
+
+    unanimity = panel_form_data(name="p", need=3, lenses=lenses[::-1], panel=panel)
+    assert admin_client_ada.post(url, unanimity).status_code == 302
+    panel.refresh_from_db()
+    assert panel.version == 3 and panel.need == 3
+
+    signoff = panel_form_data(
+        name="p", need=3, lenses=lenses[::-1], panel=panel, requires_sign_off=True
+    )
+    assert admin_client_ada.post(url, signoff).status_code == 302
+    panel.refresh_from_db()
+    assert panel.version == 4
+
+
+def test_historical_proposals_keep_and_show_the_configuration_they_were_judged_with(
+    admin_client_ada,
+):
+    content = "The sum is 4."
+    a, b = LensFactory(name="accuracy"), LensFactory(name="policy")
+    for lens in (a, b):
+        recorded(lens, content, judgement("pass", "The sum is 4."))
+    panel = PanelFactory(name="p", need=1, lenses=[a])
+    old = evaluate_in_process(submit(panel, content))
+    assert old.panel_version == 1
+
+    response = admin_client_ada.post(
+        change_url("panel", panel.pk), panel_form_data(name="p", need=2, lenses=[a, b], panel=panel)
+    )
+    assert response.status_code == 302, errors_of(response)
+    panel.refresh_from_db()
+    assert panel.version == 2
+    new = evaluate_in_process(submit(panel, content))
+
+    old.refresh_from_db()
+    assert old.panel_version == 1 and old.panel_snapshot["need"] == 1
+    assert [e["name"] for e in old.panel_snapshot["lenses"]] == ["accuracy"]
+    assert new.panel_version == 2 and new.panel_snapshot["need"] == 2
+
+    page = admin_client_ada.get(change_url("panel", panel.pk)).content.decode()
+    assert "<td>v1</td>" in page and "<td>v2</td>" in page
+    assert "accuracy v1, policy v1" in page
+
+
+def test_deleting_a_lens_used_by_a_panel_is_refused_naming_the_panel(admin_client_ada, lenses):
+    PanelFactory(name="release-gate", need=1, lenses=[lenses[0]])
+    url = f"/admin/review/lens/{lenses[0].pk}/delete/"
+    response = admin_client_ada.post(url, {"post": "yes"}, follow=True)
+    text = response.content.decode()
+    assert "release-gate" in text and "Cannot delete" in text
+    assert Lens.objects.filter(pk=lenses[0].pk).exists()
+
+
+def test_bulk_deleting_a_used_lens_is_refused_naming_the_panel(admin_client_ada, lenses):
+    PanelFactory(name="release-gate", need=1, lenses=[lenses[0]])
+    response = admin_client_ada.post(
+        "/admin/review/lens/",
+        {"action": "delete_selected", "_selected_action": [lenses[0].pk, lenses[1].pk],
+         "post": "yes"},
+        follow=True,
+    )
+    text = response.content.decode()
+    assert "release-gate" in text and "Cannot delete" in text
+    assert Lens.objects.count() == 3
+
+
+def test_an_unused_lens_can_be_deleted_and_the_delete_is_audited(admin_client_ada, lenses):
+    url = f"/admin/review/lens/{lenses[2].pk}/delete/"
+    response = admin_client_ada.post(url, {"post": "yes"})
+    assert response.status_code == 302
+    assert not Lens.objects.filter(name="tone").exists()
+    entry = AuditEntry.objects.get(target_type="lens", action="delete")
+    assert entry.target_repr == "tone" and entry.changes["name"] == {"old": "tone", "new": None}
+
+
+def test_the_panel_change_page_renders_with_its_inline(admin_client_ada, lenses):
+    panel = PanelFactory(name="p", need=2, lenses=lenses[:3])
+    page = admin_client_ada.get(change_url("panel", panel.pk))
+    assert page.status_code == 200
+    assert 'name="panel_lenses-TOTAL_FORMS"' in page.content.decode()
+    assert admin_client_ada.get(add_url("panel")).status_code == 200
+    assert admin_client_ada.get("/admin/review/panel/").status_code == 200

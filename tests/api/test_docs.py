@@ -1,0 +1,25 @@
+from django.test import Client
+
+
+def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
+    schema = Client().get("/api/openapi.json").json()
+
+    assert set(schema["paths"]) == {
+        "/api/proposals",
+        "/api/proposals/{proposal_id}",
+        "/api/proposals/{proposal_id}/judgements",
+        "/api/escalations",
+        "/api/escalations/{escalation_id}/decision",
+        "/api/decisions",
+        "/api/decisions/{decision_id}",
+        "/api/keys",
+        "/api/cite/resolve",
+    }
+    assert {"type": "http", "scheme": "bearer"} in schema["components"]["securitySchemes"].values()
+
+
+def test_interactive_docs_are_served(db):
+    response = Client().get("/api/docs")
+
+    assert response.status_code == 200
+    assert b"openapi.json" in response.content
