@@ -176,7 +176,7 @@ def start_server(port: int, var_dir: Path) -> subprocess.Popen:
         if server.poll() is not None:
             raise RuntimeError((var_dir / "runserver.log").read_text())
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5)
             return server
         except OSError as exc:
             if getattr(exc, "code", None):  # an HTTP error status: the server answers

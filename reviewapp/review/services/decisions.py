@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewapp.core.signing import canonical_json, sha256_hex, verify
+from reviewapp.ledger.services import ledger_append_decision
 
 from ..keys import public_key_for, server_signer
 from ..models import ChainHead, Decision, Escalation, Proposal
@@ -106,6 +107,8 @@ def decision_append(
             prev_hash=head.last_hash,
             hash=sha256_hex(signed.payload_bytes),
         )
+        # Same transaction: a decision exists exactly when its ledger entry does.
+        ledger_append_decision(decision)
         head.last_hash = decision.hash
         head.save(update_fields=["last_hash"])
     return decision

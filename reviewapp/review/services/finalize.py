@@ -8,6 +8,7 @@ from django.utils import timezone
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import route
+from reviewapp.ledger.services import ledger_append_evidence
 
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Lens, LensFailure, Proposal
@@ -27,7 +28,7 @@ def evidence_record(*, proposal: Proposal, checker: CheckerConfig) -> Evidence:
     evidence = _runnable(checker).check(check_input, server_signer())
     try:
         with transaction.atomic():
-            return Evidence.objects.create(
+            stored = Evidence.objects.create(
                 proposal=proposal,
                 checker=checker,
                 checker_name=evidence.checker,
@@ -40,6 +41,9 @@ def evidence_record(*, proposal: Proposal, checker: CheckerConfig) -> Evidence:
                 signature=base64.b64encode(evidence.signature).decode(),
                 key_id=evidence.key_id,
             )
+            # Same transaction: evidence exists exactly when its ledger entry does.
+            ledger_append_evidence(stored)
+            return stored
     except IntegrityError:
         # Another delivery of the final step stored it first; checkers are
         # deterministic, so its evidence is byte-identical to ours.

@@ -1,0 +1,155 @@
+"""Trying a lens (or checker) on a pasted sample: Celery task, htmx-polled result."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from reviewapp.audit.models import Trial
+from reviewapp.review.models import Judgement, Lens, Proposal
+from reviewapp.review.trial import TrialFailed, lens_trial, trial_run
+from tests.conftest import wait_for
+from tests.core.openai_stub import Answer
+from tests.factories import CheckerFactory, LensFactory, recorded
+from tests.review.helpers import judgement
+
+SAMPLE = "Refunds take 5 days 🚚. Delivery is free."
+
+
+def _grounded(claims):
+    return {c["cite"]: c.get("anchor", {}).get("kind", "unresolved") for c in claims}
+
+
+@pytest.mark.django_db
+def test_a_recorded_lens_runs_on_a_sample_and_grounds_its_cites():
+    lens = LensFactory(name="accuracy")
+    recorded(
+        lens, SAMPLE,
+        judgement("fail", "Refunds take 5 days 🚚", "free shipping forever", rationale="Slow."),
+        judgement("fail", "Refunds take 5 days 🚚", "free shipping forever", rationale="Slow."),
+        judgement("fail", "Refunds take 5 days 🚚", "free shipping forever", rationale="Slow."),
+    )
+    result = lens_trial(lens=lens, content=SAMPLE, grounding_policy="repair")
+    assert result["verdict"] == "fail" and result["rationale"] == "Slow."
+    assert result["lens_version"] == 1
+    assert _grounded(result["claims"]) == {
+        "Refunds take 5 days 🚚": "answer_body",
+        "free shipping forever": "unresolved",
+    }
+    anchored = result["claims"][0]["anchor"]
+    assert (anchored["start_utf16"], anchored["end_utf16"]) == (0, 22)  # 🚚 is two units
+    assert not Proposal.objects.exists() and not Judgement.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_constraints_lens_runs_on_a_sample():
+    lens = LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate='must contain "refund"; be warm')
+    result = lens_trial(lens=lens, content="No money back.")
+    assert result["verdict"] == "fail"
+    assert "Unenforced" in result["rationale"] and "be warm" in result["rationale"]
+
+
+@pytest.mark.django_db
+def test_an_external_lens_has_nothing_to_try():
+    lens = LensFactory(backend=Lens.Backend.EXTERNAL)
+    with pytest.raises(TrialFailed, match="over the API"):
+        lens_trial(lens=lens, content="x")
+
+
+@pytest.mark.django_db
+def test_the_try_page_starts_a_trial_and_the_fragment_polls_until_it_is_done(
+    admin_client_ada, django_capture_on_commit_callbacks
+):
+    lens = LensFactory(name="accuracy")
+    recorded(lens, SAMPLE, judgement("pass", "Delivery is free."))
+    url = reverse("admin:review_lens_try", args=[lens.pk])
+    assert admin_client_ada.get(url).status_code == 200
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = admin_client_ada.post(url, {"sample": SAMPLE, "grounding_policy": "reject"})
+    assert len(callbacks) == 1  # the task is enqueued only once the trial row is committed
+    trial = Trial.objects.get()
+    assert response["Location"] == reverse("admin:audit_trial_result", args=[trial.pk])
+    assert trial.status == "pending" and trial.created_by.username == "ada"
+
+    status_url = reverse("admin:audit_trial_status", args=[trial.pk])
+    pending = admin_client_ada.get(status_url, HTTP_HX_REQUEST="true").content.decode()
+    assert f'hx-get="{status_url}"' in pending and 'hx-trigger="load delay:1s"' in pending
+    page = admin_client_ada.get(response["Location"]).content.decode()
+    assert "vendor/htmx.min.js" in page and f'hx-get="{status_url}"' in page
+
+    trial_run(trial.pk)
+    done = admin_client_ada.get(status_url, HTTP_HX_REQUEST="true").content.decode()
+    assert "hx-get" not in done  # polling stops
+    assert 'data-verdict="pass"' in done
+    assert 'data-anchor="answer_body"' in done and "<mark>Delivery is free.</mark>" in done
+    trial.refresh_from_db()
+    assert trial.status == "done" and trial.target_version == 1
+
+
+@pytest.mark.django_db
+def test_a_failing_lens_reports_why(admin_client_ada):
+    lens = LensFactory(name="accuracy")  # recorded, with nothing recorded for this sample
+    trial = Trial.objects.create(kind="lens", target_id=lens.pk, target_name=lens.name, sample="x")
+    trial_run(trial.pk)
+    trial.refresh_from_db()
+    assert trial.status == "failed" and "no recorded response" in trial.error
+    fragment = admin_client_ada.get(
+        reverse("admin:audit_trial_status", args=[trial.pk])
+    ).content.decode()
+    assert "No verdict" in fragment and "no recorded response" in fragment
+    # Running it again changes nothing: a re-delivered task is a no-op.
+    trial_run(trial.pk)
+    assert Trial.objects.get(pk=trial.pk).error == trial.error
+
+
+@pytest.mark.django_db
+def test_a_checker_runs_on_a_sample_through_the_admin(
+    admin_client_ada, django_capture_on_commit_callbacks
+):
+    checker = CheckerFactory(name="gate", kind="regex", settings={"pattern": "refund"})
+    url = reverse("admin:review_checkerconfig_try", args=[checker.pk])
+    with django_capture_on_commit_callbacks(execute=False):
+        admin_client_ada.post(url, {"sample": "no money back"})
+    trial = Trial.objects.get(kind="checker")
+    trial_run(trial.pk)
+    fragment = admin_client_ada.get(
+        reverse("admin:audit_trial_status", args=[trial.pk])
+    ).content.decode()
+    assert 'data-verdict="fail"' in fragment and "does not match /refund/" in fragment
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_try_this_lens_through_a_real_worker(worker, client, openai_server):
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(username="ada", is_staff=True, is_superuser=True))
+    openai_server.script(
+        [Answer(json.dumps({
+            "verdict": "pass",
+            "rationale": "Grounded.",
+            "claims": [{"cite": "Delivery is free.", "assessment": "verified"}],
+        }))]
+    )
+    lens = LensFactory(
+        name="llm-accuracy", backend=Lens.Backend.LLM, base_url=openai_server.base_url,
+        model="m", timeout_seconds=10,
+    )
+    response = client.post(
+        reverse("admin:review_lens_try", args=[lens.pk]),
+        {"sample": SAMPLE, "grounding_policy": "reject"},
+    )
+    trial = Trial.objects.get()
+    status_url = reverse("admin:audit_trial_status", args=[trial.pk])
+    assert response["Location"] == reverse("admin:audit_trial_result", args=[trial.pk])
+
+    def finished():
+        html = client.get(status_url, HTTP_HX_REQUEST="true").content.decode()
+        return html if "hx-get" not in html else None
+
+    html = wait_for(finished, timeout=60, message=worker.log())
+    assert 'data-verdict="pass"' in html, html
+    assert "<mark>Delivery is free.</mark>" in html
+    trial.refresh_from_db()
+    assert trial.status == "done" and trial.result["claims"][0]["anchor"]["kind"] == "answer_body"
+    assert openai_server.requests, "the lens never called the model"
