@@ -204,9 +204,12 @@ def measure(port: int, proposal_id: int, session: str, expected: int, runs: int)
             timing = page.evaluate(
                 """() => {
                     const nav = performance.getEntriesByType('navigation')[0];
-                    const mark = performance.getEntriesByName('reviewapp-highlights-painted')[0];
+                    const at = name => performance.getEntriesByName(name)[0].startTime;
                     return {
-                        painted: mark.startTime,
+                        painted: at('reviewapp-highlights-painted'),
+                        script_start: at('reviewapp-highlights-start'),
+                        text_ready: at('reviewapp-text-ready'),
+                        registered: at('reviewapp-highlights-registered'),
                         ttfb: nav.responseStart,
                         response_end: nav.responseEnd,
                         dom_content_loaded: nav.domContentLoadedEventEnd,
@@ -268,7 +271,9 @@ def main() -> int:
     for i, r in enumerate(results, 1):
         print(
             f"  run {i}: TTFB {r['ttfb']:.0f} ms, response end {r['response_end']:.0f} ms, "
-            f"DOMContentLoaded {r['dom_content_loaded']:.0f} ms, highlights painted {r['painted']:.0f} ms"
+            f"script {r['script_start']:.0f}, text node {r['text_ready']:.0f}, "
+            f"ranges registered {r['registered']:.0f}, "
+            f"DOMContentLoaded {r['dom_content_loaded']:.0f}, highlights painted {r['painted']:.0f} ms"
         )
     median = statistics.median(painted)
     verdict = "OK" if median < TARGET_MS else "SLOWER THAN TARGET"

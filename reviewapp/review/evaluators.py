@@ -42,7 +42,9 @@ def evaluate_lens(*, lens: Lens, proposal: Proposal) -> JudgeOutcome:
                     f"no recorded response for lens {lens.name!r} and this content", 0, []
                 )
             return _judge(RecordedTransport(list(recorded.responses)), lens, proposal, policy)
-    raise LensFailed(f"lens {lens.name!r} has backend {lens.backend!r}, which the worker does not run", 0, [])
+    raise LensFailed(
+        f"lens {lens.name!r} has backend {lens.backend!r}, which the worker does not run", 0, []
+    )
 
 
 def _judge(transport, lens: Lens, proposal: Proposal, policy: GroundingPolicy) -> JudgeOutcome:

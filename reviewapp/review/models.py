@@ -69,6 +69,15 @@ class Lens(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args, **kwargs):
+        if self.pk:
+            stored = Lens.objects.filter(pk=self.pk).values(*self.VERSIONED_FIELDS).first()
+            if stored and any(stored[f] != getattr(self, f) for f in self.VERSIONED_FIELDS):
+                self.version = (
+                    Lens.objects.filter(pk=self.pk).values_list("version", flat=True).get() + 1
+                )
+        super().save(*args, **kwargs)
+
     def clean(self) -> None:
         if not self.name.strip():
             raise ValidationError({"name": "A lens needs a name."})
@@ -91,15 +100,6 @@ class Lens(models.Model):
     @property
     def api_key_is_set(self) -> bool:
         return bool(self.api_key_env and os.environ.get(self.api_key_env))
-
-    def save(self, *args, **kwargs):
-        if self.pk:
-            stored = Lens.objects.filter(pk=self.pk).values(*self.VERSIONED_FIELDS).first()
-            if stored and any(stored[f] != getattr(self, f) for f in self.VERSIONED_FIELDS):
-                self.version = (
-                    Lens.objects.filter(pk=self.pk).values_list("version", flat=True).get() + 1
-                )
-        super().save(*args, **kwargs)
 
 
 class CheckerConfig(models.Model):
@@ -130,6 +130,25 @@ class CheckerConfig(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args, **kwargs):
+        if self.pk:
+            stored = (
+                CheckerConfig.objects.filter(pk=self.pk)
+                .values("kind", "settings", "grants", "active", "version")
+                .first()
+            )
+            if stored and any(
+                stored[f] != getattr(self, f) for f in ("kind", "settings", "grants", "active")
+            ):
+                self.version = stored["version"] + 1
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        try:
+            self.build()
+        except (core_checkers.CheckError, ValueError, TypeError) as exc:
+            raise ValidationError(str(exc)) from exc
+
     def build(self) -> core_checkers.Checker:
         """The core checker this row configures; refuses what the core refuses."""
         s = self.settings or {}
@@ -139,7 +158,9 @@ class CheckerConfig(models.Model):
             core_checkers.ensure_model_free(self.name, grants)
         match self.kind:
             case self.Kind.CONSTRAINTS:
-                return core_checkers.ConstraintsChecker(self.name, self.version, s.get("mandate", ""))
+                return core_checkers.ConstraintsChecker(
+                    self.name, self.version, s.get("mandate", "")
+                )
             case self.Kind.JSON_SCHEMA:
                 return core_checkers.JsonSchemaChecker(self.name, self.version, s.get("schema", {}))
             case self.Kind.REGEX:
@@ -155,25 +176,6 @@ class CheckerConfig(models.Model):
                     grants,
                 )
         raise ValidationError({"kind": f"Unknown checker kind {self.kind!r}."})
-
-    def clean(self) -> None:
-        try:
-            self.build()
-        except (core_checkers.CheckError, ValueError, TypeError) as exc:
-            raise ValidationError(str(exc)) from exc
-
-    def save(self, *args, **kwargs):
-        if self.pk:
-            stored = (
-                CheckerConfig.objects.filter(pk=self.pk)
-                .values("kind", "settings", "grants", "active", "version")
-                .first()
-            )
-            if stored and any(
-                stored[f] != getattr(self, f) for f in ("kind", "settings", "grants", "active")
-            ):
-                self.version = stored["version"] + 1
-        super().save(*args, **kwargs)
 
 
 class Panel(models.Model):
@@ -220,6 +222,9 @@ class PanelLens(models.Model):
             models.UniqueConstraint(fields=["panel", "lens"], name="panel_lens_once"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.panel_id}#{self.position}: {self.lens_id}"
+
 
 class RecordedResponse(models.Model):
     """Stored model answers the `recorded` backend replays, in order."""
@@ -232,6 +237,9 @@ class RecordedResponse(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["lens", "content_sha256"], name="recorded_once"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.lens_id} @ {self.content_sha256[:12]}"
 
 
 class ApiClient(models.Model):
@@ -283,7 +291,8 @@ class Proposal(models.Model):
     content = models.TextField()
     thought_process = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)
-    external_ref = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "", for "no reference": the uniqueness constraint must ignore it.
+    external_ref = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     content_sha256 = models.CharField(max_length=64)
     request_sha256 = models.CharField(
         max_length=64, help_text="Digest of the submitted body, for idempotent re-submission."
@@ -364,7 +373,8 @@ class Claim(models.Model):
     position = models.PositiveIntegerField()
     claim_id = models.CharField(max_length=64, blank=True)
     cite = models.TextField(help_text="The cite as submitted.")
-    text = models.TextField(null=True, blank=True, help_text="The resolved original span.")
+    # NULL means "did not resolve"; "" would be a resolved empty span.
+    text = models.TextField(null=True, blank=True, help_text="The resolved original span.")  # noqa: DJ001
     assessment = models.CharField(max_length=10, choices=Assessment.choices)
     note = models.TextField(blank=True)
     anchor_kind = models.CharField(max_length=16, choices=AnchorKind.choices)
@@ -391,6 +401,9 @@ class Claim(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.claim_id or '—'}: {self.cite[:60]}"
+
 
 class LensFailure(models.Model):
     proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="lens_failures")
@@ -405,6 +418,9 @@ class LensFailure(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["proposal", "lens"], name="one_failure_per_lens"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.lens_name} failed on proposal {self.proposal_id}"
 
 
 class Evidence(models.Model):
@@ -424,8 +440,13 @@ class Evidence(models.Model):
     class Meta:
         verbose_name_plural = "evidence"
         constraints = [
-            models.UniqueConstraint(fields=["proposal", "checker"], name="one_evidence_per_checker"),
+            models.UniqueConstraint(
+                fields=["proposal", "checker"], name="one_evidence_per_checker"
+            ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.checker_name} v{self.checker_version}: {self.verdict}"
 
 
 class Escalation(models.Model):
@@ -466,6 +487,9 @@ class Escalation(models.Model):
                 name="one_open_escalation_per_proposal",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"Escalation {self.pk} ({', '.join(self.reasons)}, {self.status})"
 
 
 class SigningKey(models.Model):
@@ -523,3 +547,6 @@ class ChainHead(models.Model):
 
     singleton = models.BooleanField(default=True, unique=True)
     last_hash = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return self.last_hash

@@ -45,9 +45,10 @@ def run_lens(proposal_id: int, lens_id: int) -> None:
     lens = Lens.objects.filter(pk=lens_id).first()
     if proposal is None or lens is None or proposal.is_final:
         return
-    if proposal.judgements.filter(lens=lens).exists() or proposal.lens_failures.filter(
-        lens=lens
-    ).exists():
+    if (
+        proposal.judgements.filter(lens=lens).exists()
+        or proposal.lens_failures.filter(lens=lens).exists()
+    ):
         return
     try:
         outcome = evaluate_lens(lens=lens, proposal=proposal)
@@ -95,8 +96,6 @@ def deadline_sweep() -> None:
         "pk", "panel_snapshot", "evaluation_started_at"
     )[:500]:
         started = proposal.evaluation_started_at or now
-        deadline = started + timedelta(
-            seconds=proposal.panel_snapshot["external_deadline_seconds"]
-        )
+        deadline = started + timedelta(seconds=proposal.panel_snapshot["external_deadline_seconds"])
         if deadline <= now:
             finalize_proposal.delay(proposal.pk, deadline_passed=True)

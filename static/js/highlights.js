@@ -17,6 +17,8 @@
 (function () {
   "use strict";
 
+  function mark(name) { if (window.performance && performance.mark) performance.mark(name); }
+  mark("reviewapp-highlights-start");
   var root = document.querySelector("[data-highlight-root]");
   var contentScript = document.getElementById("answer-content");
   var dataScript = document.getElementById("highlight-data");
@@ -38,6 +40,7 @@
     root.replaceChildren(textNode);
   }
 
+  mark("reviewapp-text-ready");
   var valid = [];
   for (var i = 0; i < spans.length; i++) {
     var s = spans[i];
@@ -169,6 +172,7 @@
     highlights.forEach(function (h, slot) { CSS.highlights.set("rv-lens-" + slot, h); });
   }
 
+  mark("reviewapp-highlights-registered");
   window.reviewappHighlights = painted;
   window.reviewappHighlightMode = useHighlightApi ? "highlight-api" : "mark";
   root.dataset.highlightMode = window.reviewappHighlightMode;
@@ -176,7 +180,7 @@
   requestAnimationFrame(function () {
     setTimeout(function () {
       window.reviewappHighlightsPaintedAt = performance.now();
-      if (performance.mark) performance.mark("reviewapp-highlights-painted");
+      mark("reviewapp-highlights-painted");
       root.dataset.highlights = "painted";
       document.dispatchEvent(new CustomEvent("reviewapp:highlights-painted", { detail: { count: painted.length } }));
     }, 0);

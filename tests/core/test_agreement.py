@@ -28,9 +28,16 @@ def test_cohen_kappa_is_undefined_without_items():
 def test_fleiss_kappa_matches_the_wikipedia_worked_example():
     # The 10-item, 14-rater, 5-category example: κ ≈ 0.210.
     items = [
-        [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0],
-        [2, 2, 8, 1, 1], [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2],
-        [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
     ]
     assert fleiss_kappa(fleiss_sums(items)) == pytest.approx(0.2099, abs=1e-4)
 

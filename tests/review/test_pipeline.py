@@ -36,7 +36,11 @@ def test_unanimous_pass_with_passing_checker_is_approved_and_signed():
     assert proposal.decision.outcome == "approved"
     assert proposal.decision.basis == "system"
     assert proposal.tally == {
-        "passed": 3, "failed": 0, "asked": 3, "need": 3, "outcome": "reached_pass",
+        "passed": 3,
+        "failed": 0,
+        "asked": 3,
+        "need": 3,
+        "outcome": "reached_pass",
     }
 
 

@@ -30,9 +30,7 @@ def test_a_submitted_proposal_is_evaluated_by_a_real_worker(worker):
     assert done.judgements.count() == 3
 
 
-def test_a_worker_killed_mid_evaluation_does_not_lose_the_proposal(
-    start_worker, openai_server
-):
+def test_a_worker_killed_mid_evaluation_does_not_lose_the_proposal(start_worker, openai_server):
     lens = LensFactory(
         backend=Lens.Backend.LLM, base_url=openai_server.base_url, model="m", timeout_seconds=30
     )

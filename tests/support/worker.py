@@ -32,10 +32,20 @@ class WorkerProcess:
             **(extra_env or {}),
         }
         args = [
-            sys.executable, "-m", "celery", "-A", "reviewapp", "worker",
-            "--loglevel", "INFO", "--concurrency", str(concurrency),
-            "--hostname", f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
-            "--without-gossip", "--without-mingle",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "reviewapp",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            str(concurrency),
+            "--hostname",
+            f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
+            "--without-gossip",
+            "--without-mingle",
         ]
         if beat:
             schedule = Path(env.get("REVIEWAPP_VAR_DIR", ROOT / "var" / "test")) / "beat-schedule"
@@ -44,7 +54,11 @@ class WorkerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            args,
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 

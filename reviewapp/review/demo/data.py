@@ -153,7 +153,8 @@ SUPPORT_DOCS = [
     (
         "Changing the billing address",
         "Hi Kenji,\n\nYou can change the billing address under **Settings → Billing**.\n"
-        "Changes apply to the *next* invoice, not the current one.\n\nお問い合わせありがとうございます。🙏",
+        "Changes apply to the *next* invoice, not the current one.\n\n"
+        "お問い合わせありがとうございます。🙏",
         "Billing changes are not retroactive.",
         "Changes apply to the next invoice, not the current one.",
         "Settings → Billing",
@@ -197,7 +198,7 @@ def _cite_variants(cite: str) -> list[str]:
         cite,  # exact
         f"“{cite}”",  # typographic quotes around it
         f"> {cite}",  # blockquote
-        f"Evidence: \"{cite}\"",  # label prefix
+        f'Evidence: "{cite}"',  # label prefix
         cite.lower(),  # case drift
         f"**{cite}**",  # emphasis the source does not have
     ]

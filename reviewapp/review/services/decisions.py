@@ -162,4 +162,3 @@ def decisions_verify_chain() -> tuple[int, str | None]:
         expected_prev = decision.hash
         checked += 1
     return checked, None
-

@@ -77,9 +77,7 @@ def escalation_decide(
         # Row lock: two reviewers deciding at once are serialised here, and
         # the second finds the escalation resolved.
         escalation = (
-            Escalation.objects.select_for_update()
-            .select_related("proposal")
-            .get(pk=escalation_id)
+            Escalation.objects.select_for_update().select_related("proposal").get(pk=escalation_id)
         )
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")

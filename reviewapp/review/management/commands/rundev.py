@@ -26,9 +26,19 @@ class Command(BaseCommand):
         beat_schedule = settings.VAR_DIR / "celerybeat-schedule"
         worker = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "reviewapp", "worker", "--beat",
-                "--schedule", str(beat_schedule), "--loglevel", "INFO",
-                "--concurrency", str(settings.CELERY_WORKER_CONCURRENCY),
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "reviewapp",
+                "worker",
+                "--beat",
+                "--schedule",
+                str(beat_schedule),
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(settings.CELERY_WORKER_CONCURRENCY),
             ],
             start_new_session=True,
         )
