@@ -19,8 +19,6 @@ from reviewapp.core import merkle
 from . import services
 from .models import LedgerEntry
 
-router = Router(tags=["ledger"])
-
 MAX_INDEX = 2**62
 LeafIndex = Annotated[int, Path(ge=0, le=MAX_INDEX)]
 TreeSize = Annotated[int | None, Query(ge=0, le=MAX_INDEX)]
@@ -87,12 +85,6 @@ def _size_or_latest(size: int | None) -> int:
     return latest.tree_size
 
 
-@router.get(
-    "/checkpoint",
-    auth=None,
-    response={200: CheckpointOut, **ERRORS},
-    summary="The latest signed checkpoint",
-)
 def checkpoint_latest(request):
     checkpoint = services.latest_checkpoint()
     if checkpoint is None:
@@ -100,13 +92,6 @@ def checkpoint_latest(request):
     return services.checkpoint_json(checkpoint)
 
 
-@router.get(
-    "/proof/{entry}",
-    auth=None,
-    response={200: InclusionOut, **ERRORS},
-    summary="Inclusion proof of an entry in the tree of a given size",
-    description="`size` defaults to the latest checkpoint's tree size.",
-)
 def inclusion(request, entry: LeafIndex, size: TreeSize = None):
     size = _size_or_latest(size)
     if entry >= size:
@@ -129,14 +114,6 @@ def inclusion(request, entry: LeafIndex, size: TreeSize = None):
     }
 
 
-@router.get(
-    "/consistency",
-    auth=None,
-    response={200: ConsistencyOut, **ERRORS},
-    by_alias=True,
-    summary="Consistency proof between two tree sizes",
-    description="`to` defaults to the latest checkpoint's tree size.",
-)
 def consistency(
     request,
     from_size: Annotated[int, Query(ge=0, le=MAX_INDEX, alias="from")],
@@ -159,14 +136,6 @@ def consistency(
     }
 
 
-@router.get(
-    "/entries",
-    auth=None,
-    response={200: EntriesOut, **ERRORS},
-    summary="Raw entries for mirroring",
-    description=f"Entries `start` ≤ index < `end`, at most {services.MAX_PAGE} per page "
-    "(`end` is clipped; follow the returned `end`).",
-)
 def entries(
     request,
     start: Annotated[int, Query(ge=0, le=MAX_INDEX)] = 0,
@@ -188,3 +157,42 @@ def entries(
         "tree_size": size,
         "entries": [services.entry_json(row) for row in rows],
     }
+
+
+def build_router() -> Router:
+    """A fresh router with every ledger endpoint (a router can be mounted on one API only)."""
+    router = Router(tags=["ledger"])
+    router.get(
+        "/checkpoint",
+        auth=None,
+        response={200: CheckpointOut, **ERRORS},
+        summary="The latest signed checkpoint",
+    )(checkpoint_latest)
+    router.get(
+        "/proof/{entry}",
+        auth=None,
+        response={200: InclusionOut, **ERRORS},
+        summary="Inclusion proof of an entry in the tree of a given size",
+        description="`size` defaults to the latest checkpoint's tree size.",
+    )(inclusion)
+    router.get(
+        "/consistency",
+        auth=None,
+        response={200: ConsistencyOut, **ERRORS},
+        by_alias=True,
+        summary="Consistency proof between two tree sizes",
+        description="`to` defaults to the latest checkpoint's tree size.",
+    )(consistency)
+    router.get(
+        "/entries",
+        auth=None,
+        response={200: EntriesOut, **ERRORS},
+        summary="Raw entries for mirroring",
+        description=f"Entries `start` ≤ index < `end`, at most {services.MAX_PAGE} per page "
+        "(`end` is clipped; follow the returned `end`).",
+    )(entries)
+    return router
+
+
+# Mount with `api.add_router("/ledger", router)`: the endpoints become /api/ledger/...
+router = build_router()

@@ -265,9 +265,7 @@ class LensAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
             refusal = lens_delete_refusal([obj])
             if refusal:
                 self.message_user(request, refusal, messages.ERROR)
-                return HttpResponseRedirect(
-                    reverse("admin:review_lens_change", args=[obj.pk])
-                )
+                return HttpResponseRedirect(reverse("admin:review_lens_change", args=[obj.pk]))
         return super().delete_view(request, object_id, extra_context)
 
 
@@ -457,8 +455,10 @@ class CheckerAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
         return ", ".join(obj.panels.order_by("name").values_list("name", flat=True)) or "—"
 
     def _delete_refusal(self, checkers) -> str | None:
-        used = [(c.name, list(c.panels.order_by("name").values_list("name", flat=True)))
-                for c in checkers]
+        used = [
+            (c.name, list(c.panels.order_by("name").values_list("name", flat=True)))
+            for c in checkers
+        ]
         problems = [
             f"checker {name!r} is used by panel(s) {', '.join(repr(p) for p in panels)}"
             for name, panels in used
@@ -467,7 +467,8 @@ class CheckerAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
         if not problems:
             return None
         return (
-            "Cannot delete: " + "; ".join(problems)
+            "Cannot delete: "
+            + "; ".join(problems)
             + ". Remove it from those panels first, or deactivate it instead."
         )
 
@@ -667,4 +668,3 @@ class SigningKeyAdmin(admin.ModelAdmin):
             "signing": SigningKey.objects.filter(retired_at__isnull=True),
         }
         return TemplateResponse(request, "admin/review/signingkey/rotate_confirm.html", context)
-

@@ -4,6 +4,7 @@ Nothing here queries the database: views fetch the rows (a fixed number of
 queries per page), these functions only arrange them.
 """
 
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -25,6 +26,21 @@ OUTCOME_LABELS = {
 }
 # Lens colours are assigned by position on the panel; the CSS defines this many.
 LENS_SLOTS = 8
+
+
+_JOINERS = {"\u200d", "\ufe0f", "\ufe0e"}
+
+
+def excerpt(text: str | None, limit: int = 140) -> str:
+    """`text` cut to about `limit` characters, never inside a combining or ZWJ sequence."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    cut = limit
+    # Keep a base character with the marks and joiners that follow it.
+    while cut < len(text) and (unicodedata.combining(text[cut]) or text[cut] in _JOINERS or text[cut - 1] == "\u200d"):
+        cut += 1
+    return text[:cut].rstrip() + "…"
 
 
 def reason_badges(reasons) -> list[dict]:
@@ -161,6 +177,7 @@ def proposal_view(
                 "note": claim.note,
                 "cite": claim.cite,
                 "text": claim.text,
+                "excerpt": excerpt(claim.text if claim.text is not None else claim.cite, 160),
                 "claim_id": claim.claim_id,
                 "kind": claim.anchor_kind,
                 "dropped": claim.dropped,
@@ -174,6 +191,7 @@ def proposal_view(
                         "start": claim.start_utf16,
                         "end": claim.end_utf16,
                         "text": claim.text or "",
+                        "excerpt": excerpt(claim.text, 140),
                         "claims": [],
                     }
                 span["claims"].append(item)

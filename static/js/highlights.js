@@ -33,14 +33,15 @@
   var useHighlightApi =
     typeof CSS !== "undefined" && !!CSS.highlights && typeof window.Highlight === "function";
 
-  // --- one text node with exactly the stored content ------------------------
-  var textNode = root.firstChild;
-  if (root.childNodes.length !== 1 || textNode.nodeType !== Node.TEXT_NODE || textNode.data !== content) {
-    textNode = document.createTextNode(content);
-    root.replaceChildren(textNode);
-  }
+  // --- the stored content, exactly, as text nodes ---------------------------
+  // Up to CHUNK_THRESHOLD UTF-16 units it is a single text node. A longer
+  // answer is split after line feeds into blocks that lay out only when
+  // scrolled into view (content-visibility: auto): a megabyte of pre-wrapped
+  // text in one block costs a quarter of a second of layout before anything
+  // shows. Offsets map through the segments either way.
+  var CHUNK_THRESHOLD = 65536;
+  var CHUNK_SIZE = 16384;
 
-  mark("reviewapp-text-ready");
   var valid = [];
   for (var i = 0; i < spans.length; i++) {
     var s = spans[i];
@@ -57,38 +58,38 @@
   }
   var spanById = new Map(spans.map(function (sp) { return [sp.id, sp]; }));
 
-  // locate(offset) -> [node, offsetInNode]; offsetOf(node, offsetInNode) -> offset
-  var locate, offsetOf;
-  var segments = null; // mark mode: [{start, end, node, marks}]
-  var markEls = [];    // mark mode: [{el, start, end}]
-
+  var segments; // [{start, end, node}] in order; their texts concatenate to `content`
+  var markEls = []; // mark mode: [{el, start, end}]
   if (useHighlightApi) {
-    locate = function (offset) { return [textNode, offset]; };
-    offsetOf = function (node, off) { return node === textNode ? off : -1; };
+    segments = buildText();
   } else {
-    buildMarks();
-    locate = function (offset) {
-      // Last segment whose start <= offset (an end offset may sit at a segment's end).
-      var lo = 0, hi = segments.length - 1;
-      while (lo < hi) {
-        var mid = (lo + hi + 1) >> 1;
-        if (segments[mid].start <= offset) lo = mid; else hi = mid - 1;
-      }
-      var seg = segments[lo];
-      return [seg.node, offset - seg.start];
-    };
-    var startOfNode = new Map(segments.map(function (seg) { return [seg.node, seg.start]; }));
-    offsetOf = function (node, off) {
-      var start = startOfNode.get(node);
-      return start === undefined ? -1 : start + off;
-    };
+    segments = buildMarks();
+  }
+  root.dataset.textReady = "true";
+  mark("reviewapp-text-ready");
+
+  var startOfNode = new Map(segments.map(function (seg) { return [seg.node, seg.start]; }));
+
+  // The segment holding `offset`, as [node, offsetInNode].
+  function locate(offset) {
+    var lo = 0, hi = segments.length - 1;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (segments[mid].start <= offset) lo = mid; else hi = mid - 1;
+    }
+    return [segments[lo].node, offset - segments[lo].start];
+  }
+
+  function offsetOf(node, off) {
+    var start = startOfNode.get(node);
+    return start === undefined ? -1 : start + off;
   }
 
   function rangeFor(start, end) {
     var range = document.createRange();
     var a = locate(start);
     var b = locate(end);
-    if (!useHighlightApi && end > start && b[1] === 0) {
+    if (end > start && b[1] === 0 && b[0] !== a[0]) {
       // End exactly at a segment boundary: end inside the previous segment instead.
       b = locate(end - 1);
       b[1] += 1;
@@ -96,6 +97,51 @@
     range.setStart(a[0], a[1]);
     range.setEnd(b[0], b[1]);
     return range;
+  }
+
+  function buildText() {
+    if (content.length <= CHUNK_THRESHOLD) {
+      var node = root.firstChild;
+      if (root.childNodes.length !== 1 || node.nodeType !== Node.TEXT_NODE || node.data !== content) {
+        node = document.createTextNode(content);
+        root.replaceChildren(node);
+      }
+      return [{ start: 0, end: content.length, node: node }];
+    }
+    var style = getComputedStyle(root);
+    var fontSize = parseFloat(style.fontSize) || 16;
+    var lineHeight = parseFloat(style.lineHeight) || fontSize * 1.5;
+    var width = root.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    var perLine = Math.max(20, Math.floor(width / (fontSize * 0.5)));
+    var fragment = document.createDocumentFragment();
+    var out = [];
+    var at = 0;
+    while (at < content.length) {
+      var cut = content.indexOf("\n", at + CHUNK_SIZE);
+      cut = cut < 0 ? content.length : cut + 1;
+      var text = content.slice(at, cut);
+      var lines = 0;
+      var lineStart = 0;
+      while (lineStart <= text.length) {
+        var lf = text.indexOf("\n", lineStart);
+        var end = lf < 0 ? text.length : lf;
+        lines += Math.max(1, Math.ceil((end - lineStart) / perLine));
+        if (lf < 0 || lf === text.length - 1) break;
+        lineStart = lf + 1;
+      }
+      var block = document.createElement("span");
+      block.className = "answer-chunk";
+      // A first guess at the block's height until it has been laid out once.
+      block.style.containIntrinsicSize = "auto " + Math.round(lines * lineHeight) + "px";
+      var piece = document.createTextNode(text);
+      block.appendChild(piece);
+      fragment.appendChild(block);
+      out.push({ start: at, end: cut, node: piece });
+      at = cut;
+    }
+    root.replaceChildren(fragment);
+    root.dataset.chunks = String(out.length);
+    return out;
   }
 
   function buildMarks() {
@@ -106,7 +152,7 @@
     var active = [];
     var next = 0;
     var fragment = document.createDocumentFragment();
-    segments = [];
+    var out = [];
     for (var c = 0; c < cuts.length - 1; c++) {
       var from = cuts[c], to = cuts[c + 1];
       if (from === to) continue;
@@ -125,23 +171,24 @@
         // an overlap shows both lenses.
         var outer = null, inner = null;
         slots.forEach(function (slot) {
-          var mark = document.createElement("mark");
-          mark.className = "hl lens-" + slot;
-          markEls.push({ el: mark, start: from, end: to });
-          if (inner) inner.appendChild(mark); else outer = mark;
-          inner = mark;
+          var el = document.createElement("mark");
+          el.className = "hl lens-" + slot;
+          markEls.push({ el: el, start: from, end: to });
+          if (inner) inner.appendChild(el); else outer = el;
+          inner = el;
         });
         inner.appendChild(node);
         fragment.appendChild(outer);
       }
-      segments.push({ start: from, end: to, node: node });
+      out.push({ start: from, end: to, node: node });
     }
-    if (!segments.length) {
+    if (!out.length) {
       var empty = document.createTextNode("");
       fragment.appendChild(empty);
-      segments.push({ start: 0, end: 0, node: empty });
+      out.push({ start: 0, end: 0, node: empty });
     }
     root.replaceChildren(fragment);
+    return out;
   }
 
   // --- paint -------------------------------------------------------------------
@@ -191,16 +238,26 @@
   var current = -1;
   var flashTimer = null;
 
+  var scrollToken = 0;
   function scrollRangeIntoView(range) {
-    var box = root.getBoundingClientRect();
-    if (box.top < 0 || box.bottom > window.innerHeight) {
-      root.scrollIntoView({ block: "nearest" });
-      box = root.getBoundingClientRect();
+    // Blocks of a long answer get their real height only once laid out, so
+    // the first jump can land a little off: check again for a few frames.
+    var token = ++scrollToken;
+    var passes = 0;
+    function pass() {
+      if (token !== scrollToken) return;
+      var box = root.getBoundingClientRect();
+      if (box.top < 0 || box.bottom > window.innerHeight) {
+        root.scrollIntoView({ block: "nearest" });
+        box = root.getBoundingClientRect();
+      }
+      var rect = range.getBoundingClientRect();
+      if (rect.top < box.top || rect.bottom > box.bottom) {
+        root.scrollTop += rect.top - box.top - root.clientHeight / 3;
+        if (++passes < 5) requestAnimationFrame(pass);
+      }
     }
-    var rect = range.getBoundingClientRect();
-    if (rect.top < box.top || rect.bottom > box.bottom) {
-      root.scrollTop += rect.top - box.top - root.clientHeight / 3;
-    }
+    pass();
   }
 
   function flash(id) {

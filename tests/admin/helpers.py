@@ -42,8 +42,15 @@ def panel_form_data(
     existing = list(panel.panel_lenses.order_by("position")) if panel else []
     rows = []
     for pl in existing:
-        rows.append({"id": pl.pk, "panel": panel.pk, "lens": pl.lens_id, "position": pl.position,
-                     "DELETE": "on"})
+        rows.append(
+            {
+                "id": pl.pk,
+                "panel": panel.pk,
+                "lens": pl.lens_id,
+                "position": pl.position,
+                "DELETE": "on",
+            }
+        )
     # Reuse existing rows in order for the wanted lenses, delete the rest.
     for i, lens in enumerate(lenses):
         if i < len(existing):

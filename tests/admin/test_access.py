@@ -56,9 +56,12 @@ def test_staff_without_permissions_are_refused(client):
     assert client.get("/admin/review/lens/").status_code == 403
     assert client.get(f"/admin/review/lens/{lens.pk}/try/").status_code == 403
     assert client.post("/admin/review/signingkey/rotate/").status_code == 403
-    assert client.post(
-        "/admin/review/checkerconfig/constraints-preview/", {"mandate": "x"}
-    ).status_code == 403
+    assert (
+        client.post(
+            "/admin/review/checkerconfig/constraints-preview/", {"mandate": "x"}
+        ).status_code
+        == 403
+    )
 
 
 def test_a_superuser_reaches_every_page(admin_client_ada):

@@ -41,7 +41,8 @@ def test_panel_changes_record_the_lens_list_and_the_version(admin_client_ada):
 
     panel = Panel.objects.get()
     admin_client_ada.post(
-        change_url("panel", panel.pk), panel_form_data(name="p", need=2, lenses=[c, a, b], panel=panel)
+        change_url("panel", panel.pk),
+        panel_form_data(name="p", need=2, lenses=[c, a, b], panel=panel),
     )
     updated = AuditEntry.objects.get(action="update", target_type="panel")
     assert updated.changes == {
@@ -51,9 +52,12 @@ def test_panel_changes_record_the_lens_list_and_the_version(admin_client_ada):
 
 
 def test_checker_changes_and_deletes_are_recorded(admin_client_ada):
-    checker = CheckerFactory(name="gate", kind="regex", settings={"pattern": "a", "must_match": True})
+    checker = CheckerFactory(
+        name="gate", kind="regex", settings={"pattern": "a", "must_match": True}
+    )
     admin_client_ada.post(
-        change_url("checkerconfig", checker.pk), checker_data(kind="regex", pattern="b", must_match="on")
+        change_url("checkerconfig", checker.pk),
+        checker_data(kind="regex", pattern="b", must_match="on"),
     )
     updated = AuditEntry.objects.get(action="update", target_type="checker")
     assert updated.changes["settings"] == {
@@ -74,9 +78,12 @@ def test_the_audit_log_is_visible_and_read_only(admin_client_ada):
     assert page.status_code == 200
     assert "Is it correct?" in page.content.decode()
     assert admin_client_ada.get("/admin/audit/auditentry/add/").status_code == 403
-    assert admin_client_ada.post(
-        f"/admin/audit/auditentry/{entry.pk}/delete/", {"post": "yes"}
-    ).status_code == 403
+    assert (
+        admin_client_ada.post(
+            f"/admin/audit/auditentry/{entry.pk}/delete/", {"post": "yes"}
+        ).status_code
+        == 403
+    )
     assert AuditEntry.objects.filter(pk=entry.pk).exists()
     with pytest.raises(ValueError):
         entry.save()

@@ -126,7 +126,9 @@ def test_a_constraints_checker_with_nothing_checkable_is_refused(admin_client_ad
 
 
 def test_editing_a_checker_keeps_its_settings_and_bumps_its_version(admin_client_ada):
-    checker = CheckerFactory(name="gate", kind="regex", settings={"pattern": "a", "must_match": True})
+    checker = CheckerFactory(
+        name="gate", kind="regex", settings={"pattern": "a", "must_match": True}
+    )
     page = admin_client_ada.get(change_url("checkerconfig", checker.pk)).content.decode()
     assert 'value="a"' in page
     response = admin_client_ada.post(

@@ -31,14 +31,18 @@ def test_the_token_is_shown_once_and_stored_only_hashed_with_a_prefix(admin_clie
     assert api_client.scopes == ["submit", "read"]
     assert api_client_for_token(token) == api_client
 
-    for url in (change_url("apiclient", api_client.pk), "/admin/review/apiclient/",
-                "/admin/audit/auditentry/",
-                f"/admin/audit/auditentry/{AuditEntry.objects.get().pk}/change/"):
+    for url in (
+        change_url("apiclient", api_client.pk),
+        "/admin/review/apiclient/",
+        "/admin/audit/auditentry/",
+        f"/admin/audit/auditentry/{AuditEntry.objects.get().pk}/change/",
+    ):
         page = admin_client_ada.get(url).content.decode()
         assert token not in page, url
-    assert api_client.token_prefix in admin_client_ada.get(
-        change_url("apiclient", api_client.pk)
-    ).content.decode()
+    assert (
+        api_client.token_prefix
+        in admin_client_ada.get(change_url("apiclient", api_client.pk)).content.decode()
+    )
 
 
 def test_creation_needs_a_scope_and_a_free_name(admin_client_ada):
@@ -71,8 +75,7 @@ def test_revoke_from_the_change_page(admin_client_ada):
     api_client = ApiClient.objects.get()
     response = admin_client_ada.post(
         change_url("apiclient", api_client.pk),
-        {"CHANGE_FORM-action": "revoke", "action": "revoke",
-         "_selected_action": [api_client.pk]},
+        {"CHANGE_FORM-action": "revoke", "action": "revoke", "_selected_action": [api_client.pk]},
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     api_client.refresh_from_db()

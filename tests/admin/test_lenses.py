@@ -46,7 +46,10 @@ def test_a_lens_is_created_and_every_saved_change_bumps_its_version(admin_client
     lens.refresh_from_db()
     assert lens.version == 2
 
-    assert admin_client_ada.post(url, lens_data(instructions="Sharper.", active=None)).status_code == 302
+    assert (
+        admin_client_ada.post(url, lens_data(instructions="Sharper.", active=None)).status_code
+        == 302
+    )
     lens.refresh_from_db()
     assert lens.version == 3 and not lens.active
 
@@ -71,11 +74,17 @@ def test_the_form_says_whether_the_key_variable_is_set_never_its_value(
     monkeypatch.setenv("REVIEWAPP_TEST_KEY", "sk-very-secret-value")
     monkeypatch.delenv("REVIEWAPP_ABSENT_KEY", raising=False)
     set_lens = LensFactory(
-        name="with-key", backend="llm", base_url="http://127.0.0.1:9/v1", model="m",
+        name="with-key",
+        backend="llm",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
         api_key_env="REVIEWAPP_TEST_KEY",
     )
     unset_lens = LensFactory(
-        name="without-key", backend="llm", base_url="http://127.0.0.1:9/v1", model="m",
+        name="without-key",
+        backend="llm",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
         api_key_env="REVIEWAPP_ABSENT_KEY",
     )
     page = admin_client_ada.get(change_url("lens", set_lens.pk)).content.decode()
@@ -90,8 +99,12 @@ def test_the_form_says_whether_the_key_variable_is_set_never_its_value(
 def test_a_key_pasted_instead_of_a_variable_name_is_refused(admin_client_ada):
     response = admin_client_ada.post(
         add_url("lens"),
-        lens_data(backend="llm", base_url="http://127.0.0.1:9/v1", model="m",
-                  api_key_env="sk-abc123-not-a-name"),
+        lens_data(
+            backend="llm",
+            base_url="http://127.0.0.1:9/v1",
+            model="m",
+            api_key_env="sk-abc123-not-a-name",
+        ),
     )
     assert response.status_code == 200
     assert "never the key itself" in errors_of(response)

@@ -54,7 +54,8 @@ def test_an_unnamed_lens_is_refused_in_the_references_words(admin_client_ada, le
     # Only a raw update can store a blank name; the panel form still refuses it.
     Lens.objects.filter(pk=lenses[0].pk).update(name="   ")
     response = admin_client_ada.post(
-        add_url("panel"), panel_form_data(name="p", need=1, lenses=[Lens.objects.get(pk=lenses[0].pk)])
+        add_url("panel"),
+        panel_form_data(name="p", need=1, lenses=[Lens.objects.get(pk=lenses[0].pk)]),
     )
     _refused(response, str(quorum.UnnamedLens()))
     assert not Panel.objects.exists()
@@ -174,8 +175,11 @@ def test_bulk_deleting_a_used_lens_is_refused_naming_the_panel(admin_client_ada,
     PanelFactory(name="release-gate", need=1, lenses=[lenses[0]])
     response = admin_client_ada.post(
         "/admin/review/lens/",
-        {"action": "delete_selected", "_selected_action": [lenses[0].pk, lenses[1].pk],
-         "post": "yes"},
+        {
+            "action": "delete_selected",
+            "_selected_action": [lenses[0].pk, lenses[1].pk],
+            "post": "yes",
+        },
         follow=True,
     )
     text = response.content.decode()

@@ -24,7 +24,8 @@ def _grounded(claims):
 def test_a_recorded_lens_runs_on_a_sample_and_grounds_its_cites():
     lens = LensFactory(name="accuracy")
     recorded(
-        lens, SAMPLE,
+        lens,
+        SAMPLE,
         judgement("fail", "Refunds take 5 days 🚚", "free shipping forever", rationale="Slow."),
         judgement("fail", "Refunds take 5 days 🚚", "free shipping forever", rationale="Slow."),
         judgement("fail", "Refunds take 5 days 🚚", "free shipping forever", rationale="Slow."),
@@ -125,15 +126,24 @@ def test_try_this_lens_through_a_real_worker(worker, client, openai_server):
 
     client.force_login(UserFactory(username="ada", is_staff=True, is_superuser=True))
     openai_server.script(
-        [Answer(json.dumps({
-            "verdict": "pass",
-            "rationale": "Grounded.",
-            "claims": [{"cite": "Delivery is free.", "assessment": "verified"}],
-        }))]
+        [
+            Answer(
+                json.dumps(
+                    {
+                        "verdict": "pass",
+                        "rationale": "Grounded.",
+                        "claims": [{"cite": "Delivery is free.", "assessment": "verified"}],
+                    }
+                )
+            )
+        ]
     )
     lens = LensFactory(
-        name="llm-accuracy", backend=Lens.Backend.LLM, base_url=openai_server.base_url,
-        model="m", timeout_seconds=10,
+        name="llm-accuracy",
+        backend=Lens.Backend.LLM,
+        base_url=openai_server.base_url,
+        model="m",
+        timeout_seconds=10,
     )
     response = client.post(
         reverse("admin:review_lens_try", args=[lens.pk]),

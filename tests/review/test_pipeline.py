@@ -2,7 +2,9 @@
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import IntegrityError, connection, transaction
 
+from reviewapp.ledger.models import LedgerEntry
 from reviewapp.review.models import (
     CheckerConfig,
     Claim,
@@ -16,6 +18,7 @@ from reviewapp.review.models import (
 from reviewapp.review.tasks import finalize_proposal, run_lens
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
+from tests.support.tamper import tampering
 
 pytestmark = pytest.mark.django_db
 
@@ -206,16 +209,18 @@ def test_verify_decisions_names_an_edited_outcome():
         evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)) for _ in range(3)
     ]
     edited = proposals[1].decision
-    Decision.objects.filter(pk=edited.pk).update(outcome="rejected")
+    with tampering():
+        Decision.objects.filter(pk=edited.pk).update(outcome="rejected")
     with pytest.raises(CommandError, match=f"decision {edited.pk} .*outcome"):
         call_command("verify_decisions")
 
 
 def test_verify_decisions_catches_edited_signed_bytes():
     decision = evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)).decision
-    Decision.objects.filter(pk=decision.pk).update(
-        payload=decision.payload.replace('"approved"', '"rejected"')
-    )
+    with tampering():
+        Decision.objects.filter(pk=decision.pk).update(
+            payload=decision.payload.replace('"approved"', '"rejected"')
+        )
     with pytest.raises(CommandError, match=f"decision {decision.pk}"):
         call_command("verify_decisions")
 
@@ -225,6 +230,20 @@ def test_verify_decisions_catches_a_deleted_decision():
         evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)).decision
         for _ in range(3)
     ]
-    Decision.objects.filter(pk=decisions[1].pk).delete()
+    with tampering():
+        # The ledger entry holds on to the decision; a DBA has to remove both.
+        LedgerEntry.objects.filter(decision=decisions[1]).delete()
+        Decision.objects.filter(pk=decisions[1].pk).delete()
     with pytest.raises(CommandError, match="chain broken"):
         call_command("verify_decisions")
+
+
+def test_the_database_refuses_to_edit_or_delete_a_decision():
+    decision = evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)).decision
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Decision.objects.filter(pk=decision.pk).update(outcome="rejected")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM review_decision WHERE id = %s", [decision.pk])
+    decision.refresh_from_db()
+    assert decision.outcome == "approved"

@@ -1,0 +1,1 @@
+"""Insights: the dashboard (server-rendered SVG charts) and the proposal exports."""

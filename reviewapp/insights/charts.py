@@ -1,0 +1,311 @@
+"""Charts drawn on the server as inline SVG: no script, no CDN, no chart library.
+
+Each function returns markup for one `<svg role="img">` with an aria-label and
+a `<title>`/`<desc>`; the page puts a plain `<table>` with the same numbers
+beside every chart, so nothing is only in the picture. Colours come from the
+Okabe–Ito palette (colour-blind safe), and every series is named in a legend
+and in the table, never by colour alone.
+
+Everything user-supplied (lens, panel and reviewer names) is escaped here.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import ceil, floor, log10
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+WIDTH = 720
+FONT = 12
+MUTED = "#6b7280"
+GRID = "#e5e7eb"
+AXIS = "#9ca3af"
+INK = "#1d2430"
+
+# Okabe–Ito.
+BLUE = "#0072B2"
+ORANGE = "#E69F00"
+GREEN = "#009E73"
+VERMILLION = "#D55E00"
+PURPLE = "#CC79A7"
+SKY = "#56B4E9"
+
+
+@dataclass(frozen=True)
+class Series:
+    key: str
+    label: str
+    color: str
+
+
+@dataclass(frozen=True)
+class BarRow:
+    label: str
+    values: Sequence[float | None]  # one per series; None draws nothing
+    texts: Sequence[str] = ()  # what to print beside each bar (default: the value)
+
+
+def _n(x: float) -> str:
+    """A coordinate, short."""
+    return f"{x:.1f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
+
+
+def _text(x, y, content, *, anchor="start", size=FONT, fill=MUTED, extra="") -> str:
+    return (
+        f'<text x="{_n(x)}" y="{_n(y)}" font-size="{size}" fill="{fill}" '
+        f'text-anchor="{anchor}"{extra}>{escape(content)}</text>'
+    )
+
+
+def _short(label: str, limit: int = 26) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def _svg(chart_id: str, title: str, desc: str, height: float, body: list[str]) -> SafeString:
+    return mark_safe(
+        f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {WIDTH} {_n(height)}" '
+        f'width="{WIDTH}" height="{_n(height)}" role="img" aria-label="{escape(title)}" '
+        f'aria-describedby="{escape(chart_id)}-desc" preserveAspectRatio="xMinYMin meet" '
+        f'font-family="system-ui, sans-serif" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{escape(title)}</title>"
+        f'<desc id="{escape(chart_id)}-desc">{escape(desc)}</desc>' + "".join(body) + "</svg>"
+    )
+
+
+def _legend(series: Sequence[Series], x: float, y: float) -> list[str]:
+    parts = []
+    for s in series:
+        parts.append(
+            f'<rect x="{_n(x)}" y="{_n(y - 10)}" width="12" height="12" rx="2" fill="{s.color}"/>'
+        )
+        parts.append(_text(x + 17, y, s.label, fill=INK))
+        x += 30 + 7 * len(s.label)
+    return parts
+
+
+def empty(chart_id: str, title: str, desc: str, message: str = "No data in this range.") -> SafeString:
+    return _svg(chart_id, title, desc, 60, [_text(WIDTH / 2, 35, message, anchor="middle")])
+
+
+def nice_max(value: float) -> float:
+    """A round upper bound for an axis: 1, 2, 5, 10, 20, 50, …"""
+    if value <= 0:
+        return 1
+    exponent = 10 ** floor(log10(value))
+    for step in (1, 2, 5, 10):
+        if value <= step * exponent:
+            return step * exponent
+    return 10 * exponent
+
+
+def percent(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+def integer(value: float) -> str:
+    return f"{value:.0f}"
+
+
+# --- columns over time ------------------------------------------------------
+
+LEFT, RIGHT, TOP, BOTTOM = 48, 16, 34, 40
+
+
+def _y_axis(
+    top: float, height: float, y_max: float, fmt: Callable[[float], str], ticks: int = 4
+) -> list[str]:
+    parts = []
+    for i in range(ticks + 1):
+        value = y_max * i / ticks
+        y = top + height - height * i / ticks
+        parts.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_n(y)}" y2="{_n(y)}" '
+            f'stroke="{GRID if i else AXIS}" stroke-width="1"/>'
+        )
+        parts.append(_text(LEFT - 6, y + 4, fmt(value), anchor="end"))
+    return parts
+
+
+def _x_labels(labels: Sequence[str], x_of: Callable[[int], float], y: float) -> list[str]:
+    # At most about eight labels, always the first and the last.
+    step = max(1, ceil(len(labels) / 8))
+    shown = set(range(0, len(labels), step)) | {len(labels) - 1}
+    return [_text(x_of(i), y, labels[i], anchor="middle") for i in sorted(shown)]
+
+
+def stacked_columns(
+    *,
+    chart_id: str,
+    title: str,
+    desc: str,
+    labels: Sequence[str],
+    series: Sequence[Series],
+    rows: Sequence[dict],
+) -> SafeString:
+    """One column per label, stacked by series (`rows[i][series.key]` counts)."""
+    if not labels:
+        return empty(chart_id, title, desc)
+    height = 260
+    plot_h = height - TOP - BOTTOM
+    plot_w = WIDTH - LEFT - RIGHT
+    totals = [sum(row.get(s.key, 0) for s in series) for row in rows]
+    y_max = nice_max(max(totals))
+    slot = plot_w / len(labels)
+    bar = max(1.0, min(40.0, slot * 0.75))
+    parts = _legend(series, LEFT, 16)
+    parts += _y_axis(TOP, plot_h, y_max, integer)
+
+    def x_of(i: int) -> float:
+        return LEFT + slot * i + slot / 2
+
+    for i, (label, row) in enumerate(zip(labels, rows, strict=True)):
+        y = TOP + plot_h
+        for s in series:
+            count = row.get(s.key, 0)
+            if not count:
+                continue
+            h = plot_h * count / y_max
+            y -= h
+            parts.append(
+                f'<rect x="{_n(x_of(i) - bar / 2)}" y="{_n(y)}" width="{_n(bar)}" '
+                f'height="{_n(h)}" fill="{s.color}"><title>{escape(label)}: '
+                f"{escape(s.label)} {count}</title></rect>"
+            )
+    parts += _x_labels(labels, x_of, TOP + plot_h + 18)
+    return _svg(chart_id, title, desc, height, parts)
+
+
+def line(
+    *,
+    chart_id: str,
+    title: str,
+    desc: str,
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    color: str = BLUE,
+    y_max: float = 1.0,
+    fmt: Callable[[float], str] = percent,
+) -> SafeString:
+    """A line over labels; a None value breaks the line (nothing to measure that day)."""
+    if not any(v is not None for v in values):
+        return empty(chart_id, title, desc)
+    height = 230
+    plot_h = height - TOP - BOTTOM
+    plot_w = WIDTH - LEFT - RIGHT
+    slot = plot_w / len(labels)
+
+    def x_of(i: int) -> float:
+        return LEFT + slot * i + slot / 2
+
+    def y_of(v: float) -> float:
+        return TOP + plot_h - plot_h * min(v, y_max) / y_max
+
+    parts = _y_axis(TOP, plot_h, y_max, fmt)
+    segment: list[str] = []
+    segments: list[list[str]] = []
+    for i, v in enumerate(values):
+        if v is None:
+            if segment:
+                segments.append(segment)
+            segment = []
+            continue
+        segment.append(f"{_n(x_of(i))},{_n(y_of(v))}")
+    if segment:
+        segments.append(segment)
+    for seg in segments:
+        parts.append(
+            f'<polyline points="{" ".join(seg)}" fill="none" stroke="{color}" '
+            f'stroke-width="2" stroke-linejoin="round"/>'
+        )
+    for i, v in enumerate(values):
+        if v is not None:
+            parts.append(
+                f'<circle cx="{_n(x_of(i))}" cy="{_n(y_of(v))}" r="3.5" fill="{color}">'
+                f"<title>{escape(labels[i])}: {escape(fmt(v))}</title></circle>"
+            )
+    parts += _x_labels(labels, x_of, TOP + plot_h + 18)
+    return _svg(chart_id, title, desc, height, parts)
+
+
+# --- horizontal bars --------------------------------------------------------
+
+LABEL_W = 190
+VALUE_W = 70
+
+
+def bars(
+    *,
+    chart_id: str,
+    title: str,
+    desc: str,
+    rows: Sequence[BarRow],
+    series: Sequence[Series],
+    domain: tuple[float, float] = (0.0, 1.0),
+    fmt: Callable[[float], str] = percent,
+    stacked: bool = False,
+) -> SafeString:
+    """Horizontal bars, one group per row; grouped by series, or stacked.
+
+    A domain below zero (kappa runs from −1 to 1) draws bars out from a zero line.
+    """
+    if not rows:
+        return empty(chart_id, title, desc)
+    low, high = domain
+    plot_x, plot_w = LABEL_W, WIDTH - LABEL_W - VALUE_W
+    bar_h = 14
+    per_row = bar_h + 4 if stacked else len(series) * (bar_h + 3)
+    row_h = per_row + 12
+    legend_h = 26 if len(series) > 1 else 0
+    top = legend_h + 8
+    height = top + row_h * len(rows) + 24
+
+    def x_of(v: float) -> float:
+        return plot_x + plot_w * (v - low) / (high - low)
+
+    parts = _legend(series, plot_x, 16) if legend_h else []
+    # Axis: ticks at the domain's ends and zero (and the middle when it starts at zero).
+    ticks = sorted({low, high, 0.0} | ({(low + high) / 2} if low == 0 else set()))
+    axis_y = top + row_h * len(rows)
+    for t in ticks:
+        parts.append(
+            f'<line x1="{_n(x_of(t))}" x2="{_n(x_of(t))}" y1="{_n(top - 4)}" y2="{_n(axis_y)}" '
+            f'stroke="{AXIS if t == 0 else GRID}" stroke-width="1"/>'
+        )
+        parts.append(_text(x_of(t), axis_y + 16, fmt(t), anchor="middle"))
+    for r, row in enumerate(rows):
+        y0 = top + row_h * r + 6
+        parts.append(
+            f"<g><title>{escape(row.label)}</title>"
+            + _text(plot_x - 8, y0 + per_row / 2 + 4, _short(row.label), anchor="end", fill=INK)
+            + "</g>"
+        )
+        stack_x = x_of(max(low, 0.0))
+        for s_i, (s, value) in enumerate(zip(series, row.values, strict=True)):
+            text = row.texts[s_i] if s_i < len(row.texts) else (fmt(value) if value is not None else "—")
+            y = y0 if stacked else y0 + s_i * (bar_h + 3)
+            if value is None:
+                if not stacked:
+                    parts.append(_text(x_of(max(low, 0.0)) + 4, y + bar_h - 3, text))
+                continue
+            if stacked:
+                if not value:
+                    continue
+                w = plot_w * value / (high - low)
+                x = stack_x
+                stack_x += w
+            else:
+                start, end = sorted((x_of(0.0 if low < 0 else low), x_of(value)))
+                x, w = start, max(end - start, 0.0)
+            parts.append(
+                f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(max(w, 0.5))}" height="{bar_h}" '
+                f'rx="2" fill="{s.color}"><title>{escape(row.label)}: {escape(s.label)} '
+                f"{escape(text)}</title></rect>"
+            )
+            if not stacked:
+                beyond = x_of(value) + 4 if value >= 0 else x_of(0.0) + 4
+                parts.append(_text(beyond, y + bar_h - 3, text, fill=INK))
+        if stacked:
+            total = sum(v or 0 for v in row.values)
+            parts.append(_text(stack_x + 4, y0 + bar_h - 3, fmt(total), fill=INK))
+    return _svg(chart_id, title, desc, height, parts)

@@ -1,0 +1,51 @@
+import base64
+import json
+
+from reviewapp.ledger.models import LedgerEntry
+from reviewapp.ledger.services import checkpoint_create, export_lines
+from reviewapp.review.keys import server_signer
+from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
+from tests.review.helpers import evaluate_in_process, judgement, submit
+
+
+def decide(count: int = 3, *, checker: bool = True):
+    """`count` proposals decided by the system: each adds an evidence entry, then a decision."""
+    proposals = []
+    for i in range(count):
+        content = f"Answer {i}: the migration is reversible and quick."
+        lens = LensFactory()
+        recorded(lens, content, judgement("pass", "the migration is reversible"))
+        panel = PanelFactory(lenses=[lens], need=1, checkers=[CheckerFactory()] if checker else [])
+        proposals.append(evaluate_in_process(submit(panel, content)))
+    return proposals
+
+
+def public_key_b64() -> str:
+    return server_signer().public_key_b64
+
+
+def entry_of(decision) -> LedgerEntry:
+    return LedgerEntry.objects.get(decision=decision)
+
+
+def export(tmp_path, name="export.jsonl", *, checkpoint=True, after=None):
+    if checkpoint:
+        checkpoint_create(only_if_grown=True)
+    path = tmp_path / name
+    path.write_text("".join(export_lines(after=after)), encoding="utf-8")
+    return path
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def write_jsonl(path, objects):
+    path.write_text(
+        "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objects), encoding="utf-8"
+    )
+    return path
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

@@ -1,0 +1,152 @@
+"""Decisions and evidence enter the ledger as they are stored; checkpoints sign the tree."""
+
+import base64
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from reviewapp.core import merkle
+from reviewapp.ledger import services
+from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerNode
+from reviewapp.ledger.tasks import ledger_checkpoint
+from reviewapp.review.keys import server_signer
+from reviewapp.review.models import Decision, Evidence
+from tests.ledger.helpers import decide, entry_of
+from tests.support.tamper import tampering
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_decision_and_piece_of_evidence_is_appended_in_order():
+    proposals = decide(3)
+    entries = list(LedgerEntry.objects.order_by("leaf_index"))
+    assert [e.leaf_index for e in entries] == list(range(6))
+    assert [e.kind for e in entries] == ["evidence", "decision"] * 3
+    for proposal, (evidence_entry, decision_entry) in zip(
+        proposals, zip(entries[::2], entries[1::2], strict=True), strict=True
+    ):
+        assert decision_entry.decision_id == proposal.decision.pk
+        assert evidence_entry.evidence_id == proposal.evidence.get().pk
+
+
+def test_the_leaf_is_over_the_exact_signed_bytes_and_signature():
+    decision = decide(1)[0].decision
+    entry = entry_of(decision)
+    assert json.loads(entry.entry) == {
+        "kind": "decision",
+        "payload": decision.payload,
+        "signature": decision.signature,
+        "key_id": decision.key_id,
+    }
+    expected = merkle.entry_bytes("decision", decision.payload, decision.signature, decision.key_id)
+    assert entry.entry.encode() == expected
+    assert entry.leaf_hash == merkle.leaf_hash(expected).hex()
+
+
+def test_stored_subtrees_give_the_same_root_and_proofs_as_the_whole_tree():
+    decide(5)  # 10 entries
+    leaves = [bytes.fromhex(h) for h in LedgerEntry.objects.values_list("leaf_hash", flat=True)]
+    tree = merkle.MemoryTree(leaves)
+    stored = {
+        (level, index): h for level, index, h in LedgerNode.objects.values_list("level", "node_index", "hash")
+    }
+    assert stored == {key: h.hex() for key, h in tree.nodes.items() if key[0] > 0}
+    for size in range(0, 11):
+        assert services.root_at(size) == tree.root(size)
+    for size in range(1, 11):
+        for index in range(size):
+            assert services.inclusion_proof(index, size) == tree.inclusion_proof(index, size)
+        for old in range(0, size + 1):
+            assert services.consistency_proof(old, size) == tree.consistency_proof(old, size)
+
+
+def test_a_proof_beyond_the_tree_is_refused():
+    decide(1)
+    with pytest.raises(merkle.ProofError):
+        services.inclusion_proof(0, 3)
+    with pytest.raises(merkle.ProofError):
+        services.consistency_proof(1, 3)
+
+
+def test_a_checkpoint_is_a_signed_c2sp_note_over_the_current_tree():
+    decide(2)
+    checkpoint = services.checkpoint_create()
+    signer = server_signer()
+    opened = merkle.open_checkpoint(checkpoint.note, [signer.public_key])
+    assert opened.origin == checkpoint.origin == services.DEFAULT_ORIGIN
+    assert opened.size == checkpoint.tree_size == 4
+    assert opened.root_hex == checkpoint.root_hash == services.root_at(4).hex()
+    assert opened.timestamp == checkpoint.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+    lines = checkpoint.note.split("\n")
+    assert lines[:3] == [services.DEFAULT_ORIGIN, "4", base64.b64encode(services.root_at(4)).decode()]
+    assert lines[4] == "" and lines[5].startswith(f"\u2014 {services.DEFAULT_ORIGIN} ")
+
+
+def test_the_origin_comes_from_settings(settings):
+    settings.REVIEWAPP_LEDGER_ORIGIN = "reviews.example.org/ledger"
+    checkpoint = services.checkpoint_create()
+    assert checkpoint.note.startswith("reviews.example.org/ledger\n0\n")
+
+
+def test_the_periodic_task_signs_only_when_the_ledger_grew():
+    assert ledger_checkpoint() == 0  # the empty tree is a tree too
+    assert ledger_checkpoint() is None
+    decide(1)
+    assert ledger_checkpoint() == 2
+    assert ledger_checkpoint() is None
+    assert list(LedgerCheckpoint.objects.order_by("id").values_list("tree_size", flat=True)) == [0, 2]
+
+
+def test_the_checkpoint_command_prints_the_signed_note():
+    decide(1)
+    out = io.StringIO()
+    call_command("ledger_checkpoint", stdout=out)
+    assert out.getvalue() == LedgerCheckpoint.objects.get().note
+    out = io.StringIO()
+    call_command("ledger_checkpoint", "--if-grown", stdout=out)
+    assert "unchanged" in out.getvalue()
+    assert LedgerCheckpoint.objects.count() == 1
+
+
+def test_position_and_status_for_the_proposal_page():
+    proposals = decide(2)
+    decision = proposals[1].decision
+    assert services.ledger_position_for_decision(decision) == 3
+    status = services.decision_ledger_status(decision)
+    assert (status.position, status.verified, status.checkpoint_size) == (3, True, None)
+    assert "not yet covered" in status.detail
+    services.checkpoint_create()
+    status = services.decision_ledger_status(decision)
+    assert (status.verified, status.checkpoint_size) == (True, 4)
+    assert "inclusion in checkpoint 4 verified" in status.detail
+
+
+def test_status_reports_a_decision_edited_behind_the_ledger():
+    decision = decide(1)[0].decision
+    services.checkpoint_create()
+    tampered = decision.payload.replace('"approved"', '"rejected"')
+    with tampering():
+        Decision.objects.filter(pk=decision.pk).update(payload=tampered)
+    decision.refresh_from_db()
+    status = services.decision_ledger_status(decision)
+    assert not status.verified and "differs from its ledger entry" in status.detail
+
+
+def test_a_decision_not_in_the_ledger_has_no_position():
+    decision = decide(1)[0].decision
+    with tampering():
+        LedgerEntry.objects.filter(decision=decision).delete()
+    assert services.ledger_position_for_decision(decision) is None
+    assert services.decision_ledger_status(decision).detail == "not in the ledger"
+
+
+def test_evidence_stored_twice_is_appended_once():
+    from reviewapp.review.services.finalize import evidence_record
+
+    proposal = decide(1)[0]
+    evidence = proposal.evidence.get()
+    again = evidence_record(proposal=proposal, checker=evidence.checker)
+    assert again.pk == evidence.pk
+    assert LedgerEntry.objects.filter(kind="evidence").count() == Evidence.objects.count() == 1

@@ -1,0 +1,49 @@
+"""Tamper with signed records the way a database administrator would have to.
+
+The database refuses UPDATE and DELETE on decisions, evidence and the ledger
+(reviewapp/ledger/immutability.py), so simulating tampering means first
+switching that off, exactly as someone with owner rights on the database
+could: ``ALTER TABLE … DISABLE TRIGGER USER`` on PostgreSQL, dropping the
+triggers on SQLite. They are back when the block ends.
+
+    with tampering():
+        Decision.objects.filter(pk=pk).update(outcome="rejected")
+"""
+
+from contextlib import contextmanager
+
+from django.db import connections
+
+from reviewapp.ledger.immutability import PROTECTED_TABLES, TRIGGER_PREFIX
+
+
+@contextmanager
+def tampering(*tables: str, using: str = "default"):
+    tables = tables or PROTECTED_TABLES
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            for table in tables:
+                cursor.execute(f'ALTER TABLE "{table}" DISABLE TRIGGER USER')
+            try:
+                yield
+            finally:
+                with connection.cursor() as again:
+                    for table in tables:
+                        again.execute(f'ALTER TABLE "{table}" ENABLE TRIGGER USER')
+            return
+        placeholders = ", ".join(["%s"] * len(tables))
+        cursor.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+            f"AND name LIKE %s AND tbl_name IN ({placeholders})",
+            [f"{TRIGGER_PREFIX}_%", *tables],
+        )
+        saved = cursor.fetchall()
+        for name, _ in saved:
+            cursor.execute(f'DROP TRIGGER "{name}"')
+        try:
+            yield
+        finally:
+            with connection.cursor() as again:
+                for _, sql in saved:
+                    again.execute(sql)
