@@ -1,12 +1,13 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
-from reviewapp.api import api
+from reviewapp.api import api, endpoint_not_found
 from reviewapp.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    re_path(r"^api/(?P<path>.*)$", endpoint_not_found),
     path("", include("reviewapp.web.urls")),
 ]

@@ -1,6 +1,7 @@
 """The REST API: one NinjaAPI at /api/, a router per area, errors always JSON `{"detail"}`."""
 
 from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, Throttled
 
@@ -59,3 +60,11 @@ api.add_router("", proposals.router)
 api.add_router("", escalations.router)
 api.add_router("", decisions.router)
 api.add_router("", cite.router)
+
+
+def endpoint_not_found(request, path: str = ""):
+    """Unknown paths under /api/ answer in the API's own shape, not Django's HTML page."""
+    return JsonResponse(
+        {"detail": f"no endpoint at {request.path}; the API is described at /api/docs"},
+        status=404,
+    )

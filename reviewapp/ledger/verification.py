@@ -217,9 +217,12 @@ def _verify(result: LedgerVerification, workers: int | None) -> None:
         )
     result.checkpoints = verifier.checkpoints
     if len(stored_nodes) != seen_nodes:
-        extra = min(set(stored_nodes) - _all_nodes(verifier.size))
+        level, index = min(set(stored_nodes) - _all_nodes(verifier.size))
+        first, last = index << level, ((index + 1) << level) - 1
         raise offline.Failure(
-            f"subtree (level {extra[0]}, index {extra[1]})", "stored beyond the ledger's entries"
+            f"ledger entries {first}–{last}",
+            f"entries were removed from the end: their subtree hash (level {level}, index {index}) "
+            f"is stored, but the ledger ends with entry {verifier.size - 1}",
         )
     missing = Decision.objects.filter(ledger_entry__isnull=True).order_by("id").first()
     if missing is not None:

@@ -23,3 +23,10 @@ def test_interactive_docs_are_served(db):
 
     assert response.status_code == 200
     assert b"openapi.json" in response.content
+
+
+def test_an_unknown_api_path_answers_json_404(client):
+    response = client.get("/api/no-such-thing")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert "/api/docs" in response.json()["detail"]

@@ -121,9 +121,17 @@ def test_a_deleted_last_entry_is_caught_by_the_checkpoint(ledger):
     verify_fails(r"checkpoint \d+ \(size 6\): signed for size 6, but the ledger holds only 5 entries")
 
 
+def test_a_removed_last_entry_is_caught_by_the_stored_tree(ledger):
+    with tampering():
+        LedgerEntry.objects.filter(decision=ledger[2]).delete()
+        LedgerCheckpoint.objects.all().delete()
+    verify_fails(r"ledger entries 4–5: entries were removed from the end")
+
+
 def test_a_removed_ledger_entry_leaves_its_decision_outside_the_ledger(ledger):
     with tampering():
         LedgerEntry.objects.filter(decision=ledger[2]).delete()
+        LedgerNode.objects.filter(level=1, node_index=2).delete()
         LedgerCheckpoint.objects.all().delete()
     verify_fails(rf"decision {ledger[2].pk} \(proposal {ledger[2].proposal_id}\): is not in the ledger")
 

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import exports, views
+
+urlpatterns = [
+    path("dashboard", views.dashboard, name="dashboard"),
+    path("exports/proposals.csv", exports.proposals_csv, name="export_proposals_csv"),
+    path("exports/proposals.jsonl", exports.proposals_jsonl, name="export_proposals_jsonl"),
+]

@@ -1,0 +1,350 @@
+"""The dashboard page: filters, charts and the tables beside them.
+
+A fixed number of queries whatever the number of proposals (see queries.py).
+With htmx the filter form fetches only the dashboard body (a template
+partial) and pushes the URL; without JavaScript it is a plain GET form.
+"""
+
+from datetime import date, timedelta
+
+from django import forms
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET
+
+from reviewapp.review.models import Panel
+from reviewapp.web.access import reviewer_required
+
+from . import charts, queries
+from .charts import BarRow, Series
+
+# Beyond this many days the per-day charts show only the days with proposals.
+MAX_FILLED_DAYS = 400
+
+KAPPA_UNDEFINED = (
+    "— means kappa is undefined: no shared items, or every verdict fell in one "
+    "category, so chance agreement is 1 and there is nothing to correct for."
+)
+
+
+class DashboardFilters(forms.Form):
+    panel = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    start = forms.DateField(required=False, label="From")
+    end = forms.DateField(required=False, label="To")
+
+    def __init__(self, data, *, panels):
+        super().__init__(data)
+        self.fields["panel"].choices = [("", "All panels")] + [(p.pk, p.name) for p in panels]
+
+    def clean(self):
+        cleaned = super().clean()
+        start, end = cleaned.get("start"), cleaned.get("end")
+        if start and end and start > end:
+            self.add_error("end", "The end date is before the start date.")
+        return cleaned
+
+    def scope(self) -> queries.Scope:
+        """The valid part of the filters; an invalid field is ignored (and reported)."""
+        self.is_valid()
+        data = self.cleaned_data  # without the fields that had errors
+        return queries.Scope(
+            panel_id=data.get("panel"), start=data.get("start"), end=data.get("end")
+        )
+
+
+def _is_htmx(request) -> bool:
+    return request.headers.get("HX-Request") == "true" and not request.headers.get("HX-Boosted")
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+def _kappa(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def human_duration(value: timedelta | None) -> str:
+    if value is None:
+        return "—"
+    seconds = int(value.total_seconds())
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def _filled_days(days: list[queries.Day]) -> list[queries.Day]:
+    """Every calendar day from the first to the last, zeros where nothing was submitted."""
+    if not days:
+        return []
+    first, last = days[0].day, days[-1].day
+    if (last - first).days >= MAX_FILLED_DAYS:
+        return days
+    by_day = {d.day: d for d in days}
+    out = []
+    day = first
+    while day <= last:
+        out.append(by_day.get(day) or queries.Day(day, 0, 0, 0, 0, 0, 0, 0))
+        day += timedelta(days=1)
+    return out
+
+
+OUTCOME_COLORS = {
+    "approved": charts.GREEN,
+    "rejected": charts.VERMILLION,
+    "escalated_open": charts.PURPLE,
+    "pending": charts.SKY,
+}
+
+
+def _day_label(day: date) -> str:
+    return day.strftime("%b %d")
+
+
+def _charts(data: queries.Dashboard) -> dict:
+    days = _filled_days(data.days)
+    labels = [_day_label(d.day) for d in days]
+    outcome_series = [Series(k, label, OUTCOME_COLORS[k]) for k, label in queries.OUTCOME_SERIES]
+    scale = max((m.median.total_seconds() for m in data.medians if m.median), default=0)
+    unit, divisor = ("hours", 3600) if scale >= 3 * 3600 else ("minutes", 60)
+    if scale < 180:
+        unit, divisor = "seconds", 1
+    median_values = [m.median.total_seconds() / divisor if m.median else None for m in data.medians]
+    kappa_series = [Series("kappa", "kappa", charts.BLUE)]
+    workload_series = [
+        Series("open", "Open", charts.SKY),
+        Series("claimed", "Claimed", charts.ORANGE),
+        Series("resolved", "Resolved", charts.GREEN),
+    ]
+    workload_max = max((w.total for w in data.workload), default=0)
+    failures_max = max((lens.failures for lens in data.lenses), default=0)
+    larger = data.larger_side
+    return {
+        "per_day": charts.stacked_columns(
+            chart_id="chart-per-day",
+            title="Proposals per day by outcome",
+            desc="Stacked columns, one per submission day: approved, rejected, "
+            "escalated and still open, pending. The table beside lists the same counts.",
+            labels=labels,
+            series=outcome_series,
+            rows=[{k: getattr(d, k) for k, _ in queries.OUTCOME_SERIES} for d in days],
+        ),
+        "escalation_rate": charts.line(
+            chart_id="chart-escalation-rate",
+            title="Escalation rate over time",
+            desc="Share of the finalized proposals submitted each day that went to a human. "
+            "Days with nothing finalized have no point.",
+            labels=labels,
+            values=[d.escalation_rate for d in days],
+            color=charts.PURPLE,
+        ),
+        "medians": charts.bars(
+            chart_id="chart-medians",
+            title="Median time from submission to decision",
+            desc=f"Median {unit} from submission to the signed decision, machine "
+            "(system decisions) against human (reviewer decisions).",
+            rows=[
+                BarRow(m.label, [v], [human_duration(m.median)])
+                for m, v in zip(data.medians, median_values, strict=True)
+            ],
+            series=[Series("median", f"median ({unit})", charts.BLUE)],
+            domain=(0.0, charts.nice_max(max((v or 0 for v in median_values), default=0))),
+            fmt=lambda v: f"{v:g} {unit[0] if unit != 'minutes' else 'min'}",
+        ),
+        "lens_rates": charts.bars(
+            chart_id="chart-lens-rates",
+            title="Pass rate and unresolved-cite rate per lens",
+            desc="For each lens, the share of its judgements that passed and the share of "
+            "its cited claims that did not resolve to the proposal (dropped ones included).",
+            rows=[BarRow(lens.name, [lens.pass_rate, lens.unresolved_rate]) for lens in data.lenses],
+            series=[
+                Series("pass_rate", "Pass rate", charts.GREEN),
+                Series("unresolved_rate", "Unresolved cites", charts.VERMILLION),
+            ],
+        ),
+        "lens_failures": charts.bars(
+            chart_id="chart-lens-failures",
+            title="Lens failures per lens",
+            desc="How many times each lens failed after its retries and gave no judgement.",
+            rows=[BarRow(lens.name, [lens.failures]) for lens in data.lenses],
+            series=[Series("failures", "Failures", charts.ORANGE)],
+            domain=(0.0, charts.nice_max(failures_max)),
+            fmt=charts.integer,
+        ),
+        "cohen": charts.bars(
+            chart_id="chart-cohen",
+            title="Cohen's kappa between pairs of lenses",
+            desc="Agreement between two lenses beyond chance, from −1 to 1, over the "
+            "proposals both judged. Undefined values are drawn as no bar and shown as —.",
+            rows=[
+                BarRow(f"{p.panel}: {p.first} × {p.second}", [p.kappa], [_kappa(p.kappa)])
+                for p in data.pairs
+            ],
+            series=kappa_series,
+            domain=(-1.0, 1.0),
+            fmt=lambda v: f"{v:g}",
+        ),
+        "fleiss": charts.bars(
+            chart_id="chart-fleiss",
+            title="Fleiss' kappa per panel",
+            desc="Agreement among all of a panel's lenses beyond chance, from −1 to 1, over "
+            "the proposals every lens judged. Undefined values are shown as —.",
+            rows=[
+                BarRow(f"{p.panel} ({p.raters} lenses)", [p.kappa], [_kappa(p.kappa)])
+                for p in data.panels
+            ],
+            series=kappa_series,
+            domain=(-1.0, 1.0),
+            fmt=lambda v: f"{v:g}",
+        ),
+        "larger_side": charts.bars(
+            chart_id="chart-larger-side",
+            title="Human adjudication against the larger side on no-quorum proposals",
+            desc="Of the no-quorum proposals a reviewer decided, how many decisions matched "
+            "the side with more lens votes, how many did not, and how many were ties. "
+            "Information only; never used to decide.",
+            rows=[
+                BarRow("Agreed with the larger side", [larger.agreed]),
+                BarRow("Disagreed", [larger.disagreed]),
+                BarRow("Tie (excluded)", [larger.ties]),
+            ]
+            if larger.decided
+            else [],
+            series=[Series("count", "Decisions", charts.BLUE)],
+            domain=(0.0, charts.nice_max(larger.decided)),
+            fmt=charts.integer,
+        ),
+        "workload": charts.bars(
+            chart_id="chart-workload",
+            title="Reviewer workload",
+            desc="Escalations per reviewer: open (nobody holds them), claimed, resolved.",
+            rows=[
+                BarRow(w.reviewer or "Unclaimed", [w.open, w.claimed, w.resolved])
+                for w in data.workload
+            ],
+            series=workload_series,
+            domain=(0.0, charts.nice_max(workload_max)),
+            fmt=charts.integer,
+            stacked=True,
+        ),
+    }
+
+
+def _tables(data: queries.Dashboard) -> dict:
+    return {
+        "days": [
+            {
+                "day": d.day,
+                **{k: getattr(d, k) for k, _ in queries.OUTCOME_SERIES},
+                "total": d.total,
+                "finalized": d.finalized,
+                "escalated": d.escalated,
+                "escalation_rate": _pct(d.escalation_rate),
+            }
+            for d in data.days
+        ],
+        "medians": [
+            {
+                "label": m.label,
+                "basis": m.basis,
+                "decisions": m.decisions,
+                "median": human_duration(m.median),
+                "seconds": m.median.total_seconds() if m.median else None,
+            }
+            for m in data.medians
+        ],
+        "lenses": [
+            {
+                "name": lens.name,
+                "judgements": lens.judgements,
+                "passed": lens.passed,
+                "pass_rate": _pct(lens.pass_rate),
+                "claims": lens.claims,
+                "unresolved": lens.unresolved,
+                "unresolved_rate": _pct(lens.unresolved_rate),
+                "failures": lens.failures,
+            }
+            for lens in data.lenses
+        ],
+        "pairs": [
+            {
+                "panel": p.panel,
+                "first": p.first,
+                "second": p.second,
+                "items": p.items,
+                "table": p.table,
+                "kappa": p.kappa,
+                "kappa_text": _kappa(p.kappa),
+            }
+            for p in data.pairs
+        ],
+        "panels": [
+            {
+                "panel": p.panel,
+                "items": p.items,
+                "raters": p.raters,
+                "kappa": p.kappa,
+                "kappa_text": _kappa(p.kappa),
+            }
+            for p in data.panels
+        ],
+        "larger_side": {
+            "decided": data.larger_side.decided,
+            "agreed": data.larger_side.agreed,
+            "disagreed": data.larger_side.disagreed,
+            "ties": data.larger_side.ties,
+            "compared": data.larger_side.compared,
+            "rate": data.larger_side.agreement_rate,
+            "rate_text": _pct(data.larger_side.agreement_rate),
+        },
+        "workload": data.workload,
+    }
+
+
+@require_GET
+@reviewer_required
+def dashboard(request):
+    panels = list(Panel.objects.only("id", "name").order_by("name"))
+    form = DashboardFilters(request.GET or None, panels=panels)
+    scope = form.scope() if request.GET else queries.Scope()
+    data = queries.dashboard(scope)
+    export_query = urlencode(
+        {
+            k: v
+            for k, v in (
+                ("panel", scope.panel_id),
+                ("start", scope.start and scope.start.isoformat()),
+                ("end", scope.end and scope.end.isoformat()),
+            )
+            if v
+        }
+    )
+    context = {
+        "form": form,
+        "panels": panels,
+        "scope": scope,
+        "scope_panel": next((p for p in panels if p.pk == scope.panel_id), None),
+        "insights": data,
+        "totals": data.totals(),
+        "charts": _charts(data),
+        "tables": _tables(data),
+        "outcome_series": queries.OUTCOME_SERIES,
+        "kappa_undefined": KAPPA_UNDEFINED,
+        "export_csv": reverse("export_proposals_csv") + (f"?{export_query}" if export_query else ""),
+        "export_jsonl": reverse("export_proposals_jsonl")
+        + (f"?{export_query}" if export_query else ""),
+    }
+    template = "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
+    response = render(request, template, context)
+    # The same URL answers with a fragment or the whole page: caches must keep them apart.
+    patch_vary_headers(response, ["HX-Request"])
+    return response
