@@ -74,44 +74,59 @@ class Checked:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
+def _describe(kind: str, signed: Any) -> dict[str, Any]:
+    """What names an entry in messages; read before anything is trusted."""
+    if not isinstance(signed, dict):
+        return {}
+    if kind == "decision":
+        proposal = signed.get("proposal")
+        return {"proposal": proposal.get("id") if isinstance(proposal, dict) else None}
+    return {"checker": signed.get("checker")}
+
+
 def check_entry(kind: str, payload: str, signature: str, key_id: str, keys: Mapping[str, bytes]) -> Checked:
     """Everything about one entry that needs no other entry: bytes, signature, payload."""
     try:
         leaf = merkle.leaf_hash(merkle.entry_bytes(kind, payload, signature, key_id))
+        payload_bytes = payload.encode()
     except (ValueError, TypeError, UnicodeError) as exc:
         return Checked(None, f"not a ledger entry ({exc})")
-    public_key = keys.get(key_id)
-    if public_key is None:
-        return Checked(leaf, f"signed by key {key_id}, which is not a trusted public key")
-    try:
-        payload_bytes = payload.encode()
-        raw_signature = base64.b64decode(signature, validate=True)
-    except (ValueError, UnicodeError, binascii.Error):
-        return Checked(leaf, "signature is not base64")
-    if not verify(payload_bytes, raw_signature, public_key):
-        return Checked(leaf, f"signature does not verify with key {key_id}")
     try:
         signed = json.loads(payload_bytes)
-        canonical = canonical_json(signed) == payload_bytes
     except ValueError:
         return Checked(leaf, "signed bytes are not JSON")
+    described = _describe(kind, signed)
+    public_key = keys.get(key_id)
+    if public_key is None:
+        return Checked(leaf, f"signed by key {key_id}, which is not a trusted public key", described)
+    try:
+        raw_signature = base64.b64decode(signature, validate=True)
+    except (ValueError, binascii.Error):
+        return Checked(leaf, "signature is not base64", described)
+    if not verify(payload_bytes, raw_signature, public_key):
+        return Checked(leaf, f"signature does not verify with key {key_id}", described)
+    try:
+        canonical = canonical_json(signed) == payload_bytes
+    except ValueError:
+        canonical = False
     if not canonical or not isinstance(signed, dict):
-        return Checked(leaf, "signed bytes are not a canonical JSON object")
+        return Checked(leaf, "signed bytes are not a canonical JSON object", described)
     if kind == "decision":
         if signed.get("type") != DECISION_TYPE:
-            return Checked(leaf, f"a decision entry whose payload is not a {DECISION_TYPE}")
-        proposal = signed.get("proposal")
+            return Checked(leaf, f"a decision entry whose payload is not a {DECISION_TYPE}", described)
         facts = {
+            **described,
             "hash": sha256_hex(payload_bytes),
             "prev_hash": signed.get("prev_hash"),
-            "proposal": proposal.get("id") if isinstance(proposal, dict) else None,
             **{k: signed.get(k) for k in ("outcome", "basis", "rationale", "decided_by")},
         }
     else:
         if signed.get("schema") != EVIDENCE_SCHEMA:
-            return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}")
+            return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}", described)
         if signed.get("key_id") != key_id:
-            return Checked(leaf, "evidence names a different signing key than it was signed with")
+            return Checked(
+                leaf, "evidence names a different signing key than it was signed with", described
+            )
         facts = {k: signed.get(k) for k in ("checker", "version", "verdict", "reason")}
     return Checked(leaf, None, facts)
 

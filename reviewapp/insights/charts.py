@@ -58,7 +58,7 @@ def _text(x, y, content, *, anchor="start", size=FONT, fill=MUTED, extra="") -> 
     )
 
 
-def _short(label: str, limit: int = 26) -> str:
+def _short(label: str, limit: int = 32) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
@@ -84,7 +84,9 @@ def _legend(series: Sequence[Series], x: float, y: float) -> list[str]:
     return parts
 
 
-def empty(chart_id: str, title: str, desc: str, message: str = "No data in this range.") -> SafeString:
+def empty(
+    chart_id: str, title: str, desc: str, message: str = "No data in this range."
+) -> SafeString:
     return _svg(chart_id, title, desc, 60, [_text(WIDTH / 2, 35, message, anchor="middle")])
 
 
@@ -110,6 +112,13 @@ def integer(value: float) -> str:
 # --- columns over time ------------------------------------------------------
 
 LEFT, RIGHT, TOP, BOTTOM = 48, 16, 34, 40
+
+
+def integer_ticks(top: float) -> int:
+    """How many steps to divide [0, top] into so that every tick is a whole number."""
+    if top <= 5:
+        return max(1, int(top))
+    return 5 if top % 5 == 0 else 4
 
 
 def _y_axis(
@@ -154,7 +163,7 @@ def stacked_columns(
     slot = plot_w / len(labels)
     bar = max(1.0, min(40.0, slot * 0.75))
     parts = _legend(series, LEFT, 16)
-    parts += _y_axis(TOP, plot_h, y_max, integer)
+    parts += _y_axis(TOP, plot_h, y_max, integer, integer_ticks(y_max))
 
     def x_of(i: int) -> float:
         return LEFT + slot * i + slot / 2
@@ -230,7 +239,7 @@ def line(
 
 # --- horizontal bars --------------------------------------------------------
 
-LABEL_W = 190
+LABEL_W = 220
 VALUE_W = 70
 
 
@@ -264,8 +273,13 @@ def bars(
         return plot_x + plot_w * (v - low) / (high - low)
 
     parts = _legend(series, plot_x, 16) if legend_h else []
-    # Axis: ticks at the domain's ends and zero (and the middle when it starts at zero).
-    ticks = sorted({low, high, 0.0} | ({(low + high) / 2} if low == 0 else set()))
+    # Axis: ticks at the domain's ends and zero, and the middle when the domain starts
+    # at zero (unless the axis counts whole things and the middle is not one).
+    middle = (low + high) / 2
+    whole = fmt is integer
+    ticks = sorted(
+        {low, high, 0.0} | ({middle} if low == 0 and not (whole and middle % 1) else set())
+    )
     axis_y = top + row_h * len(rows)
     for t in ticks:
         parts.append(
@@ -282,7 +296,11 @@ def bars(
         )
         stack_x = x_of(max(low, 0.0))
         for s_i, (s, value) in enumerate(zip(series, row.values, strict=True)):
-            text = row.texts[s_i] if s_i < len(row.texts) else (fmt(value) if value is not None else "—")
+            text = (
+                row.texts[s_i]
+                if s_i < len(row.texts)
+                else (fmt(value) if value is not None else "—")
+            )
             y = y0 if stacked else y0 + s_i * (bar_h + 3)
             if value is None:
                 if not stacked:

@@ -30,7 +30,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, TruncDate
+from django.db.models.functions import Cast, Coalesce, NullIf, TruncDate
 from django.utils import timezone
 
 from reviewapp.core.agreement import FleissSums, PairTable, cohen_kappa, fleiss_kappa
@@ -204,7 +204,10 @@ class LensRow:
 
 
 def lens_stats(scope: Scope) -> list[LensRow]:
-    """Per lens: pass rate, unresolved-cite rate (dropped cites included), failures. Three queries."""
+    """Per lens: pass rate, unresolved-cite rate (dropped cites included), failures.
+
+    Three queries, one per table, merged by lens.
+    """
     rows: dict[int, LensRow] = {}
 
     def row(lens_id: int, name: str) -> LensRow:
@@ -451,7 +454,9 @@ def reviewer_workload(scope: Scope) -> list[Workload]:
         When(
             status=status.RESOLVED,
             then=Coalesce(
-                F("decision__decided_by_name"), F("claimed_by__username"), Value(UNCLAIMED)
+                NullIf(F("decision__decided_by_name"), Value("")),
+                F("claimed_by__username"),
+                Value(UNCLAIMED),
             ),
         ),
         When(status=status.CLAIMED, then=Coalesce(F("claimed_by__username"), Value(UNCLAIMED))),

@@ -165,7 +165,9 @@ def _charts(data: queries.Dashboard) -> dict:
             title="Pass rate and unresolved-cite rate per lens",
             desc="For each lens, the share of its judgements that passed and the share of "
             "its cited claims that did not resolve to the proposal (dropped ones included).",
-            rows=[BarRow(lens.name, [lens.pass_rate, lens.unresolved_rate]) for lens in data.lenses],
+            rows=[
+                BarRow(lens.name, [lens.pass_rate, lens.unresolved_rate]) for lens in data.lenses
+            ],
             series=[
                 Series("pass_rate", "Pass rate", charts.GREEN),
                 Series("unresolved_rate", "Unresolved cites", charts.VERMILLION),
@@ -213,7 +215,7 @@ def _charts(data: queries.Dashboard) -> dict:
             "the side with more lens votes, how many did not, and how many were ties. "
             "Information only; never used to decide.",
             rows=[
-                BarRow("Agreed with the larger side", [larger.agreed]),
+                BarRow("Agreed", [larger.agreed]),
                 BarRow("Disagreed", [larger.disagreed]),
                 BarRow("Tie (excluded)", [larger.ties]),
             ]
@@ -339,7 +341,8 @@ def dashboard(request):
         "tables": _tables(data),
         "outcome_series": queries.OUTCOME_SERIES,
         "kappa_undefined": KAPPA_UNDEFINED,
-        "export_csv": reverse("export_proposals_csv") + (f"?{export_query}" if export_query else ""),
+        "export_csv": reverse("export_proposals_csv")
+        + (f"?{export_query}" if export_query else ""),
         "export_jsonl": reverse("export_proposals_jsonl")
         + (f"?{export_query}" if export_query else ""),
     }

@@ -88,6 +88,7 @@ class AuditedAdminMixin:
             actor=request.user, target_type=self.audit_target_type, target=obj, before=before
         )
 
+    @transaction.atomic
     def delete_queryset(self, request, queryset):
         for obj in list(queryset):
             self.delete_model(request, obj)
@@ -224,6 +225,7 @@ class LensAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
                 messages.WARNING,
             )
 
+    @transaction.atomic
     def _set_active(self, request, queryset, active: bool):
         changed = 0
         for lens in queryset:
@@ -529,6 +531,7 @@ class ApiClientAdmin(AuditedAdminMixin, admin.ModelAdmin):
         permissions=["change"],
         location=[ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM],
     )
+    @transaction.atomic
     def revoke(self, request, queryset):
         revoked = 0
         now = timezone.now()

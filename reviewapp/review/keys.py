@@ -17,7 +17,9 @@ from .models import SigningKey
 
 
 @functools.cache
-def _load_signer(seed_b64: str, path: str, autocreate: bool) -> Signer:
+def _load_signer(seed_b64: str, path: str, autocreate: bool, file_identity) -> Signer:
+    # `file_identity` (inode, mtime) is part of the cache key so that every
+    # process picks up a key file replaced by rotation, not just the rotator.
     if seed_b64:
         try:
             return Signer.from_seed(base64.b64decode(seed_b64, validate=True))
@@ -39,14 +41,26 @@ def _load_signer(seed_b64: str, path: str, autocreate: bool) -> Signer:
 
 def server_signer() -> Signer:
     """The active signer; its public key is registered on first use."""
+    path = Path(settings.REVIEWAPP_SIGNING_KEY_FILE)
+    try:
+        stat = path.stat()
+        file_identity = (stat.st_ino, stat.st_mtime_ns)
+    except FileNotFoundError:
+        file_identity = None
     signer = _load_signer(
         settings.REVIEWAPP_SIGNING_KEY,
-        str(settings.REVIEWAPP_SIGNING_KEY_FILE),
+        str(path),
         settings.REVIEWAPP_SIGNING_KEY_AUTOCREATE,
+        None if settings.REVIEWAPP_SIGNING_KEY else file_identity,
     )
-    SigningKey.objects.get_or_create(
+    key, _ = SigningKey.objects.get_or_create(
         key_id=signer.key_id, defaults={"public_key": signer.public_key_b64}
     )
+    if key.retired_at is not None:
+        raise ImproperlyConfigured(
+            f"The configured signing key {key.key_id} was retired on {key.retired_at:%Y-%m-%d}; "
+            "point REVIEWAPP_SIGNING_KEY(_FILE) at the current key."
+        )
     return signer
 
 

@@ -15,9 +15,7 @@ def is_reviewer(user) -> bool:
     cached = getattr(user, "_reviewapp_is_reviewer", None)
     if cached is None:
         cached = bool(
-            user.is_staff
-            or user.is_superuser
-            or user.groups.filter(name=REVIEWERS_GROUP).exists()
+            user.is_staff or user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
         )
         user._reviewapp_is_reviewer = cached
     return cached

@@ -38,7 +38,9 @@ def excerpt(text: str | None, limit: int = 140) -> str:
         return text
     cut = limit
     # Keep a base character with the marks and joiners that follow it.
-    while cut < len(text) and (unicodedata.combining(text[cut]) or text[cut] in _JOINERS or text[cut - 1] == "\u200d"):
+    while cut < len(text) and (
+        unicodedata.combining(text[cut]) or text[cut] in _JOINERS or text[cut - 1] == "\u200d"
+    ):
         cut += 1
     return text[:cut].rstrip() + "…"
 
@@ -151,7 +153,9 @@ def proposal_view(
     """
     snapshot_lenses = [entry["name"] for entry in (proposal.panel_snapshot or {}).get("lenses", [])]
     slots: dict[str, int] = {}
-    for name in snapshot_lenses + [j.lens_name for j in judgements] + [f.lens_name for f in failures]:
+    for name in (
+        snapshot_lenses + [j.lens_name for j in judgements] + [f.lens_name for f in failures]
+    ):
         slots.setdefault(name, len(slots))
 
     cards = {name: LensCard(slot=slot % LENS_SLOTS, name=name) for name, slot in slots.items()}

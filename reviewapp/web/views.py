@@ -295,7 +295,7 @@ def escalation_claim_view(request, pk: int):
         )
     except EscalationClosed:
         return _after_action(request, escalation, error="This escalation is already decided.")
-    return _after_action(request, escalation, notice="You hold this escalation.")
+    return _after_action(request, escalation, notice="Claimed.")
 
 
 @require_POST
@@ -335,7 +335,9 @@ def escalation_decide_view(request, pk: int):
             decided_by_name=request.user.get_username(),
         )
     except ClaimHeldByOther as exc:
-        return _after_action(request, escalation, error=f"Claimed by {exc.holder}: only they can decide it.")
+        return _after_action(
+            request, escalation, error=f"Claimed by {exc.holder}: only they can decide it."
+        )
     except (EscalationClosed, IntegrityError):
         return _after_action(request, escalation, error="This escalation is already decided.")
     except ValueError as exc:

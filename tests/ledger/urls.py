@@ -1,7 +1,6 @@
-"""A URLconf for the ledger's tests: its router on a test-local API, and the export view."""
+"""A URLconf for the ledger's tests: its router on a test-local API, the export view, the pages."""
 
-from django.http import HttpResponse
-from django.urls import path
+from django.urls import include, path
 from ninja import NinjaAPI
 
 from reviewapp.ledger.api import build_router
@@ -12,6 +11,6 @@ api.add_router("/ledger", build_router())
 
 urlpatterns = [
     path("api/", api.urls),
-    path("ledger/export.jsonl", export_view, name="ledger-export"),
-    path("login/", lambda request: HttpResponse("login"), name="login"),
+    path("decisions/export.jsonl", export_view, name="ledger_export"),
+    path("", include("reviewapp.web.urls")),
 ]

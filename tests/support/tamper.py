@@ -23,12 +23,17 @@ def tampering(*tables: str, using: str = "default"):
     connection = connections[using]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # ALTER TABLE refuses to run while deferred foreign-key checks are
+            # queued in the transaction; run them now (as Django's TestCase does).
+            settle = "SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED"
+            cursor.execute(settle)
             for table in tables:
                 cursor.execute(f'ALTER TABLE "{table}" DISABLE TRIGGER USER')
             try:
                 yield
             finally:
                 with connection.cursor() as again:
+                    again.execute(settle)
                     for table in tables:
                         again.execute(f'ALTER TABLE "{table}" ENABLE TRIGGER USER')
             return
@@ -45,5 +50,8 @@ def tampering(*tables: str, using: str = "default"):
             yield
         finally:
             with connection.cursor() as again:
-                for _, sql in saved:
-                    again.execute(sql)
+                again.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+                present = {name for (name,) in again.fetchall()}
+                for name, sql in saved:
+                    if name not in present:
+                        again.execute(sql)

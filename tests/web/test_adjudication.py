@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from reviewapp.review.models import Decision, Escalation
 from reviewapp.review.services.escalations import escalation_claim
+from tests.support.tamper import tampering
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,9 @@ def test_claim_without_a_csrf_token_is_refused(reviewer, escalation):
 def test_claim_with_csrf_token_takes_the_escalation(reviewer, escalation):
     client, token = _csrf_client(reviewer)
     response = _post(client, token, "escalation_claim", escalation)
-    assert response.redirect_chain[-1][0].startswith(reverse("proposal_detail", args=[escalation.proposal_id]))
+    assert response.redirect_chain[-1][0].startswith(
+        reverse("proposal_detail", args=[escalation.proposal_id])
+    )
     assert "You hold this escalation." in response.content.decode()
     escalation.refresh_from_db()
     assert escalation.status == "claimed" and escalation.claimed_by == reviewer
@@ -59,7 +62,9 @@ def test_htmx_claim_with_header_token_returns_the_adjudication_panel(reviewer, e
 
 
 def test_body_carries_the_csrf_token_for_htmx(reviewer_client, escalation):
-    page = reviewer_client.get(reverse("proposal_detail", args=[escalation.proposal_id])).content.decode()
+    page = reviewer_client.get(
+        reverse("proposal_detail", args=[escalation.proposal_id])
+    ).content.decode()
     match = re.search(r"""<body hx-headers='\{"X-CSRFToken": "(\w+)"\}'""", page)
     assert match and len(match.group(1)) >= 32
 
@@ -85,7 +90,9 @@ def test_second_claimer_over_htmx_is_told_who_holds_it(reviewer, second_reviewer
 
 def test_proposal_page_shows_who_holds_the_claim(reviewer_client, second_reviewer, escalation):
     escalation_claim(escalation_id=escalation.pk, user=second_reviewer)
-    body = reviewer_client.get(reverse("proposal_detail", args=[escalation.proposal_id])).content.decode()
+    body = reviewer_client.get(
+        reverse("proposal_detail", args=[escalation.proposal_id])
+    ).content.decode()
     assert "Claimed by sam" in body
     assert 'id="claim-btn"' not in body and 'id="approve-btn"' not in body
 
@@ -107,7 +114,9 @@ def test_only_the_holder_can_release(reviewer, second_reviewer, escalation):
     assert escalation.claimed_by == reviewer
 
 
-def test_an_expired_claim_can_be_taken_by_someone_else(reviewer, second_reviewer, escalation, settings):
+def test_an_expired_claim_can_be_taken_by_someone_else(
+    reviewer, second_reviewer, escalation, settings
+):
     escalation_claim(escalation_id=escalation.pk, user=reviewer)
     Escalation.objects.filter(pk=escalation.pk).update(
         claimed_at=timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES + 1)
@@ -124,7 +133,12 @@ def test_decide_signs_the_decision_and_shows_key_id_and_signature(reviewer, esca
     client, token = _csrf_client(reviewer)
     _post(client, token, "escalation_claim", escalation)
     response = _post(
-        client, token, "escalation_decide", escalation, outcome="rejected", rationale="Beta is right."
+        client,
+        token,
+        "escalation_decide",
+        escalation,
+        outcome="rejected",
+        rationale="Beta is right.",
     )
     decision = Decision.objects.get(proposal_id=escalation.proposal_id)
     assert decision.outcome == "rejected" and decision.basis == "reviewer"
@@ -141,7 +155,9 @@ def test_decide_signs_the_decision_and_shows_key_id_and_signature(reviewer, esca
 def test_decide_requires_a_rationale(reviewer, escalation):
     client, token = _csrf_client(reviewer)
     _post(client, token, "escalation_claim", escalation)
-    response = _post(client, token, "escalation_decide", escalation, outcome="approved", rationale="  ")
+    response = _post(
+        client, token, "escalation_decide", escalation, outcome="approved", rationale="  "
+    )
     assert "A rationale is required" in response.content.decode()
     assert not Decision.objects.exists()
 
@@ -155,7 +171,9 @@ def test_decide_requires_a_valid_outcome(reviewer, escalation):
 
 def test_decide_requires_holding_the_claim(reviewer, escalation):
     client, token = _csrf_client(reviewer)
-    response = _post(client, token, "escalation_decide", escalation, outcome="approved", rationale="Ok.")
+    response = _post(
+        client, token, "escalation_decide", escalation, outcome="approved", rationale="Ok."
+    )
     assert "Claim this escalation before deciding it." in response.content.decode()
     assert not Decision.objects.exists()
 
@@ -163,7 +181,9 @@ def test_decide_requires_holding_the_claim(reviewer, escalation):
 def test_someone_elses_claim_blocks_deciding(reviewer, second_reviewer, escalation):
     escalation_claim(escalation_id=escalation.pk, user=reviewer)
     client, token = _csrf_client(second_reviewer)
-    response = _post(client, token, "escalation_decide", escalation, outcome="approved", rationale="Ok.")
+    response = _post(
+        client, token, "escalation_decide", escalation, outcome="approved", rationale="Ok."
+    )
     assert "Claimed by rita: only they can decide it." in response.content.decode()
     assert not Decision.objects.exists()
 
@@ -172,7 +192,9 @@ def test_deciding_twice_leaves_one_decision(reviewer, escalation):
     client, token = _csrf_client(reviewer)
     _post(client, token, "escalation_claim", escalation)
     _post(client, token, "escalation_decide", escalation, outcome="approved", rationale="Ok.")
-    response = _post(client, token, "escalation_decide", escalation, outcome="rejected", rationale="No.")
+    response = _post(
+        client, token, "escalation_decide", escalation, outcome="rejected", rationale="No."
+    )
     assert "already decided" in response.content.decode()
     assert Decision.objects.count() == 1 and Decision.objects.get().outcome == "approved"
 
@@ -182,7 +204,10 @@ def _decide(reviewer, escalation) -> Decision:
 
     escalation_claim(escalation_id=escalation.pk, user=reviewer)
     return escalation_decide(
-        escalation_id=escalation.pk, outcome="approved", rationale="Fine.", user=reviewer,
+        escalation_id=escalation.pk,
+        outcome="approved",
+        rationale="Fine.",
+        user=reviewer,
         decided_by_name=reviewer.username,
     )
 
@@ -200,15 +225,19 @@ def test_verify_is_computed_from_the_stored_bytes(reviewer_client, reviewer, esc
     # Tamper with the stored bytes behind the application's back.
     tampered = decision.payload.replace('"outcome":"approved"', '"outcome":"rejected"')
     assert tampered != decision.payload
-    Decision.objects.filter(pk=decision.pk).update(payload=tampered)
+    with tampering():
+        Decision.objects.filter(pk=decision.pk).update(payload=tampered)
     body = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
     assert 'data-verified="invalid"' in body
     assert "Does not verify" in body
 
 
-def test_verify_notices_a_row_that_differs_from_its_signed_bytes(reviewer_client, reviewer, escalation):
+def test_verify_notices_a_row_that_differs_from_its_signed_bytes(
+    reviewer_client, reviewer, escalation
+):
     decision = _decide(reviewer, escalation)
-    Decision.objects.filter(pk=decision.pk).update(rationale="Edited later.")
+    with tampering():
+        Decision.objects.filter(pk=decision.pk).update(rationale="Edited later.")
     body = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
     assert 'data-verified="invalid"' in body and "differs in rationale" in body
 

@@ -165,11 +165,43 @@ def test_mark_fallback_paints_exactly_the_claims_text(open_as, reviewer, tricky)
     assert page.locator("#answer-body mark.lens-0 > mark.lens-1").count() >= 1
 
 
+def test_a_long_answer_split_into_blocks_still_highlights_exactly(open_as, reviewer):
+    # Over 64 Ki UTF-16 units the answer is laid out in blocks split after line
+    # feeds; cites that straddle CRLF line ends must still land exactly.
+    lines = [
+        f"Line {i:05d}: 🚀 fuel, the family 👩‍👩‍👧, re\u0301sume\u0301 and non‑stop."
+        for i in range(2400)
+    ]
+    content = "\r\n".join(lines)
+    assert len(content.encode("utf-16-le")) // 2 > 65536 * 2
+    straddling = [f"non‑stop.\r\nLine {i + 1:05d}: 🚀" for i in range(0, 2399, 97)]
+    panel = make_panel("alpha", need=1)
+    proposal = run_panel(panel, content, {"alpha": judgement("pass", *straddling)})
+    page = open_as(reviewer, f"/proposals/{proposal.pk}")
+    _wait_painted(page)
+    assert int(page.get_attribute("#answer-body", "data-chunks")) > 4
+    expected = _expected(proposal)
+    assert len(expected) == len(straddling)
+    painted = _painted(page)
+    assert {(h["lens"], h["start"], h["end"]): h["text"] for h in painted} == expected
+    assert page.evaluate("() => document.getElementById('answer-body').textContent") == content
+    # Jumping to the last span scrolls the blocks into layout and lands on it.
+    page.evaluate("() => window.reviewappFocusSpan(window.reviewappHighlights.at(-1).spanId)")
+    page.wait_for_function(
+        """() => {
+            const h = window.reviewappHighlights.at(-1).range.getBoundingClientRect();
+            const box = document.getElementById('answer-body').getBoundingClientRect();
+            return h.height > 0 && h.top >= box.top && h.bottom <= box.bottom;
+        }"""
+    )
+
+
 def test_overlapping_highlights_from_two_lenses_both_render(open_as, reviewer, tricky):
     page = open_as(reviewer, f"/proposals/{tricky.pk}")
     _wait_painted(page)
     registered = page.evaluate(
-        """() => ['rv-lens-0', 'rv-lens-1'].map(n => CSS.highlights.has(n) ? CSS.highlights.get(n).size : 0)"""
+        """() => ['rv-lens-0', 'rv-lens-1'].map(
+            n => CSS.highlights.has(n) ? CSS.highlights.get(n).size : 0)"""
     )
     assert registered == [3, 3]
     painted = _painted(page)
@@ -297,7 +329,8 @@ def test_claim_race_has_one_winner_and_one_decision(open_as, reviewer, second_re
     at = pages[0].evaluate("() => Date.now()") + 400
     for page in pages:
         page.evaluate(
-            "t => setTimeout(() => document.getElementById('claim-btn').click(), t - Date.now())", at
+            "t => setTimeout(() => document.getElementById('claim-btn').click(), t - Date.now())",
+            at,
         )
     for page in pages:
         page.wait_for_function(
@@ -326,7 +359,8 @@ def test_claim_race_has_one_winner_and_one_decision(open_as, reviewer, second_re
             await new Promise(r => setTimeout(r, t - Date.now()));
             const token = JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRFToken'];
             const body = new URLSearchParams({outcome: 'rejected', rationale: 'Mine.'});
-            const response = await fetch(url, {method: 'POST', headers: {'X-CSRFToken': token}, body});
+            const headers = {'X-CSRFToken': token};
+            const response = await fetch(url, {method: 'POST', headers, body});
             return response.status;
         }""",
         [decide_url, at],
@@ -345,7 +379,9 @@ def test_claim_race_has_one_winner_and_one_decision(open_as, reviewer, second_re
 def test_inbox_keyboard_j_k_enter(open_as, reviewer, panel):
     escalations = [
         Escalation.objects.get(
-            proposal=split_panel_proposal(panel, content=f"{i}. The sky is blue. Water is wet.", title=f"Item {i}")
+            proposal=split_panel_proposal(
+                panel, content=f"{i}. The sky is blue. Water is wet.", title=f"Item {i}"
+            )
         )
         for i in range(3)
     ]

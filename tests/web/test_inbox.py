@@ -20,7 +20,9 @@ def _row_ids(response) -> list[int]:
 def _escalations(panel, n: int, prefix: str = "p") -> list[Escalation]:
     return [
         Escalation.objects.get(
-            proposal=split_panel_proposal(panel, content=f"{prefix} {i}. The sky is blue. Water is wet.")
+            proposal=split_panel_proposal(
+                panel, content=f"{prefix} {i}. The sky is blue. Water is wet."
+            )
         )
         for i in range(n)
     ]

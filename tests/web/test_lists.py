@@ -20,7 +20,10 @@ def _decide(proposal, user, outcome="approved"):
     escalation = Escalation.objects.get(proposal=proposal)
     escalation_claim(escalation_id=escalation.pk, user=user)
     return escalation_decide(
-        escalation_id=escalation.pk, outcome=outcome, rationale="Checked.", user=user,
+        escalation_id=escalation.pk,
+        outcome=outcome,
+        rationale="Checked.",
+        user=user,
         decided_by_name=user.username,
     )
 
@@ -34,28 +37,42 @@ def test_proposals_list_newest_first(reviewer_client, panel):
 def test_proposals_filter_by_status(reviewer_client, panel):
     escalated = split_panel_proposal(panel)
     queued, _ = proposal_submit(panel_name=panel.name, content="Still queued.")
-    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"status": "queued"})) == [queued.pk]
-    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"status": "escalated"})) == [escalated.pk]
+    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"status": "queued"})) == [
+        queued.pk
+    ]
+    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"status": "escalated"})) == [
+        escalated.pk
+    ]
 
 
 def test_proposals_filter_by_panel(reviewer_client, panel):
     mine = split_panel_proposal(panel)
     other_panel = make_panel("solo-lens", need=1)
     other = run_panel(other_panel, "Fine.", {"solo-lens": judgement("pass")})
-    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"panel": other_panel.pk})) == [other.pk]
+    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"panel": other_panel.pk})) == [
+        other.pk
+    ]
     assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"panel": panel.pk})) == [mine.pk]
 
 
 def test_proposals_search_by_title(reviewer_client, panel):
-    wanted = split_panel_proposal(panel, content="a. The sky is blue. Water is wet.", title="Refund policy")
+    wanted = split_panel_proposal(
+        panel, content="a. The sky is blue. Water is wet.", title="Refund policy"
+    )
     split_panel_proposal(panel, content="b. The sky is blue. Water is wet.", title="Shipping")
     assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"q": "refund"})) == [wanted.pk]
 
 
 def test_proposals_search_by_external_reference(reviewer_client, panel):
-    wanted = split_panel_proposal(panel, content="a. The sky is blue. Water is wet.", external_ref="TICKET-981")
-    split_panel_proposal(panel, content="b. The sky is blue. Water is wet.", external_ref="TICKET-123")
-    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"q": "ticket-98"})) == [wanted.pk]
+    wanted = split_panel_proposal(
+        panel, content="a. The sky is blue. Water is wet.", external_ref="TICKET-981"
+    )
+    split_panel_proposal(
+        panel, content="b. The sky is blue. Water is wet.", external_ref="TICKET-123"
+    )
+    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"q": "ticket-98"})) == [
+        wanted.pk
+    ]
 
 
 def test_proposals_list_shows_the_decision(reviewer_client, reviewer, escalated):
@@ -79,12 +96,16 @@ def test_decisions_log_shows_basis_and_signer(reviewer_client, reviewer, escalat
 def test_decisions_log_filters_by_basis(reviewer_client, reviewer, escalated):
     decision = _decide(escalated, reviewer)
     run_panel(make_panel("auto", need=1), "Automatic.", {"auto": judgement("pass")})
-    assert _row_ids(reviewer_client.get(reverse("decision_list"), {"basis": "reviewer"})) == [decision.pk]
+    assert _row_ids(reviewer_client.get(reverse("decision_list"), {"basis": "reviewer"})) == [
+        decision.pk
+    ]
 
 
 def _many_decided(panel, reviewer, n):
     for i in range(n):
-        proposal = split_panel_proposal(panel, content=f"{i}. The sky is blue. Water is wet.", title=f"P{i}")
+        proposal = split_panel_proposal(
+            panel, content=f"{i}. The sky is blue. Water is wet.", title=f"P{i}"
+        )
         _decide(proposal, reviewer)
 
 

@@ -84,7 +84,9 @@ def test_staff_are_allowed_without_the_group(client, staff_user, url_for, name, 
 
 @pytest.mark.parametrize("name", POST_VIEWS)
 def test_anonymous_posts_change_nothing(client, escalation, name):
-    response = client.post(reverse(name, args=[escalation.pk]), {"outcome": "approved", "rationale": "x"})
+    response = client.post(
+        reverse(name, args=[escalation.pk]), {"outcome": "approved", "rationale": "x"}
+    )
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
     escalation.refresh_from_db()
@@ -94,7 +96,9 @@ def test_anonymous_posts_change_nothing(client, escalation, name):
 @pytest.mark.parametrize("name", POST_VIEWS)
 def test_non_reviewer_posts_are_forbidden(client, outsider, escalation, name):
     client.force_login(outsider)
-    response = client.post(reverse(name, args=[escalation.pk]), {"outcome": "approved", "rationale": "x"})
+    response = client.post(
+        reverse(name, args=[escalation.pk]), {"outcome": "approved", "rationale": "x"}
+    )
     assert response.status_code == 403
     escalation.refresh_from_db()
     assert escalation.status == "open" and not Decision.objects.exists()
@@ -103,9 +107,13 @@ def test_non_reviewer_posts_are_forbidden(client, outsider, escalation, name):
 @pytest.mark.parametrize("name", POST_VIEWS)
 def test_staff_may_post(client, staff_user, escalation, name):
     client.force_login(staff_user)
-    response = client.post(reverse(name, args=[escalation.pk]), {"outcome": "approved", "rationale": "x"})
+    response = client.post(
+        reverse(name, args=[escalation.pk]), {"outcome": "approved", "rationale": "x"}
+    )
     assert response.status_code == 302
-    assert response["Location"].startswith(reverse("proposal_detail", args=[escalation.proposal_id]))
+    assert response["Location"].startswith(
+        reverse("proposal_detail", args=[escalation.proposal_id])
+    )
 
 
 def test_actions_refuse_get(reviewer_client, escalation):

@@ -55,16 +55,22 @@ def test_content_is_also_shipped_as_json_so_crlf_survives(reviewer_client, trick
 
 
 def test_highlight_data_offsets_are_utf16_and_match_the_claim_text(reviewer_client, tricky):
-    data = _json_script(reviewer_client.get(reverse("proposal_detail", args=[tricky.pk])), "highlight-data")
+    data = _json_script(
+        reviewer_client.get(reverse("proposal_detail", args=[tricky.pk])), "highlight-data"
+    )
     assert data["spans"]
     for span in data["spans"]:
         assert _utf16_slice(TRICKY, span["start"], span["end"]) == span["text"]
     stored = Claim.objects.filter(judgement__proposal=tricky, anchor_kind="answer_body")
-    assert {(c.start_utf16, c.end_utf16) for c in stored} == {(s["start"], s["end"]) for s in data["spans"]}
+    assert {(c.start_utf16, c.end_utf16) for c in stored} == {
+        (s["start"], s["end"]) for s in data["spans"]
+    }
 
 
 def test_claims_of_two_lenses_on_the_same_span_are_grouped(reviewer_client, tricky):
-    data = _json_script(reviewer_client.get(reverse("proposal_detail", args=[tricky.pk])), "highlight-data")
+    data = _json_script(
+        reviewer_client.get(reverse("proposal_detail", args=[tricky.pk])), "highlight-data"
+    )
     shared = [s for s in data["spans"] if s["text"] == "👩‍👩‍👧 waits"]
     assert len(shared) == 1
     assert sorted(c["lens"] for c in shared[0]["claims"]) == ["alpha", "beta"]

@@ -1,0 +1,280 @@
+"""End-to-end pipeline throughput: HTTP submission → Celery lenses → checker → signed outcome.
+
+Run:  .venv/bin/python benchmarks/pipeline.py [--n 500] [--clients 8] [--profile]
+
+On a fresh `reviewapp_bench` PostgreSQL database and Redis /14 it configures a
+3-lens `recorded` panel (need 2) with one constraints checker, records every
+lens's answer for N distinct support replies (70% approved, 10% rejected by
+the panel, 10% rejected by the mandate, 10% escalated because a lens answers
+garbage), starts gunicorn (2 sync workers) and one Celery worker
+(`--concurrency 2 --beat`, importing the no-op tasks with
+`-I benchmarks._support`), then:
+
+1. counts the SQL queries each task of one proposal runs (in-process probe);
+2. times a bare no-op Celery task: sequential round trips, and the throughput
+   of as many no-op tasks as the pipeline will run (5 per proposal);
+3. submits N proposals with `POST /api/proposals` from `--clients` threads and
+   waits until every one is decided or escalated.
+
+Prints proposals per second end to end, p50/p95 submit-to-final latency
+(finalized_at − created_at), the no-op figures and the ratios between them, and
+audits that each proposal ended exactly once and the decision chain verifies.
+`--profile` samples the worker (and gunicorn) with py-spy during step 3 and
+prints where the time goes. Target: ≥ 50 proposals/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import _support as s  # noqa: E402
+
+TARGET_PER_SECOND = 50.0
+TASKS_PER_PROPOSAL = 5  # evaluate_proposal + 3 × run_lens + finalize_proposal
+
+
+def probe_queries(panel_name: str) -> dict[str, int]:
+    """SQL statements per task for one proposal, run in-process (before any worker starts)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from reviewapp.review.models import Lens
+    from reviewapp.review.services.proposals import proposal_submit
+    from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
+
+    item = s.pipeline_contents(1, tag="probe-")[0]
+    s.record_answers([item])
+    counts: dict[str, int] = {}
+    with CaptureQueriesContext(connection) as ctx:
+        proposal, _ = proposal_submit(
+            panel_name=panel_name, content=item["content"], title=item["title"]
+        )
+    counts["proposal_submit (service)"] = len(ctx)
+    with CaptureQueriesContext(connection) as ctx:
+        evaluate_proposal.run(proposal.pk)
+    counts["evaluate_proposal"] = len(ctx)
+    for lens in Lens.objects.filter(name__in=s.PIPELINE_LENSES).order_by("name"):
+        with CaptureQueriesContext(connection) as ctx:
+            run_lens.run(proposal.pk, lens.pk)
+        counts[f"run_lens ({lens.name})"] = len(ctx)
+    with CaptureQueriesContext(connection) as ctx:
+        finalize_proposal.run(proposal.pk)
+    counts["finalize_proposal"] = len(ctx)
+    return counts
+
+
+class Profiler:
+    """py-spy recording a process tree (collapsed stacks), stopped with SIGINT."""
+
+    def __init__(self, pid: int, out: Path, rate: int = 200):
+        self.out = out
+        self.process = subprocess.Popen(
+            [
+                str(s.VENV_BIN / "py-spy"), "record", "--pid", str(pid), "--subprocesses",
+                "--format", "raw", "--rate", str(rate), "--output", str(out), "--nonblocking",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(1.0)
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def summarise_profile(path: Path, top: int = 25) -> None:
+    """Inclusive share of samples per project/Django/driver function, idle excluded."""
+    if not path.exists():
+        print(f"  (no profile written at {path})")
+        return
+    inclusive: Counter[str] = Counter()
+    total = 0
+    idle_markers = ("select (selectors.py", "poll (selectors.py", "_recv (", "wait (threading.py",
+                    "accept (socket.py", "sleep (", "recv_into", "kevent", "_poll (", "readinto (socket")
+    for raw in path.read_text(errors="replace").splitlines():
+        stack, _, count = raw.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        leaf = frames[-1]
+        if any(marker in leaf for marker in idle_markers) and not any(
+            "reviewapp" in f or "django/db" in f or "psycopg" in f for f in frames
+        ):
+            continue  # a process waiting for work
+        n = int(count)
+        total += n
+        seen = set()
+        for frame in frames:
+            key = frame.split(" (")[0] + " (" + frame.split(" (")[-1].split(":")[0].split("/")[-1]
+            if ("reviewapp" in frame or "django/db" in frame or "psycopg" in frame
+                    or "kombu" in frame or "nacl" in frame or "celery/app/trace" in frame
+                    or "redis/" in frame):
+                if key not in seen:
+                    inclusive[key] += n
+                    seen.add(key)
+    print(f"  busy samples: {total}")
+    for key, n in inclusive.most_common(top):
+        print(f"  {100 * n / max(total, 1):5.1f}%  {key}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=500, help="proposals to submit (default 500)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP submitters")
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--worker-concurrency", type=int, default=2)
+    parser.add_argument("--noop-round-trips", type=int, default=200)
+    parser.add_argument("--profile", action="store_true", help="py-spy the worker and gunicorn")
+    parser.add_argument("--timeout", type=float, default=1800)
+    args = parser.parse_args()
+
+    s.heading(f"pipeline: {args.n} proposals, 3 recorded lenses + 1 constraints checker")
+    s.line("load average at start", s.load_average())
+    env = s.fresh_stack("pipeline")
+    panel = s.pipeline_panel()
+    items = s.pipeline_contents(args.n)
+    s.record_answers(items)
+    token = s.api_token("bench-pipeline", "submit,read")
+    expected_routes = Counter(item["route"] for item in items)
+
+    queries = probe_queries(panel.name)
+    s.flush_redis(env["CELERY_BROKER_URL"])  # the probe's run_lens messages
+    s.heading("SQL statements per step (one proposal, in-process)")
+    for name, count in queries.items():
+        s.line(name, str(count))
+    s.line("total per proposal (worker side)", str(sum(
+        v for k, v in queries.items() if not k.startswith("proposal_submit"))))
+
+    web, port = s.start_gunicorn(env, workers=args.web_workers)
+    worker = s.start_worker(env, concurrency=args.worker_concurrency, beat=True)
+    profilers: list[Profiler] = []
+    try:
+        s.heading("no-op Celery task (same broker, same worker)")
+        s.noop_round_trips(20)  # warm the pool processes' connections
+        trips = s.noop_round_trips(args.noop_round_trips)
+        noop_tasks = TASKS_PER_PROPOSAL * args.n
+        noop_rate = s.noop_throughput(noop_tasks)
+        s.line("round trip p50 / p95 (sequential)",
+               f"{s.percentile(trips, 50):.2f} ms / {s.percentile(trips, 95):.2f} ms")
+        s.line(f"throughput ({noop_tasks} tasks at once)", f"{noop_rate:.0f} tasks/s")
+
+        if args.profile:
+            prof_dir = Path(env["REVIEWAPP_VAR_DIR"]) / "profiles"
+            prof_dir.mkdir(exist_ok=True)
+            profilers = [
+                Profiler(worker.pid, prof_dir / "worker.txt"),
+                Profiler(web.pid, prof_dir / "gunicorn.txt"),
+            ]
+
+        s.heading(f"submitting {args.n} proposals over HTTP ({args.clients} clients)")
+        import httpx
+
+        url = f"http://127.0.0.1:{port}/api/proposals"
+        headers = {"Authorization": f"Bearer {token}"}
+        local = threading.local()
+        statuses: Counter[int] = Counter()
+        ids: list[int] = []
+        submit_ms: list[float] = []
+        lock = threading.Lock()
+
+        def submit(item: dict) -> None:
+            client = getattr(local, "client", None)
+            if client is None:
+                client = local.client = httpx.Client(timeout=60, headers=headers)
+            body = {
+                "panel": panel.name,
+                "title": item["title"],
+                "content": item["content"],
+                "thought_process": item["thought_process"],
+                "metadata": {"agent": "bench", "route": item["route"]},
+            }
+            started = time.perf_counter()
+            response = client.post(url, json=body)
+            elapsed = (time.perf_counter() - started) * 1000
+            with lock:
+                statuses[response.status_code] += 1
+                submit_ms.append(elapsed)
+                if response.status_code == 202:
+                    ids.append(response.json()["id"])
+
+        from reviewapp.review.models import Proposal
+
+        baseline_final = Proposal.objects.filter(status__in=["decided", "escalated"]).count()
+        log_offset = worker.log_path.stat().st_size
+        started = time.monotonic()
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(submit, items))
+        submitted = time.monotonic()
+
+        def progress(done: int, _last=[0.0]) -> None:  # noqa: B006 - a tiny rate limiter
+            if time.monotonic() - _last[0] > 5:
+                _last[0] = time.monotonic()
+                print(f"  … {done - baseline_final}/{len(ids)} final", flush=True)
+
+        finished = s.wait_all_final(
+            baseline_final + len(ids), timeout=args.timeout, progress=progress
+        )
+    finally:
+        for profiler in profilers:
+            profiler.stop()
+        worker.stop()
+        web.stop()
+
+    from reviewapp.review.models import Proposal
+
+    s.heading("worker time per task (from the worker log)")
+    s.print_task_runtimes(
+        s.task_runtimes(worker.log_path, log_offset), finished - started, args.worker_concurrency
+    )
+    rows = list(
+        Proposal.objects.filter(pk__in=ids).values_list("created_at", "finalized_at", "status")
+    )
+    latency = [(f - c).total_seconds() * 1000 for c, f, _ in rows if f]
+    span = finished - started
+    rate = len(ids) / span
+    s.heading("figures")
+    s.line("HTTP statuses", ", ".join(f"{k}×{v}" for k, v in sorted(statuses.items())))
+    s.line("submission (HTTP) rate", f"{len(ids) / (submitted - started):.1f} proposals/s "
+           f"(request p50 {s.percentile(submit_ms, 50):.0f} ms, p95 {s.percentile(submit_ms, 95):.0f} ms)")
+    s.line("end to end: first submit → last final", f"{span:.2f} s")
+    s.line("end-to-end throughput", f"{rate:.1f} proposals/s "
+           f"({'meets' if rate >= TARGET_PER_SECOND else 'MISSES'} the {TARGET_PER_SECOND:.0f}/s target)")
+    s.line("submit→final latency p50 / p95 / max",
+           f"{s.percentile(latency, 50):.0f} ms / {s.percentile(latency, 95):.0f} ms / "
+           f"{max(latency):.0f} ms")
+    s.line("pipeline tasks/s (5 per proposal)", f"{rate * TASKS_PER_PROPOSAL:.0f}")
+    s.line("ratio: pipeline tasks/s ÷ no-op tasks/s", f"{rate * TASKS_PER_PROPOSAL / noop_rate:.2f}")
+    s.line("ratio: p50 latency ÷ no-op round trip p50",
+           f"{s.percentile(latency, 50) / s.percentile(trips, 50):.0f}×")
+    statuses_by = Counter(status for *_, status in rows)
+    s.line("outcomes", ", ".join(f"{k} {v}" for k, v in sorted(statuses_by.items())))
+    s.line("expected routes", ", ".join(f"{k} {v}" for k, v in sorted(expected_routes.items())))
+    audit = s.outcome_audit()
+    s.line("exactly-once audit", ", ".join(f"{k}={v}" for k, v in audit.items()))
+    checked, problem = s.verify_chain()
+    s.line("decision chain", f"{checked} verified" + (f"; PROBLEM: {problem}" if problem else ""))
+    s.line("load average at end", s.load_average())
+    if profilers:
+        for profiler in profilers:
+            s.heading(f"profile: {profiler.out.name} (inclusive share of busy samples)")
+            summarise_profile(profiler.out)
+    os.sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

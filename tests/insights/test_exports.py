@@ -1,0 +1,199 @@
+import csv
+import io
+import json
+import re
+
+import pytest
+from django.http import StreamingHttpResponse
+from django.urls import reverse
+
+from reviewapp.insights import exports
+from reviewapp.review.models import Proposal
+from tests.review.helpers import submit
+
+from .builders import BAD_CITE, GOOD_CITE, decide, judged, make_panel
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.insights.urls")]
+
+
+def _body(response) -> str:
+    assert isinstance(response, StreamingHttpResponse)
+    return b"".join(response.streaming_content).decode()
+
+
+def _csv(response) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(_body(response))))
+
+
+def _jsonl(response) -> list[dict]:
+    return [json.loads(line) for line in _body(response).splitlines()]
+
+
+@pytest.fixture
+def data(reviewer):
+    panel = make_panel("alpha", "beta", "gamma", need=2)
+    approved = judged(
+        panel,
+        {"alpha": "pass", "beta": "pass", "gamma": "fail"},
+        cites={"alpha": (GOOD_CITE, BAD_CITE)},
+        title="Refund policy",
+        external_ref="TICKET-1",
+    )
+    escalated = judged(panel, {"alpha": "pass", "beta": "fail"}, title="Shipping times")
+    decide(escalated, reviewer, "rejected")
+    pending = submit(panel, "Not yet judged.", title="Pending one", external_ref="TICKET-2")
+    other_panel = make_panel("solo1", "solo2", need=2)
+    other = judged(other_panel, {"solo1": "pass", "solo2": "pass"}, title="Other panel")
+    return {
+        "panel": panel,
+        "other_panel": other_panel,
+        "approved": approved,
+        "escalated": escalated,
+        "pending": pending,
+        "other": other,
+    }
+
+
+def test_csv_export_streams_proposals_with_judgements_tallies_and_decisions(reviewer_client, data):
+    response = reviewer_client.get(reverse("export_proposals_csv"))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert re.fullmatch(
+        r'attachment; filename="proposals-\d{8}T\d{6}Z\.csv"', response["Content-Disposition"]
+    )
+    rows = _csv(response)
+    assert [int(r["id"]) for r in rows] == sorted(
+        p.pk for p in (data["approved"], data["escalated"], data["pending"], data["other"])
+    )
+    assert list(rows[0]) == list(exports.CSV_COLUMNS)
+    by_id = {int(r["id"]): r for r in rows}
+
+    approved = by_id[data["approved"].pk]
+    assert approved["title"] == "Refund policy"
+    assert approved["external_ref"] == "TICKET-1"
+    assert approved["panel"] == data["panel"].name
+    assert approved["status"] == "decided"
+    assert (approved["tally_passed"], approved["tally_failed"], approved["tally_need"]) == (
+        "2",
+        "1",
+        "2",
+    )
+    assert approved["tally_outcome"] == "reached_pass"
+    assert (approved["decision_outcome"], approved["decision_basis"]) == ("approved", "system")
+    assert approved["decision_hash"] == data["approved"].decision.hash
+    assert json.loads(approved["judgements"]) == [
+        {"lens": "alpha", "lens_version": 1, "verdict": "pass"},
+        {"lens": "beta", "lens_version": 1, "verdict": "pass"},
+        {"lens": "gamma", "lens_version": 1, "verdict": "fail"},
+    ]
+
+    escalated = by_id[data["escalated"].pk]
+    assert escalated["tally_outcome"] == "no_quorum"
+    assert (escalated["decision_outcome"], escalated["decision_basis"]) == ("rejected", "reviewer")
+    assert escalated["decided_by"] == "rita"
+
+    pending = by_id[data["pending"].pk]
+    assert pending["status"] == "queued"
+    assert pending["tally_outcome"] == pending["decision_outcome"] == ""
+    assert json.loads(pending["judgements"]) == []
+
+
+def test_jsonl_export(reviewer_client, data):
+    response = reviewer_client.get(reverse("export_proposals_jsonl"))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/jsonl")
+    assert re.fullmatch(
+        r'attachment; filename="proposals-\d{8}T\d{6}Z\.jsonl"', response["Content-Disposition"]
+    )
+    records = {r["id"]: r for r in _jsonl(response)}
+    assert len(records) == 4
+    approved = records[data["approved"].pk]
+    assert approved["panel"] == {"id": data["panel"].pk, "name": data["panel"].name}
+    assert approved["tally"] == {
+        "passed": 2,
+        "failed": 1,
+        "asked": 3,
+        "need": 2,
+        "outcome": "reached_pass",
+    }
+    alpha = approved["judgements"][0]
+    assert (alpha["lens"], alpha["verdict"], alpha["claims"], alpha["unresolved_claims"]) == (
+        "alpha",
+        "pass",
+        2,
+        1,
+    )
+    assert approved["decision"]["outcome"] == "approved"
+    assert approved["decision"]["basis"] == "system"
+    assert approved["decision"]["key_id"]
+    escalated = records[data["escalated"].pk]
+    assert escalated["decision"]["decided_by"] == "rita"
+    assert [j["lens"] for j in escalated["judgements"]] == ["alpha", "beta"]
+    assert records[data["pending"].pk]["decision"] is None
+    assert records[data["pending"].pk]["tally"] is None
+    # Large columns never leave the database.
+    assert "content" not in approved and "raw_response" not in alpha
+
+
+@pytest.mark.parametrize("name", ["export_proposals_csv", "export_proposals_jsonl"])
+def test_exports_filter_like_the_proposals_list(reviewer_client, data, name):
+    def ids(**params) -> set[int]:
+        response = reviewer_client.get(reverse(name), params)
+        body = _body(response)
+        if name.endswith("csv"):
+            return {int(r["id"]) for r in csv.DictReader(io.StringIO(body))}
+        return {json.loads(line)["id"] for line in body.splitlines()}
+
+    assert ids(status="queued") == {data["pending"].pk}
+    assert ids(status="decided", panel=data["panel"].pk) == {
+        data["approved"].pk,
+        data["escalated"].pk,
+    }
+    assert ids(panel=data["other_panel"].pk) == {data["other"].pk}
+    assert ids(q="refund") == {data["approved"].pk}
+    assert ids(q="ticket-") == {data["approved"].pk, data["pending"].pk}
+    # Unknown values are ignored, as on the list.
+    assert len(ids(status="bogus", panel="x")) == 4
+
+
+def test_csv_defuses_spreadsheet_formulas(reviewer_client):
+    panel = make_panel("x1", "x2", need=2)
+    submit(panel, "Formula.", title='=HYPERLINK("http://evil")', external_ref="+1")
+    [row] = _csv(reviewer_client.get(reverse("export_proposals_csv")))
+    assert row["title"] == '\'=HYPERLINK("http://evil")'
+    assert row["external_ref"] == "'+1"
+
+
+def test_export_reads_in_chunks_with_a_prefetch_per_chunk(
+    reviewer_client, monkeypatch, django_assert_num_queries
+):
+    monkeypatch.setattr(exports, "EXPORT_CHUNK_SIZE", 2)
+    panel = make_panel("c1", "c2", need=2)
+    for _ in range(5):
+        judged(panel, {"c1": "pass", "c2": "pass"})
+
+    response = reviewer_client.get(reverse("export_proposals_jsonl"))
+    lines = iter(response.streaming_content)
+    # The view returned without reading a row: the rows are read as the body is sent.
+    with django_assert_num_queries(2):  # the proposals, and the first chunk's judgements
+        first = json.loads(next(lines))
+    assert len(first["judgements"]) == 2
+    with django_assert_num_queries(0):
+        next(lines)  # the rest of the first chunk is already in memory
+    with django_assert_num_queries(2):  # two more chunks: one judgement query each
+        rest = list(lines)
+    assert len(rest) == 3
+    assert all(len(json.loads(line)["judgements"]) == 2 for line in rest)
+
+
+def test_export_query_count_grows_only_with_chunks(
+    reviewer_client, monkeypatch, django_assert_num_queries
+):
+    monkeypatch.setattr(exports, "EXPORT_CHUNK_SIZE", 50)
+    panel = make_panel("k1", "k2", need=2)
+    for _ in range(12):
+        judged(panel, {"k1": "pass", "k2": "fail"})
+    response = reviewer_client.get(reverse("export_proposals_csv"))
+    with django_assert_num_queries(2):  # one chunk: the proposals and their judgements
+        rows = list(csv.DictReader(io.StringIO(_body(response))))
+    assert len(rows) == 12 == Proposal.objects.count()

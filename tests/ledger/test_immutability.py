@@ -1,0 +1,113 @@
+"""The database itself refuses to edit or delete decisions, evidence and ledger rows."""
+
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError, connection, transaction
+
+from reviewapp.ledger import immutability, services
+from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
+from reviewapp.review.models import Decision, Evidence
+from tests.ledger.helpers import decide
+from tests.support.tamper import tampering
+
+ROW_OF = {
+    "review_decision": Decision,
+    "review_evidence": Evidence,
+    "ledger_entry": LedgerEntry,
+    "ledger_node": LedgerNode,
+    "ledger_checkpoint": LedgerCheckpoint,
+    "ledger_lock": LedgerLock,
+}
+COLUMN_OF = {
+    "review_decision": "rationale",
+    "review_evidence": "reason",
+    "ledger_entry": "leaf_hash",
+    "ledger_node": "hash",
+    "ledger_checkpoint": "root_hash",
+    "ledger_lock": "singleton",
+}
+
+
+def raw(sql, params=()):
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+@pytest.fixture
+def rows(db):
+    decide(2)
+    services.checkpoint_create()
+    return {table: model.objects.order_by("pk").first().pk for table, model in ROW_OF.items()}
+
+
+@pytest.mark.parametrize("table", immutability.PROTECTED_TABLES)
+def test_a_raw_update_is_refused(rows, table):
+    column = COLUMN_OF[table]
+    value = False if column == "singleton" else "tampered"
+    with pytest.raises(IntegrityError, match=f"UPDATE on {table} refused"):
+        raw(f'UPDATE "{table}" SET "{column}" = %s WHERE id = %s', [value, rows[table]])
+    assert getattr(ROW_OF[table].objects.get(pk=rows[table]), column) != value
+
+
+@pytest.mark.parametrize("table", immutability.PROTECTED_TABLES)
+def test_a_raw_delete_is_refused(rows, table):
+    with pytest.raises(IntegrityError, match=f"DELETE on {table} refused"):
+        raw(f'DELETE FROM "{table}" WHERE id = %s', [rows[table]])
+    assert ROW_OF[table].objects.filter(pk=rows[table]).exists()
+
+
+def test_orm_updates_and_saves_are_refused(rows):
+    decision = Decision.objects.get(pk=rows["review_decision"])
+    decision.outcome = "rejected"
+    with pytest.raises(IntegrityError), transaction.atomic():
+        decision.save()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        LedgerCheckpoint.objects.all().delete()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Evidence.objects.update(verdict="fail")
+
+
+def test_every_trigger_is_installed(rows):
+    assert immutability.missing_triggers(connection) == []
+
+
+def test_the_tamper_helper_switches_them_off_for_the_block_only(rows):
+    with tampering():
+        assert len(immutability.missing_triggers(connection)) == 12
+        Decision.objects.filter(pk=rows["review_decision"]).update(rationale="edited")
+    assert immutability.missing_triggers(connection) == []
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Decision.objects.filter(pk=rows["review_decision"]).update(rationale="again")
+
+
+def test_triggers_a_migration_dropped_come_back_after_migrate(rows):
+    """SQLite drops a table's triggers whenever a migration rebuilds the table."""
+    with tampering("review_decision"):
+        assert "review_decision:update" in immutability.missing_triggers(connection)
+        immutability.reinstall_after_migrate(sender=None, using="default")
+        assert immutability.missing_triggers(connection) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_flush_still_empties_every_table_and_the_triggers_survive():
+    """What the test suite does between transactional tests (TRUNCATE on PostgreSQL,
+    DELETE through the guard on SQLite)."""
+    decide(2)
+    services.checkpoint_create()
+    call_command("flush", interactive=False, verbosity=0)
+    for model in ROW_OF.values():
+        assert not model.objects.exists()
+    assert immutability.missing_triggers(connection) == []
+    decide(1)  # the ledger starts again from entry 0
+    assert list(LedgerEntry.objects.values_list("leaf_index", flat=True)) == [0, 1]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        LedgerEntry.objects.all().delete()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sqlite_delete_guard_is_closed_outside_flush():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL flushes with TRUNCATE")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT allow_delete FROM {immutability.SQLITE_GUARD_TABLE}")
+        assert cursor.fetchone() == (0,)
