@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "reviewapp.review",
     "reviewapp.audit",
     "reviewapp.ledger",
+    "reviewapp.insights",
 ]
 
 MIDDLEWARE = [

@@ -9,5 +9,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     re_path(r"^api/(?P<path>.*)$", endpoint_not_found),
+    path("", include("reviewapp.insights.urls")),
     path("", include("reviewapp.web.urls")),
 ]

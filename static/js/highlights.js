@@ -24,8 +24,15 @@
   var dataScript = document.getElementById("highlight-data");
   if (!root || !contentScript || !dataScript) return;
 
-  var content = JSON.parse(contentScript.textContent);
-  var data = JSON.parse(dataScript.textContent);
+  var content, data;
+  try {
+    content = JSON.parse(contentScript.textContent);
+    data = JSON.parse(dataScript.textContent);
+  } catch (error) {
+    // Show the server-rendered text rather than nothing.
+    root.dataset.textReady = "true";
+    throw error;
+  }
   var spans = data.spans || [];
   var tooltip = document.getElementById("hl-tooltip");
   var cursorLabel = document.getElementById("claim-cursor");
@@ -60,12 +67,12 @@
 
   var segments; // [{start, end, node}] in order; their texts concatenate to `content`
   var markEls = []; // mark mode: [{el, start, end}]
-  if (useHighlightApi) {
-    segments = buildText();
-  } else {
-    segments = buildMarks();
+  try {
+    segments = useHighlightApi ? buildText() : buildMarks();
+  } finally {
+    // Whatever happened, the answer must not stay hidden (see app.css).
+    root.dataset.textReady = "true";
   }
-  root.dataset.textReady = "true";
   mark("reviewapp-text-ready");
 
   var startOfNode = new Map(segments.map(function (seg) { return [seg.node, seg.start]; }));
