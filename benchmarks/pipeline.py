@@ -97,37 +97,62 @@ class Profiler:
             self.process.kill()
 
 
-def summarise_profile(path: Path, top: int = 25) -> None:
-    """Inclusive share of samples per project/Django/driver function, idle excluded."""
+CATEGORIES = [
+    # (label, substring of a frame's file path); the leaf-most match names a sample.
+    ("psycopg: socket I/O and waiting on PostgreSQL", "psycopg/"),
+    ("Django ORM: SQL compilation", "django/db/models/sql/"),
+    ("Django ORM: querysets, model instances, fields", "django/db/"),
+    ("JSON encode/decode", "json/"),
+    ("signing (PyNaCl) and canonical JSON", "nacl/"),
+    ("redis-py (broker/cache client)", "redis/"),
+    ("kombu (messaging)", "kombu/"),
+    ("Celery/billiard (task machinery, pool IPC)", "celery/"),
+    ("Celery/billiard (task machinery, pool IPC)", "billiard/"),
+    ("logging", "logging/"),
+    ("gunicorn", "gunicorn/"),
+    ("django-ninja / pydantic", "ninja/"),
+    ("django-ninja / pydantic", "pydantic"),
+    ("Django request/response, middleware, templates", "django/"),
+    ("reviewapp domain code (core: cite, quorum, routing, merkle)", "reviewapp/core/"),
+    ("reviewapp services, tasks, views", "reviewapp/"),
+]
+
+
+def summarise_profile(path: Path, top: int = 15) -> None:
+    """Busy samples by category (leaf-most matching frame) and the heaviest project functions."""
     if not path.exists():
         print(f"  (no profile written at {path})")
         return
+    by_category: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
-    idle_markers = ("select (selectors.py", "poll (selectors.py", "_recv (", "wait (threading.py",
-                    "accept (socket.py", "sleep (", "recv_into", "kevent", "_poll (", "readinto (socket")
     for raw in path.read_text(errors="replace").splitlines():
         stack, _, count = raw.rpartition(" ")
         if not count.isdigit():
             continue
-        frames = stack.split(";")
-        leaf = frames[-1]
-        if any(marker in leaf for marker in idle_markers) and not any(
-            "reviewapp" in f or "django/db" in f or "psycopg" in f for f in frames
-        ):
-            continue  # a process waiting for work
         n = int(count)
         total += n
+        frames = stack.split(";")
+        label = "other (interpreter, stdlib)"
+        for frame in reversed(frames):
+            hit = next((name for name, needle in CATEGORIES if needle in frame), None)
+            if hit:
+                label = hit
+                break
+        by_category[label] += n
         seen = set()
         for frame in frames:
-            key = frame.split(" (")[0] + " (" + frame.split(" (")[-1].split(":")[0].split("/")[-1]
-            if ("reviewapp" in frame or "django/db" in frame or "psycopg" in frame
-                    or "kombu" in frame or "nacl" in frame or "celery/app/trace" in frame
-                    or "redis/" in frame):
+            if "reviewapp/" in frame:
+                name = frame.split(" (")[0]
+                where = frame.rsplit("reviewapp/", 1)[-1].split(":")[0].rstrip(")")
+                key = f"{name} ({where})"
                 if key not in seen:
-                    inclusive[key] += n
                     seen.add(key)
-    print(f"  busy samples: {total}")
+                    inclusive[key] += n
+    print(f"  samples (py-spy, idle excluded): {total}")
+    for label, n in by_category.most_common():
+        print(f"  {100 * n / max(total, 1):5.1f}%  {label}")
+    print("  heaviest project functions (inclusive):")
     for key, n in inclusive.most_common(top):
         print(f"  {100 * n / max(total, 1):5.1f}%  {key}")
 
@@ -216,6 +241,8 @@ def main() -> None:
 
         baseline_final = Proposal.objects.filter(status__in=["decided", "escalated"]).count()
         log_offset = worker.log_path.stat().st_size
+        meter = s.CpuMeter(worker=worker.pid, web=web.pid)
+        meter.start()
         started = time.monotonic()
         with ThreadPoolExecutor(args.clients) as pool:
             list(pool.map(submit, items))
@@ -229,6 +256,7 @@ def main() -> None:
         finished = s.wait_all_final(
             baseline_final + len(ids), timeout=args.timeout, progress=progress
         )
+        cpu = meter.stop()
     finally:
         for profiler in profilers:
             profiler.stop()
@@ -268,6 +296,13 @@ def main() -> None:
     s.line("exactly-once audit", ", ".join(f"{k}={v}" for k, v in audit.items()))
     checked, problem = s.verify_chain()
     s.line("decision chain", f"{checked} verified" + (f"; PROBLEM: {problem}" if problem else ""))
+    s.heading("CPU per proposal (independent of other load on the machine)")
+    for name, used in cpu.items():
+        s.line(f"{name} CPU", f"{1000 * used / len(ids):.1f} ms per proposal ({used:.1f} s)")
+    total_cpu = sum(cpu.values()) / len(ids)
+    s.line("total (worker + web + PostgreSQL)", f"{1000 * total_cpu:.1f} ms per proposal")
+    s.line(f"ceiling on {os.cpu_count()} idle CPUs",
+           f"{os.cpu_count() / total_cpu:.0f} proposals/s (Redis and the client excluded)")
     s.line("load average at end", s.load_average())
     if profilers:
         for profiler in profilers:

@@ -556,6 +556,13 @@ def verify_file(
         number, obj = first
         if isinstance(obj, BadLine):
             raise Failure(f"line {number}", obj.problem)
+        if _is_page(obj):
+            # Pages of GET /api/decisions saved as they came: {"items": [...], "next_after"}.
+            objects = _unpaged(_chain([first], objects))
+            first = next(objects, None)
+            if first is None:
+                raise Failure(path, "no decisions in the pages")
+            number, obj = first
         if isinstance(obj, dict) and ("format" in obj or ("kind" in obj and "index" in obj)):
             if proofs_file:
                 raise Failure(path, "--proofs is for decisions from the API; an export proves itself")
@@ -566,6 +573,19 @@ def verify_file(
                 objects, keys, first=first, checkpoints=extra, proofs=proofs, workers=workers
             )
         raise Failure(f"line {number}", "neither a ledger export nor decisions from the API")
+
+
+def _is_page(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("items"), list) and "hash" not in obj
+
+
+def _unpaged(objects: Iterator[tuple[int, Any]]) -> Iterator[tuple[Any, Any]]:
+    for number, obj in objects:
+        if _is_page(obj):
+            for position, item in enumerate(obj["items"], 1):
+                yield f"{number}, item {position}", item
+        else:
+            yield number, obj
 
 
 def _default_workers(path: str) -> int:
