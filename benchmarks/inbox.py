@@ -349,58 +349,71 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=15, help="seconds per page under wrk")
     parser.add_argument("--connections", type=int, default=2, help="wrk -c (2 = one per worker)")
     parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument(
+        "--reuse", action="store_true",
+        help="measure the database the previous run loaded, without re-creating it",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: apt-get install -y wrk")
 
     s.heading(f"reviewer pages with {args.proposals:,} proposals and {args.open:,} open escalations")
     s.line("load average at start", s.load_average())
-    env = s.fresh_stack("inbox")
-    s.collectstatic()
-    s.pipeline_panel()
-    reviewer, cookie = s.reviewer_session("bench-reviewer")
-    others = [s.reviewer_session(f"bench-reviewer-{k}")[0] for k in range(3)]
+    if args.reuse:
+        env = s.bench_env("inbox")
+        s.django_setup(env)
+        reviewer, cookie = s.reviewer_session("bench-reviewer")
+    else:
+        env = s.fresh_stack("inbox")
+        s.collectstatic()
+        s.pipeline_panel()
+        reviewer, cookie = s.reviewer_session("bench-reviewer")
+        others = [s.reviewer_session(f"bench-reviewer-{k}")[0] for k in range(3)]
 
     from django.conf import settings
     from django.test import Client
 
-    loader = Loader()
-    loader.users = [reviewer, *others]
+    from reviewapp.review.models import Escalation, Proposal
+
     client = Client()
     client.force_login(reviewer)
 
-    small = loader.load(10, 10, 0)
-    from reviewapp.review.models import Escalation
+    def page_urls() -> dict[str, str]:
+        first = Escalation.objects.filter(status__in=["open", "claimed"]).first().proposal_id
+        return {
+            "inbox /": "/",
+            "inbox ?reason=no_quorum": "/?reason=no_quorum",
+            "proposal page (escalated)": f"/proposals/{first}",
+        }
 
-    first_escalated = Escalation.objects.filter(status__in=["open", "claimed"]).first().proposal_id
-    pages = {
-        "inbox /": "/",
-        "inbox ?reason=no_quorum": "/?reason=no_quorum",
-        "proposal page (escalated)": f"/proposals/{first_escalated}",
-    }
-    counts_small = {label: count_queries(client, url) for label, url in pages.items()}
-
-    started = time.monotonic()
-    big = loader.load(
-        args.proposals - small["proposals"], args.open - 10, args.open // 2
-    )
-    with loader.connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    s.line("bulk load (COPY) + ANALYZE", f"{time.monotonic() - started:.1f} s: " + ", ".join(
-        f"{k} {small[k] + big[k]:,}" for k in big))
-    from reviewapp.review.models import Proposal
-
-    s.line("rows", f"proposals {Proposal.objects.count():,}, open escalations "
-           f"{Escalation.objects.filter(status__in=['open', 'claimed']).count():,}")
-    last_page = -(-Escalation.objects.filter(status__in=["open", "claimed"]).count() // 25)
+    counts_small = {}
+    if not args.reuse:
+        loader = Loader()
+        loader.users = [reviewer, *others]
+        small = loader.load(10, 10, 0)
+        counts_small = {label: count_queries(client, url) for label, url in page_urls().items()}
+        started = time.monotonic()
+        big = loader.load(args.proposals - small["proposals"], args.open - 10, args.open // 2)
+        with loader.connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+        s.line("bulk load (COPY) + ANALYZE", f"{time.monotonic() - started:.1f} s: " + ", ".join(
+            f"{k} {small[k] + big[k]:,}" for k in big))
+    open_count = Escalation.objects.filter(status__in=["open", "claimed"]).count()
+    s.line("rows", f"proposals {Proposal.objects.count():,}, open escalations {open_count:,}")
+    pages = page_urls()
+    last_page = -(-open_count // 25)
     pages_big = {**pages, "inbox last page": f"/?page={last_page}"}
     counts_big = {label: count_queries(client, url) for label, url in pages_big.items()}
 
     s.heading("queries per page (CaptureQueriesContext, in-process)")
     for label in pages:
-        (n_small, st_small), (n_big, st_big) = counts_small[label], counts_big[label]
+        n_big, st_big = counts_big[label]
+        if label not in counts_small:
+            s.line(label, f"{n_big} with {open_count:,} (HTTP {st_big})")
+            continue
+        n_small, st_small = counts_small[label]
         verdict = "same" if n_small == n_big else "DIFFERENT"
-        s.line(label, f"{n_small} with 10 rows, {n_big} with {args.open:,} ({verdict}; "
+        s.line(label, f"{n_small} with 10 rows, {n_big} with {open_count:,} ({verdict}; "
                f"HTTP {st_small}/{st_big})")
     s.line("inbox last page", f"{counts_big['inbox last page'][0]} queries")
 

@@ -86,15 +86,29 @@ def panel():
 def proposals(p, count: int, offset: int):
     from reviewapp.review.models import Proposal
 
-    snapshot = {"name": p.name, "version": 1, "need": 1, "lenses": [], "checkers": [],
-                "requires_sign_off": False}
+    snapshot = {
+        "name": p.name,
+        "version": 1,
+        "need": 1,
+        "lenses": [],
+        "checkers": [],
+        "requires_sign_off": False,
+    }
     rows = []
     for i in range(offset, offset + count):
         content = f"Benchmark proposal {i}: the answer is {i * 7 % 1000}."
         digest = hashlib.sha256(content.encode()).hexdigest()
-        rows.append(Proposal(panel=p, panel_version=1, panel_snapshot=snapshot, content=content,
-                             content_sha256=digest, request_sha256=digest,
-                             status=Proposal.Status.DECIDED))
+        rows.append(
+            Proposal(
+                panel=p,
+                panel_version=1,
+                panel_snapshot=snapshot,
+                content=content,
+                content_sha256=digest,
+                request_sha256=digest,
+                status=Proposal.Status.DECIDED,
+            )
+        )
     return Proposal.objects.bulk_create(rows, batch_size=1000)
 
 
@@ -104,8 +118,12 @@ def real_appends(p, count: int) -> float:
     rows = proposals(p, count, 0)
     started = time.perf_counter()
     for proposal in rows:
-        decision_append(proposal=proposal, outcome="approved", basis="system",
-                        rationale="All checkers passed and the panel reached pass.")
+        decision_append(
+            proposal=proposal,
+            outcome="approved",
+            basis="system",
+            rationale="All checkers passed and the panel reached pass.",
+        )
     return time.perf_counter() - started
 
 
@@ -136,8 +154,13 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
                 "proposal": {"id": proposal.pk, "content_sha256": proposal.content_sha256},
                 "panel": {"name": p.name, "version": 1, "need": 1},
                 "lenses": [{"lens_name": "bench-lens", "lens_version": 1}],
-                "tally": {"passed": 1, "failed": 0, "asked": 1, "need": 1,
-                          "outcome": "reached_pass"},
+                "tally": {
+                    "passed": 1,
+                    "failed": 0,
+                    "asked": 1,
+                    "need": 1,
+                    "outcome": "reached_pass",
+                },
                 "evidence": [],
                 "escalation": None,
                 "outcome": "approved",
@@ -149,17 +172,27 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
             }
             signed = signer.sign(payload)
             digest = sha256_hex(signed.payload_bytes)
-            decisions.append(Decision(
-                proposal=proposal, outcome="approved", basis="system", decided_by_name="system",
-                rationale=payload["rationale"], payload=signed.payload_bytes.decode(),
-                signature=signed.signature_b64, key_id=signed.key_id, prev_hash=prev, hash=digest,
-            ))
+            decisions.append(
+                Decision(
+                    proposal=proposal,
+                    outcome="approved",
+                    basis="system",
+                    decided_by_name="system",
+                    rationale=payload["rationale"],
+                    payload=signed.payload_bytes.decode(),
+                    signature=signed.signature_b64,
+                    key_id=signed.key_id,
+                    prev_hash=prev,
+                    hash=digest,
+                )
+            )
             prev = digest
         with transaction.atomic():
             Decision.objects.bulk_create(decisions, batch_size=1000)
             t = time.perf_counter()
             ledger_append(
-                NewEntry("decision", d.payload, d.signature, d.key_id, decision=d) for d in decisions
+                NewEntry("decision", d.payload, d.signature, d.key_id, decision=d)
+                for d in decisions
             )
             in_ledger += time.perf_counter() - t
         done += n
@@ -173,8 +206,12 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=100_000, help="decisions in the ledger")
-    parser.add_argument("--real", type=int, default=1_000,
-                        help="of which appended one by one through decision_append")
+    parser.add_argument(
+        "--real",
+        type=int,
+        default=1_000,
+        help="of which appended one by one through decision_append",
+    )
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--workers", type=int, default=2, help="signature-checking processes")
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL instead of SQLite")
@@ -183,21 +220,25 @@ def main() -> int:
     var_dir = setup(args)
     from django.db import connection
 
-    print(f"ledger benchmark: {args.count:,} decisions on {connection.vendor}, "
-          f"{os.cpu_count()} CPUs, {args.workers} verifier workers")
+    print(
+        f"ledger benchmark: {args.count:,} decisions on {connection.vendor}, "
+        f"{os.cpu_count()} CPUs, {args.workers} verifier workers"
+    )
     try:
         p = panel()
         real = min(args.real, args.count)
         seconds = real_appends(p, real)
-        print(f"decision_append, one transaction each: {real:,} in {seconds:.1f}s = "
-              f"{real / seconds:,.0f} decisions/s ({seconds / real * 1000:.2f} ms each)")
+        print(
+            f"decision_append, one transaction each: {real:,} in {seconds:.1f}s = "
+            f"{real / seconds:,.0f} decisions/s ({seconds / real * 1000:.2f} ms each)"
+        )
         bulk = args.count - real
         if bulk:
             in_ledger, overall = bulk_appends(p, bulk, args.batch)
-            print(f"ledger_append in batches of {args.batch:,}: {bulk:,} in {in_ledger:.1f}s = "
-                  f"{bulk / in_ledger:,.0f} appends/s (with signing and rows: {overall:.1f}s)")
-
-        from django.core.management import call_command
+            print(
+                f"ledger_append in batches of {args.batch:,}: {bulk:,} in {in_ledger:.1f}s = "
+                f"{bulk / in_ledger:,.0f} appends/s (with signing and rows: {overall:.1f}s)"
+            )
 
         from reviewapp.ledger.services import checkpoint_create, export_lines
         from reviewapp.ledger.verification import ledger_verify
@@ -210,32 +251,51 @@ def main() -> int:
         if not result.ok:
             print(f"verify_ledger FAILED: {result.problem}")
             return 1
-        print(f"verify_ledger: {result.entries:,} entries, {result.checkpoints} checkpoint in "
-              f"{verify_db:.1f}s ({result.entries / verify_db:,.0f} entries/s)")
+        print(
+            f"verify_ledger: {result.entries:,} entries, {result.checkpoints} checkpoint in "
+            f"{verify_db:.1f}s ({result.entries / verify_db:,.0f} entries/s)"
+        )
 
         export = var_dir / "export.jsonl"
         started = time.perf_counter()
         with open(export, "w", encoding="utf-8") as handle:
             handle.writelines(export_lines())
-        print(f"export: {export.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - started:.1f}s")
+        print(
+            f"export: {export.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - started:.1f}s"
+        )
 
         env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
         started = time.perf_counter()
         run = subprocess.run(
-            [sys.executable, "-m", "reviewapp.verify", str(export), "--public-key",
-             server_signer().public_key_b64, "--workers", str(args.workers)],
-            cwd=ROOT, env=env, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "reviewapp.verify",
+                str(export),
+                "--public-key",
+                server_signer().public_key_b64,
+                "--workers",
+                str(args.workers),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         verify_offline = time.perf_counter() - started
         if run.returncode:
             print(f"offline verifier FAILED: {run.stderr}")
             return 1
-        print(f"offline verifier (fresh process, no Django settings): {verify_offline:.1f}s — "
-              f"{run.stdout.strip()[:80]}…")
+        print(
+            f"offline verifier (fresh process, no Django settings): {verify_offline:.1f}s — "
+            f"{run.stdout.strip()[:80]}…"
+        )
         worst = max(verify_db, verify_offline)
         verdict = "met" if worst < TARGET_SECONDS else "MISSED"
-        print(f"target: verify {args.count:,} entries in < {TARGET_SECONDS:.0f}s — {verdict} "
-              f"(slowest path {worst:.1f}s)")
+        print(
+            f"target: verify {args.count:,} entries in < {TARGET_SECONDS:.0f}s — {verdict} "
+            f"(slowest path {worst:.1f}s)"
+        )
         return 0 if worst < TARGET_SECONDS or args.count < 100_000 else 1
     finally:
         connection.close()

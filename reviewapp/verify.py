@@ -10,8 +10,9 @@ Two inputs are understood, told apart by their first line:
   server's signed checkpoints. Every entry's signature, its leaf hash, the
   decision hash chain, and every checkpoint (its signature and the root
   recomputed at its size) are checked.
-- **decisions** as ``GET /api/decisions`` serves them, one JSON object per
-  line: every signature, every hash, the hash chain, and that the readable
+- **decisions** as ``GET /api/decisions`` serves them: one decision object per
+  line, or the API's pages (``{"items": [...], "next_after": ...}``) one per
+  line. Every signature, every hash, the hash chain, and that the readable
   fields (outcome, basis, rationale, decided_by, proposal) say what the signed
   bytes say. With ``--checkpoint``, each decision must also come with an
   inclusion proof (``--proofs``: JSONL of ``GET /api/ledger/proof/{entry}``
@@ -25,6 +26,10 @@ it for every key the server has used (key rotation).
 Exit status 0 when everything verifies; 1 naming the first bad line; 2 for
 unusable arguments. Imports nothing from Django: only PyNaCl and rfc8785,
 through ``reviewapp.core.signing`` and ``reviewapp.core.merkle``.
+
+Large inputs are checked in worker processes (signatures cost ~60 µs each);
+the order-dependent checks (indexes, chain, tree, checkpoints) stay in the
+main process, so the first bad line reported is the same either way.
 """
 
 from __future__ import annotations
@@ -36,23 +41,25 @@ import json
 import multiprocessing
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from reviewapp.core import merkle
-from reviewapp.core.signing import canonical_json, key_id_for, sha256_hex, verify
+from reviewapp.core.signing import key_id_for, sha256_hex, verify
 
 GENESIS_HASH = "0" * 64
 DECISION_TYPE = "reviewapp.decision/v1"
 EVIDENCE_SCHEMA = "reviewapp.evidence/1"
 EXPORT_FORMAT = "reviewapp.ledger-export/1"
-BATCH = 1000
+BATCH = 500
 # Below this many entries a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 20000
+NOT_AN_ENTRY = "neither a ledger entry (index, kind, payload, signature, key_id) nor a checkpoint"
+ENTRY_KEYS = ("kind", "payload", "signature", "key_id")
 
 
 class Failure(Exception):
@@ -67,121 +74,126 @@ class Failure(Exception):
 # ── one signed record, checked in isolation (runs in worker processes) ───────
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(NamedTuple):
+    """What one entry's own bytes say; small, so it crosses processes cheaply."""
+
     leaf: bytes | None
     problem: str | None
-    facts: dict[str, Any] = field(default_factory=dict)
+    label: str = ""  # "decision for proposal 12", "evidence from regex-1"
+    prev_hash: str | None = None  # decisions: the chain link the signed bytes claim
+    hash: str | None = None  # decisions: SHA-256 of the signed bytes
 
 
-def _describe(kind: str, signed: Any) -> dict[str, Any]:
+def _label(kind: str, signed: Any) -> str:
     """What names an entry in messages; read before anything is trusted."""
     if not isinstance(signed, dict):
-        return {}
+        return ""
     if kind == "decision":
         proposal = signed.get("proposal")
-        return {"proposal": proposal.get("id") if isinstance(proposal, dict) else None}
-    return {"checker": signed.get("checker")}
+        if isinstance(proposal, dict) and proposal.get("id") is not None:
+            return f"decision for proposal {proposal['id']}"
+        return ""
+    return f"evidence from {signed['checker']}" if signed.get("checker") else ""
 
 
-def check_entry(kind: str, payload: str, signature: str, key_id: str, keys: Mapping[str, bytes]) -> Checked:
-    """Everything about one entry that needs no other entry: bytes, signature, payload."""
+def check_entry(
+    kind: str, payload: str, signature: str, key_id: str, keys: Mapping[str, bytes]
+) -> tuple[Checked, dict[str, Any]]:
+    """Everything about one entry that needs no other entry: bytes, signature, payload.
+
+    Returns the result and the signed facts (empty unless the signature verified).
+    """
     try:
         leaf = merkle.leaf_hash(merkle.entry_bytes(kind, payload, signature, key_id))
         payload_bytes = payload.encode()
     except (ValueError, TypeError, UnicodeError) as exc:
-        return Checked(None, f"not a ledger entry ({exc})")
+        return Checked(None, f"not a ledger entry ({exc})"), {}
     try:
         signed = json.loads(payload_bytes)
     except ValueError:
-        return Checked(leaf, "signed bytes are not JSON")
-    described = _describe(kind, signed)
+        return Checked(leaf, "signed bytes are not JSON"), {}
+    label = _label(kind, signed)
     public_key = keys.get(key_id)
     if public_key is None:
-        return Checked(leaf, f"signed by key {key_id}, which is not a trusted public key", described)
+        return Checked(
+            leaf, f"signed by key {key_id}, which is not a trusted public key", label
+        ), {}
     try:
         raw_signature = base64.b64decode(signature, validate=True)
     except (ValueError, binascii.Error):
-        return Checked(leaf, "signature is not base64", described)
+        return Checked(leaf, "signature is not base64", label), {}
     if not verify(payload_bytes, raw_signature, public_key):
-        return Checked(leaf, f"signature does not verify with key {key_id}", described)
+        return Checked(leaf, f"signature does not verify with key {key_id}", label), {}
     try:
-        canonical = canonical_json(signed) == payload_bytes
+        canonical = isinstance(signed, dict) and merkle.jcs(signed) == payload_bytes
     except ValueError:
         canonical = False
-    if not canonical or not isinstance(signed, dict):
-        return Checked(leaf, "signed bytes are not a canonical JSON object", described)
+    if not canonical:
+        return Checked(leaf, "signed bytes are not a canonical JSON object", label), {}
     if kind == "decision":
         if signed.get("type") != DECISION_TYPE:
-            return Checked(leaf, f"a decision entry whose payload is not a {DECISION_TYPE}", described)
+            return Checked(
+                leaf, f"a decision entry whose payload is not a {DECISION_TYPE}", label
+            ), {}
+        proposal = signed.get("proposal")
         facts = {
-            **described,
             "hash": sha256_hex(payload_bytes),
             "prev_hash": signed.get("prev_hash"),
+            "proposal": proposal.get("id") if isinstance(proposal, dict) else None,
             **{k: signed.get(k) for k in ("outcome", "basis", "rationale", "decided_by")},
         }
-    else:
-        if signed.get("schema") != EVIDENCE_SCHEMA:
-            return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}", described)
-        if signed.get("key_id") != key_id:
-            return Checked(
-                leaf, "evidence names a different signing key than it was signed with", described
-            )
-        facts = {k: signed.get(k) for k in ("checker", "version", "verdict", "reason")}
-    return Checked(leaf, None, facts)
+        return Checked(leaf, None, label, facts["prev_hash"], facts["hash"]), facts
+    if signed.get("schema") != EVIDENCE_SCHEMA:
+        return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}", label), {}
+    if signed.get("key_id") != key_id:
+        return Checked(
+            leaf, "evidence names a different key than the one that signed it", label
+        ), {}
+    facts = {k: signed.get(k) for k in ("checker", "version", "verdict", "reason")}
+    return Checked(leaf, None, label), facts
 
 
-def _check_batch(batch: list[tuple[str, str, str, str]], keys: Mapping[str, bytes]) -> list[Checked]:
-    return [check_entry(*item, keys) for item in batch]
-
-
-def checked_in_order(
-    records: Iterable[tuple[Any, tuple[str, str, str, str] | None]],
+def ordered_map(
+    check: Callable[[list, Mapping[str, bytes]], list],
+    records: Iterable[tuple[Any, Any]],
     keys: Mapping[str, bytes],
     *,
     workers: int = 1,
-) -> Iterator[tuple[Any, Checked | None]]:
-    """Check records' signed content, possibly in worker processes; yield in input order.
+) -> Iterator[tuple[Any, Any]]:
+    """Run ``check(batch, keys)`` over the work of ``(context, work)`` records; yield in order.
 
-    A record is ``(context, (kind, payload, signature, key_id))``, or
-    ``(context, None)`` for a line to pass through untouched.
+    ``check`` must be a module-level function (it is sent to worker processes).
     """
     keys = dict(keys)
     if workers <= 1:
-        for context, item in records:
-            yield context, (check_entry(*item, keys) if item is not None else None)
+        for context, work in records:
+            yield context, check([work], keys)[0]
         return
-    check = partial(_check_batch, keys=keys)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    task = partial(check, keys=keys)
+    context_spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context_spawn) as pool:
         pending: deque = deque()
 
-        def drain_one():
-            contexts, items, future = pending.popleft()
-            results = iter(future.result())
-            for context, item in zip(contexts, items, strict=True):
-                yield context, (next(results) if item is not None else None)
+        def drain() -> Iterator[tuple[Any, Any]]:
+            contexts, future = pending.popleft()
+            yield from zip(contexts, future.result(), strict=True)
 
-        contexts, items = [], []
-        for context, item in records:
+        contexts, batch = [], []
+        for context, work in records:
             contexts.append(context)
-            items.append(item)
-            if len(items) >= BATCH:
-                pending.append((contexts, items, pool.submit(check, [i for i in items if i])))
-                contexts, items = [], []
-                if len(pending) > 2 * workers:
-                    yield from drain_one()
-        if items:
-            pending.append((contexts, items, pool.submit(check, [i for i in items if i])))
+            batch.append(work)
+            if len(batch) >= BATCH:
+                pending.append((contexts, pool.submit(task, batch)))
+                contexts, batch = [], []
+                while len(pending) > 3 * workers:
+                    yield from drain()
+        if batch:
+            pending.append((contexts, pool.submit(task, batch)))
         while pending:
-            yield from drain_one()
+            yield from drain()
 
 
-# ── the ledger, entry after entry ────────────────────────────────────────────
-
-
-NOT_AN_ENTRY = (
-    "neither a ledger entry (index, kind, payload, signature, key_id) nor a checkpoint"
-)
+# ── the ledger, entry after entry (main process) ─────────────────────────────
 
 
 class LedgerVerifier:
@@ -218,14 +230,13 @@ class LedgerVerifier:
         if leaf_hex is not None and leaf_hex != checked.leaf.hex():
             raise Failure(where, "stored leaf hash does not match the entry")
         if kind == "decision":
-            prev = checked.facts["prev_hash"]
-            if self.prev_hash is not None and prev != self.prev_hash:
+            if self.prev_hash is not None and checked.prev_hash != self.prev_hash:
                 raise Failure(
                     where,
-                    f"decision chain broken: it follows {prev}, the previous decision is "
-                    f"{self.prev_hash}",
+                    f"decision chain broken: it follows {checked.prev_hash}, the previous "
+                    f"decision is {self.prev_hash}",
                 )
-            self.prev_hash = checked.facts["hash"]
+            self.prev_hash = checked.hash
             self.decisions += 1
         else:
             self.evidence += 1
@@ -253,27 +264,124 @@ class LedgerVerifier:
         self.checkpoints += 1
 
 
-def entry_label(index: Any, kind: str, checked: Checked | None) -> str:
+def entry_where(prefix: str, index: Any, checked: Checked | None) -> str:
     label = f"entry {index}"
-    if checked is not None and checked.facts:
-        if kind == "decision" and checked.facts.get("proposal") is not None:
-            label += f", decision for proposal {checked.facts['proposal']}"
-        elif kind == "evidence" and checked.facts.get("checker"):
-            label += f", evidence from {checked.facts['checker']}"
-    return label
+    if checked is not None and checked.label:
+        label += f", {checked.label}"
+    return f"{prefix} ({label})"
+
+
+# ── rows of the server's database (used by manage.py verify_ledger) ─────────
+
+# The layout of the row tuples `check_ledger_rows` takes: a ledger entry joined
+# with the decision or evidence row it records.
+LEDGER_ROW_FIELDS = (
+    "entry",
+    "decision_id",
+    "evidence_id",
+    "decision__payload",
+    "decision__signature",
+    "decision__key_id",
+    "decision__outcome",
+    "decision__basis",
+    "decision__rationale",
+    "decision__decided_by_name",
+    "decision__proposal_id",
+    "decision__prev_hash",
+    "decision__hash",
+    "evidence__payload",
+    "evidence__signature",
+    "evidence__key_id",
+    "evidence__checker_name",
+    "evidence__checker_version",
+    "evidence__verdict",
+    "evidence__reason",
+)
+
+
+def _entry_item(text: str) -> tuple[str, str, str, str] | None:
+    try:
+        fields = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(fields, dict) or fields.keys() != set(ENTRY_KEYS):
+        return None
+    item = tuple(fields[k] for k in ENTRY_KEYS)
+    return item if all(isinstance(v, str) for v in item) else None
+
+
+def _row_problem(kind: str, row: tuple, item: tuple[str, str, str, str], facts: dict) -> str | None:
+    """How the decision/evidence row differs from what its ledger entry signed, if it does."""
+    r = dict(zip(LEDGER_ROW_FIELDS, row, strict=True))
+    if item[0] != kind:
+        return f"stored kind {kind!r} differs from the entry's {item[0]!r}"
+    prefix = "decision" if kind == "decision" else "evidence"
+    row_id = r[f"{prefix}_id"]
+    if row_id is None:
+        return f"the {prefix} row this entry records is gone"
+    differs = [
+        name
+        for name, value in zip(("payload", "signature", "key_id"), item[1:], strict=True)
+        if r[f"{prefix}__{name}"] != value
+    ]
+    if differs:
+        return f"{prefix} {row_id} differs from its ledger entry in {', '.join(differs)}"
+    if kind == "decision":
+        columns = (
+            ("outcome", r["decision__outcome"], facts["outcome"]),
+            ("basis", r["decision__basis"], facts["basis"]),
+            ("rationale", r["decision__rationale"], facts["rationale"]),
+            ("decided_by", r["decision__decided_by_name"], facts["decided_by"]),
+            ("proposal", r["decision__proposal_id"], facts["proposal"]),
+            ("prev_hash", r["decision__prev_hash"], facts["prev_hash"]),
+            ("hash", r["decision__hash"], facts["hash"]),
+        )
+    else:
+        columns = (
+            ("checker", r["evidence__checker_name"], facts["checker"]),
+            ("version", r["evidence__checker_version"], facts["version"]),
+            ("verdict", r["evidence__verdict"], facts["verdict"]),
+            ("reason", r["evidence__reason"], facts["reason"]),
+        )
+    mismatched = [name for name, stored, signed in columns if stored != signed]
+    if mismatched:
+        return f"{prefix} {row_id} differs from its signed bytes in {', '.join(mismatched)}"
+    return None
+
+
+def check_ledger_rows(
+    batch: list[tuple[str, tuple]], keys: Mapping[str, bytes]
+) -> list[tuple[Checked, str | None]]:
+    """For each ``(kind, row)``: the entry's own check, then how the row betrays it (if it does).
+
+    The second value is checked only after the entry's position and leaf, so
+    it is returned separately.
+    """
+    results = []
+    for kind, row in batch:
+        text = row[0]
+        item = _entry_item(text)
+        if item is None:
+            results.append(
+                (Checked(None, "stored entry is not {kind, payload, signature, key_id}"), None)
+            )
+            continue
+        checked, facts = check_entry(*item, keys)
+        if checked.problem:
+            results.append((checked, None))
+            continue
+        if merkle.leaf_hash(text.encode()) != checked.leaf:
+            results.append((checked, "stored entry is not in canonical form"))
+            continue
+        results.append((checked, _row_problem(kind, row, item, facts)))
+    return results
 
 
 # ── reading files ────────────────────────────────────────────────────────────
 
 
-class BadLine:
-    """A line that is not JSON, carried in order so it is reported in order."""
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-
-
 def _json_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
+    """(line number, object) for each non-blank line; a line that is not JSON gives a BadLine."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -281,6 +389,43 @@ def _json_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
             yield number, json.loads(line)
         except ValueError as exc:
             yield number, BadLine(f"not JSON ({exc})")
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line that cannot be used, carried in order so it is reported in order."""
+
+    problem: str
+
+
+def check_export_lines(
+    batch: list[str], keys: Mapping[str, bytes]
+) -> list[tuple[str, Any, Any, Any]]:
+    """Parse and check raw export lines: ``(what, a, b, c)`` per line.
+
+    ``("bad", problem, -, -)``, ``("checkpoint", note, -, -)`` or
+    ``("entry", (index, kind, stored leaf hash), Checked, -)``.
+    """
+    results = []
+    for line in batch:
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            results.append(("bad", f"not JSON ({exc})", None, None))
+            continue
+        if not isinstance(obj, dict):
+            results.append(("bad", "not a JSON object", None, None))
+            continue
+        if "checkpoint" in obj:
+            results.append(("checkpoint", obj["checkpoint"], None, None))
+            continue
+        item = tuple(obj.get(k) for k in ENTRY_KEYS)
+        if obj.get("kind") not in merkle.ENTRY_KINDS or not all(isinstance(v, str) for v in item):
+            results.append(("bad", NOT_AN_ENTRY, None, None))
+            continue
+        checked, _ = check_entry(*item, keys)
+        results.append(("entry", (obj.get("index"), item[0], obj.get("leaf_hash")), checked, None))
+    return results
 
 
 def read_checkpoint_file(path: str) -> str:
@@ -293,20 +438,47 @@ def read_checkpoint_file(path: str) -> str:
     return text
 
 
-def load_public_key(value: str) -> bytes:
-    text = value
-    path = Path(value)
-    if path.is_file():
-        text = path.read_text(encoding="utf-8").strip()
-        if text.startswith("{"):
-            text = json.loads(text).get("public_key", "")
+def _decode_key(text: str, source: str) -> bytes:
     try:
         key = base64.b64decode(text.strip(), validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"{value!r} is neither a base64 public key nor a file holding one") from exc
+        raise ValueError(f"{source} is not a base64 public key") from exc
     if len(key) != 32:
-        raise ValueError(f"{value!r} is not a 32-byte ed25519 public key")
+        raise ValueError(f"{source} is not a 32-byte ed25519 public key")
     return key
+
+
+def load_public_keys(value: str) -> list[bytes]:
+    """Keys from ``--public-key``: base64 text, or a file holding keys.
+
+    A file may hold one base64 key per line (anything after the key on a line,
+    and lines starting with ``#``, are ignored: ``manage.py ledger_keys``
+    writes ``KEY key_id``), or JSON: ``{"public_key": ...}`` or a list of
+    those (``GET /api/keys``).
+    """
+    path = Path(value)
+    if not path.is_file():
+        return [_decode_key(value, repr(value))]
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+            items = data if isinstance(data, list) else [data]
+            return [_decode_key(item["public_key"], f"{value}") for item in items]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{value} is JSON without public_key fields ({exc})") from exc
+    keys = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            keys.append(_decode_key(line.split()[0], f"{value} line {number}"))
+    if not keys:
+        raise ValueError(f"{value} holds no public key")
+    return keys
+
+
+def load_public_key(value: str) -> bytes:
+    """One key (the first, if ``value`` is a file holding several)."""
+    return load_public_keys(value)[0]
 
 
 @dataclass
@@ -329,27 +501,26 @@ class Report:
             )
             if self.root:
                 text += f"; root at size {self.entries} is {self.root}"
-        else:
-            text = (
-                f"OK: {self.decisions} decisions: signatures, hashes and the hash chain verified"
-            )
-            if self.checkpoints:
-                text += "; every decision's inclusion in the checkpoint verified"
+            return text
+        text = f"OK: {self.decisions} decisions: signatures, hashes and the hash chain verified"
+        if self.checkpoints:
+            text += "; every decision's inclusion in the checkpoint verified"
         return text
 
 
 def verify_export(
-    objects: Iterator[tuple[int, Any]],
+    lines: Iterator[tuple[int, str]],
     keys: Mapping[str, bytes],
     *,
     first: tuple[int, Any],
     extra_checkpoints: Iterable[tuple[str, str]] = (),
     workers: int = 1,
 ) -> Report:
-    """A ledger export: header, entries in order, checkpoint lines."""
+    """A ledger export: header, entries in order, checkpoint lines (raw lines after the first)."""
     report = Report("ledger")
     number, header = first
-    start, frontier = 0, []
+    start = 0
+    rest: Iterable[tuple[int, str]] = lines
     if isinstance(header, dict) and header.get("format") is not None:
         if header.get("format") != EXPORT_FORMAT:
             raise Failure(f"line {number}", f"unknown export format {header.get('format')!r}")
@@ -359,10 +530,9 @@ def verify_export(
             verifier = LedgerVerifier(keys, start=start, frontier=frontier)
         except (ValueError, TypeError) as exc:
             raise Failure(f"line {number}", f"unusable header ({exc})") from exc
-        rest = objects
     else:
         verifier = LedgerVerifier(keys)
-        rest = _chain([first], objects)
+        rest = _chain([(number, json.dumps(header))], lines)
 
     pending: dict[int, list[tuple[str, merkle.Checkpoint]]] = {}
 
@@ -383,38 +553,28 @@ def verify_export(
         expect(where, verifier.open_checkpoint(where, note))
     settle()
 
-    def records():
-        # Problems found while reading travel with the line, so that with
-        # worker processes the first bad line is still the one reported.
-        for number, obj in rest:
-            report.lines += 1
-            if isinstance(obj, BadLine):
-                yield (number, obj, obj.problem), None
-            elif not isinstance(obj, dict):
-                yield (number, obj, "not a JSON object"), None
-            elif "checkpoint" in obj:
-                yield (number, obj, None), None
-            else:
-                item = tuple(obj.get(k) for k in ("kind", "payload", "signature", "key_id"))
-                if obj.get("kind") in merkle.ENTRY_KINDS and all(isinstance(v, str) for v in item):
-                    yield (number, obj, None), item
-                else:
-                    yield (number, obj, NOT_AN_ENTRY), None
-
-    for (number, obj, problem), checked in checked_in_order(records(), keys, workers=workers):
-        if problem:
-            raise Failure(f"line {number}", problem)
-        if checked is None:
+    records = ((n, line) for n, line in rest if line.strip())
+    for number, (what, a, checked, _) in ordered_map(
+        check_export_lines, records, keys, workers=workers
+    ):
+        report.lines += 1
+        if what == "bad":
+            raise Failure(f"line {number}", a)
+        if what == "checkpoint":
             where = f"line {number} (checkpoint)"
-            expect(where, verifier.open_checkpoint(where, obj["checkpoint"]))
+            expect(where, verifier.open_checkpoint(where, a))
             settle()
             continue
-        where = f"line {number} ({entry_label(obj.get('index'), obj['kind'], checked)})"
-        verifier.entry(where, obj.get("index"), obj["kind"], obj.get("leaf_hash"), checked)
+        index, kind, leaf_hex = a
+        verifier.entry(
+            entry_where(f"line {number}", index, checked), index, kind, leaf_hex, checked
+        )
         settle()
     for size, waiting in sorted(pending.items()):
         where, _ = waiting[0]
-        raise Failure(where, f"checkpoint for size {size}, but the export ends at size {verifier.size}")
+        raise Failure(
+            where, f"checkpoint for size {size}, but the export ends at size {verifier.size}"
+        )
     report.entries = verifier.size
     report.decisions, report.evidence = verifier.decisions, verifier.evidence
     report.checkpoints = verifier.checkpoints
@@ -431,7 +591,7 @@ def verify_export(
     return report
 
 
-def _chain(first: list, rest: Iterator) -> Iterator:
+def _chain(first: list, rest: Iterable) -> Iterator:
     yield from first
     yield from rest
 
@@ -439,62 +599,75 @@ def _chain(first: list, rest: Iterator) -> Iterator:
 DECISION_FIELDS = ("payload", "signature", "key_id", "prev_hash", "hash")
 
 
+def check_api_decisions(
+    batch: list[Any], keys: Mapping[str, bytes]
+) -> list[tuple[Checked | None, str | None]]:
+    """Each decision object's signature, hash and readable fields: ``(Checked, problem)``."""
+    results = []
+    for obj in batch:
+        if isinstance(obj, BadLine):
+            results.append((None, obj.problem))
+            continue
+        if not isinstance(obj, dict) or any(
+            not isinstance(obj.get(k), str) for k in DECISION_FIELDS
+        ):
+            results.append((None, "not a decision: needs " + ", ".join(DECISION_FIELDS)))
+            continue
+        checked, facts = check_entry(
+            "decision", obj["payload"], obj["signature"], obj["key_id"], keys
+        )
+        if checked.problem:
+            results.append((checked, checked.problem))
+            continue
+        public_key = obj.get("public_key")
+        if public_key is not None and public_key != base64.b64encode(keys[obj["key_id"]]).decode():
+            results.append((checked, "public_key differs from the trusted key with that key id"))
+        elif obj["hash"] != facts["hash"]:
+            results.append((checked, "hash is not the SHA-256 of the signed bytes"))
+        elif obj["prev_hash"] != facts["prev_hash"]:
+            results.append((checked, "prev_hash differs from the signed bytes"))
+        else:
+            mismatched = [
+                name
+                for name in ("outcome", "basis", "rationale", "decided_by", "proposal")
+                if name in obj and obj[name] != facts[name]
+            ]
+            problem = (
+                f"differs from its signed bytes in {', '.join(mismatched)}" if mismatched else None
+            )
+            results.append((checked, problem))
+    return results
+
+
 def verify_decisions(
-    objects: Iterator[tuple[int, Any]],
+    objects: Iterator[tuple[Any, Any]],
     keys: Mapping[str, bytes],
     *,
-    first: tuple[int, Any],
+    first: tuple[Any, Any],
     checkpoints: Iterable[tuple[str, str]] = (),
     proofs: Mapping[str, tuple[str, dict]] | None = None,
     workers: int = 1,
 ) -> Report:
-    """Decisions as the REST API serves them, one per line."""
+    """Decisions as the REST API serves them, one per line (pages already unpacked)."""
     report = Report("decisions")
-    opened = []
     probe = LedgerVerifier(keys)
-    for where, note in checkpoints:
-        opened.append((where, probe.open_checkpoint(where, note)))
+    opened = [(where, probe.open_checkpoint(where, note)) for where, note in checkpoints]
     proofs = proofs or {}
     previous: str | None = None
-
-    def records():
-        for number, obj in _chain([first], objects):
-            if isinstance(obj, BadLine):
-                yield (number, obj, obj.problem), None
-            elif not isinstance(obj, dict) or any(
-                not isinstance(obj.get(k), str) for k in DECISION_FIELDS
-            ):
-                yield (number, obj, "not a decision: needs " + ", ".join(DECISION_FIELDS)), None
-            else:
-                item = ("decision", obj["payload"], obj["signature"], obj["key_id"])
-                yield (number, obj, None), item
-
-    for (number, obj, problem), checked in checked_in_order(records(), keys, workers=workers):
+    records = (((number, obj), obj) for number, obj in _chain([first], objects))
+    for (number, obj), (checked, problem) in ordered_map(
+        check_api_decisions, records, keys, workers=workers
+    ):
         report.lines += 1
-        if problem:
+        if checked is None:
             raise Failure(f"line {number}", problem)
         where = f"line {number} (decision {obj.get('id')}, proposal {obj.get('proposal')})"
-        if checked.problem:
-            raise Failure(where, checked.problem)
-        public_key = obj.get("public_key")
-        if public_key is not None and public_key != base64.b64encode(keys[obj["key_id"]]).decode():
-            raise Failure(where, "public_key differs from the trusted key with that key id")
-        facts = checked.facts
-        if obj["hash"] != facts["hash"]:
-            raise Failure(where, "hash is not the SHA-256 of the signed bytes")
-        if obj["prev_hash"] != facts["prev_hash"]:
-            raise Failure(where, "prev_hash differs from the signed bytes")
+        if problem:
+            raise Failure(where, problem)
         if previous is not None and obj["prev_hash"] != previous:
             raise Failure(
                 where, f"hash chain broken: follows {obj['prev_hash']}, previous line is {previous}"
             )
-        mismatched = [
-            name
-            for name in ("outcome", "basis", "rationale", "decided_by", "proposal")
-            if name in obj and obj[name] != facts[name]
-        ]
-        if mismatched:
-            raise Failure(where, f"differs from its signed bytes in {', '.join(mismatched)}")
         for cp_where, checkpoint in opened:
             found = proofs.get(checked.leaf.hex())
             if found is None:
@@ -518,9 +691,13 @@ def _verify_proof(where: str, leaf: bytes, proof: dict, checkpoint: merkle.Check
     except (KeyError, TypeError, ValueError) as exc:
         raise Failure(where, "malformed inclusion proof") from exc
     if size != checkpoint.size:
-        raise Failure(where, f"inclusion proof is for size {size}, the checkpoint's is {checkpoint.size}")
+        raise Failure(
+            where, f"inclusion proof is for size {size}, the checkpoint's is {checkpoint.size}"
+        )
     if not merkle.verify_inclusion(index, size, leaf, path, checkpoint.root):
-        raise Failure(where, f"inclusion proof for entry {index} does not verify against the checkpoint")
+        raise Failure(
+            where, f"inclusion proof for entry {index} does not verify against the checkpoint"
+        )
 
 
 def read_proofs(path: str) -> dict[str, tuple[str, dict]]:
@@ -535,6 +712,19 @@ def read_proofs(path: str) -> dict[str, tuple[str, dict]]:
     return proofs
 
 
+def _is_page(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("items"), list) and "hash" not in obj
+
+
+def _unpaged(objects: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    for number, obj in objects:
+        if _is_page(obj):
+            for position, item in enumerate(obj["items"], 1):
+                yield f"{number}, item {position}", item
+        else:
+            yield number, obj
+
+
 def verify_file(
     path: str,
     public_keys: Iterable[bytes],
@@ -546,27 +736,31 @@ def verify_file(
     """Verify one file; raises Failure at the first problem."""
     keys = {key_id_for(k): bytes(k) for k in public_keys}
     extra = [(f"checkpoint {p}", read_checkpoint_file(p)) for p in checkpoint_files]
+    if workers is None:
+        workers = _default_workers(path)
     with open(path, encoding="utf-8") as handle:
-        if workers is None:
-            workers = _default_workers(path)
-        objects = _json_lines(handle)
-        first = next(objects, None)
-        if first is None:
+        lines = enumerate(handle, 1)
+        for number, line in lines:  # noqa: B007 - both are used after the break
+            if line.strip():
+                break
+        else:
             raise Failure(path, "empty file")
-        number, obj = first
-        if isinstance(obj, BadLine):
-            raise Failure(f"line {number}", obj.problem)
-        if _is_page(obj):
-            # Pages of GET /api/decisions saved as they came: {"items": [...], "next_after"}.
-            objects = _unpaged(_chain([first], objects))
-            first = next(objects, None)
-            if first is None:
-                raise Failure(path, "no decisions in the pages")
-            number, obj = first
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise Failure(f"line {number}", f"not JSON ({exc})") from exc
+        first = (number, obj)
         if isinstance(obj, dict) and ("format" in obj or ("kind" in obj and "index" in obj)):
             if proofs_file:
-                raise Failure(path, "--proofs is for decisions from the API; an export proves itself")
-            return verify_export(objects, keys, first=first, extra_checkpoints=extra, workers=workers)
+                raise Failure(
+                    path, "--proofs is for decisions from the API; an export proves itself"
+                )
+            return verify_export(lines, keys, first=first, extra_checkpoints=extra, workers=workers)
+        objects = _unpaged(_chain([first], _json_lines_from(lines)))
+        first = next(objects, None)
+        if first is None:
+            raise Failure(path, "no decisions in the pages")
+        number, obj = first
         if isinstance(obj, dict) and "prev_hash" in obj and "hash" in obj:
             proofs = read_proofs(proofs_file) if proofs_file else {}
             return verify_decisions(
@@ -575,17 +769,14 @@ def verify_file(
         raise Failure(f"line {number}", "neither a ledger export nor decisions from the API")
 
 
-def _is_page(obj: Any) -> bool:
-    return isinstance(obj, dict) and isinstance(obj.get("items"), list) and "hash" not in obj
-
-
-def _unpaged(objects: Iterator[tuple[int, Any]]) -> Iterator[tuple[Any, Any]]:
-    for number, obj in objects:
-        if _is_page(obj):
-            for position, item in enumerate(obj["items"], 1):
-                yield f"{number}, item {position}", item
-        else:
-            yield number, obj
+def _json_lines_from(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, Any]]:
+    for number, line in numbered:
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except ValueError as exc:
+            yield number, BadLine(f"not JSON ({exc})")
 
 
 def _default_workers(path: str) -> int:
@@ -607,7 +798,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         required=True,
         metavar="KEY",
-        help="base64 ed25519 public key, or a file holding one; repeat for rotated keys",
+        help="base64 ed25519 public key, or a file of them (one per line, or GET /api/keys "
+        "JSON); repeat for rotated keys",
     )
     parser.add_argument(
         "--checkpoint",
@@ -624,7 +816,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        keys = [load_public_key(value) for value in args.public_key]
+        keys = [key for value in args.public_key for key in load_public_keys(value)]
     except (ValueError, OSError) as exc:
         parser.error(str(exc))
     try:

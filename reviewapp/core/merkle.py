@@ -31,9 +31,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .signing import canonical_json, verify
 
@@ -66,6 +68,58 @@ class NoteError(ValueError):
 # ── leaves and nodes ─────────────────────────────────────────────────────────
 
 
+_MAX_EXACT_INT = 2**53 - 1
+
+
+def _plain_json(obj: Any) -> bool:
+    """Whether Python's json module encodes ``obj`` exactly as RFC 8785 does.
+
+    True when the value holds no floats (ECMAScript number formatting differs
+    from Python's), no integers beyond 2**53 (RFC 8785 refuses them) and only
+    ASCII object keys (for those, code-point order is UTF-16 order). String
+    escaping is the same in both: ``"``, ``\\``, the short escapes and
+    ``\\u00xx`` for the other control characters; everything else literal.
+    """
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
+            continue
+        if kind is int:
+            if -_MAX_EXACT_INT <= value <= _MAX_EXACT_INT:
+                continue
+            return False
+        if kind is dict:
+            for key, item in value.items():
+                if type(key) is not str or not key.isascii():
+                    return False
+                stack.append(item)
+            continue
+        if kind is list:
+            stack.extend(value)
+            continue
+        return False
+    return True
+
+
+def jcs(obj: Any) -> bytes:
+    """``signing.canonical_json(obj)``, several times faster for plain JSON values.
+
+    Verifying 100,000 entries re-encodes every entry and every payload; the
+    pure-Python RFC 8785 encoder is kept for the values where Python's own
+    encoder would differ (floats, huge integers, non-ASCII keys).
+    """
+    if _plain_json(obj):
+        try:
+            return json.dumps(
+                obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True
+            ).encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate: not UTF-8, not JSON text
+            raise ValueError("value contains a lone surrogate, which UTF-8 cannot encode") from exc
+    return canonical_json(obj)
+
+
 def entry_bytes(kind: str, payload: str, signature: str, key_id: str) -> bytes:
     """The exact bytes a ledger leaf hashes: canonical JSON of the four strings."""
     if kind not in ENTRY_KINDS:
@@ -73,9 +127,7 @@ def entry_bytes(kind: str, payload: str, signature: str, key_id: str) -> bytes:
     for name, value in (("payload", payload), ("signature", signature), ("key_id", key_id)):
         if not isinstance(value, str):
             raise ValueError(f"ledger entry {name} must be a string")
-    return canonical_json(
-        {"kind": kind, "payload": payload, "signature": signature, "key_id": key_id}
-    )
+    return jcs({"kind": kind, "payload": payload, "signature": signature, "key_id": key_id})
 
 
 def leaf_hash(entry: bytes) -> bytes:
@@ -349,7 +401,9 @@ def verify_consistency(
 
 def note_key_hash(name: str, public_key: bytes) -> bytes:
     """The 4-byte C2SP key ID of an ed25519 note key."""
-    return hashlib.sha256(name.encode() + b"\n" + ED25519_SIGNATURE_TYPE + bytes(public_key)).digest()[:4]
+    return hashlib.sha256(
+        name.encode() + b"\n" + ED25519_SIGNATURE_TYPE + bytes(public_key)
+    ).digest()[:4]
 
 
 def _check_key_name(name: str) -> None:
@@ -404,7 +458,9 @@ def parse_note(note: str) -> tuple[str, list[NoteSignature]]:
     return text, signatures
 
 
-def open_note(note: str, public_keys: Iterable[bytes], *, name: str | None = None) -> tuple[str, str]:
+def open_note(
+    note: str, public_keys: Iterable[bytes], *, name: str | None = None
+) -> tuple[str, str]:
     """Verify a signed note against trusted ed25519 keys; returns (text, key name).
 
     Per C2SP signed-note: signatures from unknown keys are ignored; a known
@@ -455,7 +511,12 @@ class Checkpoint:
         for line in self.extensions:
             if not line or "\n" in line:
                 raise NoteError("checkpoint extension lines are single non-empty lines")
-        lines = [self.origin, str(self.size), base64.b64encode(self.root).decode(), *self.extensions]
+        lines = [
+            self.origin,
+            str(self.size),
+            base64.b64encode(self.root).decode(),
+            *self.extensions,
+        ]
         return "".join(line + "\n" for line in lines)
 
 
@@ -468,7 +529,9 @@ def parse_checkpoint_text(text: str) -> Checkpoint:
         raise NoteError("a checkpoint has at least three non-empty lines")
     origin, size_text, root_text, *extensions = lines
     if not _DECIMAL.fullmatch(size_text):
-        raise NoteError(f"checkpoint tree size {size_text!r} is not a decimal without leading zeroes")
+        raise NoteError(
+            f"checkpoint tree size {size_text!r} is not a decimal without leading zeroes"
+        )
     try:
         root = base64.b64decode(root_text, validate=True)
     except (binascii.Error, ValueError) as exc:

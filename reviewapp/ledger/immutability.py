@@ -52,7 +52,9 @@ $$
 
 
 def refusal_message(operation: str, table: str) -> str:
-    return f"reviewapp: {operation} on {table} refused: signed records and the ledger are append-only"
+    return (
+        f"reviewapp: {operation} on {table} refused: signed records and the ledger are append-only"
+    )
 
 
 def _pg_install(execute: Callable[[str], None]) -> None:
@@ -79,11 +81,13 @@ def _sqlite_install(execute: Callable[[str], None]) -> None:
     execute(f'INSERT OR IGNORE INTO "{SQLITE_GUARD_TABLE}" (id, allow_delete) VALUES (1, 0)')
     for table in PROTECTED_TABLES:
         execute(
-            f'CREATE TRIGGER IF NOT EXISTS {TRIGGER_PREFIX}_update_{table} BEFORE UPDATE ON "{table}" '
+            f"CREATE TRIGGER IF NOT EXISTS {TRIGGER_PREFIX}_update_{table} "
+            f'BEFORE UPDATE ON "{table}" '
             f"BEGIN SELECT RAISE(ABORT, '{refusal_message('UPDATE', table)}'); END"
         )
         execute(
-            f'CREATE TRIGGER IF NOT EXISTS {TRIGGER_PREFIX}_delete_{table} BEFORE DELETE ON "{table}" '
+            f"CREATE TRIGGER IF NOT EXISTS {TRIGGER_PREFIX}_delete_{table} "
+            f'BEFORE DELETE ON "{table}" '
             f'WHEN (SELECT allow_delete FROM "{SQLITE_GUARD_TABLE}" WHERE id = 1) IS NOT 1 '
             f"BEGIN SELECT RAISE(ABORT, '{refusal_message('DELETE', table)}'); END"
         )

@@ -61,6 +61,9 @@ class LedgerNode(models.Model):
             models.UniqueConstraint(fields=["level", "node_index"], name="ledger_node_once"),
         ]
 
+    def __str__(self) -> str:
+        return f"ledger node (level {self.level}, index {self.node_index})"
+
 
 class LedgerCheckpoint(models.Model):
     """A signed tree head. ``note`` (a C2SP signed note) is authoritative; the rest restates it."""
@@ -88,3 +91,6 @@ class LedgerLock(models.Model):
 
     class Meta:
         db_table = "ledger_lock"
+
+    def __str__(self) -> str:
+        return "ledger append lock"

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Max, Q
+from django.db import connection, transaction
 from django.utils import timezone
 
 from reviewapp.core import merkle
@@ -51,37 +50,47 @@ class NewEntry:
 
 def _lock() -> None:
     """Appends and checkpoints take turns on one row (SQLite: the IMMEDIATE transaction)."""
-    lock, _ = LedgerLock.objects.get_or_create(singleton=True)
-    list(LedgerLock.objects.select_for_update().filter(pk=lock.pk).values_list("pk", flat=True))
+    locked = LedgerLock.objects.select_for_update().filter(singleton=True).values_list("pk")
+    if not list(locked):
+        LedgerLock.objects.get_or_create(singleton=True)
+        list(locked.all())
 
 
 def tree_size() -> int:
-    last = LedgerEntry.objects.aggregate(last=Max("leaf_index"))["last"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT MAX(leaf_index) FROM {LedgerEntry._meta.db_table}")
+        (last,) = cursor.fetchone()
     return 0 if last is None else last + 1
 
 
 def _perfect_hashes(keys: Iterable[merkle.Perfect]) -> dict[merkle.Perfect, bytes]:
-    """Fetch stored subtree hashes; raises LookupError naming one that is missing."""
+    """Fetch stored subtree hashes; raises LookupError naming one that is missing.
+
+    Raw SQL: this runs on every append, and the ORM spends milliseconds
+    building an OR of a dozen (level, index) pairs.
+    """
     keys = set(keys)
     found: dict[merkle.Perfect, bytes] = {}
-    leaves = [index for level, index in keys if level == 0]
-    if leaves:
-        for index, h in LedgerEntry.objects.filter(leaf_index__in=leaves).values_list(
-            "leaf_index", "leaf_hash"
-        ):
-            found[(0, index)] = bytes.fromhex(h)
-    by_level: dict[int, list[int]] = {}
-    for level, index in keys:
-        if level:
-            by_level.setdefault(level, []).append(index)
-    if by_level:
-        query = Q()
-        for level, indexes in by_level.items():
-            query |= Q(level=level, node_index__in=indexes)
-        for level, index, h in LedgerNode.objects.filter(query).values_list(
-            "level", "node_index", "hash"
-        ):
-            found[(level, index)] = bytes.fromhex(h)
+    leaves = sorted(index for level, index in keys if level == 0)
+    nodes = sorted(key for key in keys if key[0])
+    with connection.cursor() as cursor:
+        if leaves:
+            marks = ", ".join(["%s"] * len(leaves))
+            cursor.execute(
+                f"SELECT leaf_index, leaf_hash FROM {LedgerEntry._meta.db_table} "
+                f"WHERE leaf_index IN ({marks})",
+                leaves,
+            )
+            for index, h in cursor.fetchall():
+                found[(0, index)] = bytes.fromhex(h)
+        if nodes:
+            where = " OR ".join(["(level = %s AND node_index = %s)"] * len(nodes))
+            cursor.execute(
+                f"SELECT level, node_index, hash FROM {LedgerNode._meta.db_table} WHERE {where}",
+                [value for key in nodes for value in key],
+            )
+            for level, index, h in cursor.fetchall():
+                found[(level, index)] = bytes.fromhex(h)
     missing = keys - found.keys()
     if missing:
         level, index = min(missing)
@@ -242,7 +251,7 @@ class DecisionLedgerStatus:
 
 
 def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
-    """Re-verify one decision: its signature, its leaf, and its inclusion in the latest checkpoint."""
+    """Re-verify one decision: signature, leaf, and inclusion in the latest checkpoint."""
     entry = LedgerEntry.objects.filter(decision_id=decision.pk).first()
     if entry is None:
         return DecisionLedgerStatus(None, False, None, "not in the ledger")

@@ -19,7 +19,6 @@ then that every decision and piece of evidence is in the ledger at all.
 from __future__ import annotations
 
 import base64
-import json
 import multiprocessing
 from dataclasses import dataclass, field
 
@@ -30,30 +29,14 @@ from reviewapp.review.models import Decision, Evidence, SigningKey
 from . import immutability
 from .models import LedgerCheckpoint, LedgerEntry, LedgerNode
 
-ENTRY_FIELDS = (
+CONTEXT_FIELDS = (
     "leaf_index",
     "kind",
-    "entry",
     "leaf_hash",
     "decision_id",
-    "evidence_id",
-    "decision__payload",
-    "decision__signature",
-    "decision__key_id",
-    "decision__outcome",
-    "decision__basis",
-    "decision__rationale",
-    "decision__decided_by_name",
     "decision__proposal_id",
-    "decision__prev_hash",
-    "decision__hash",
-    "evidence__payload",
-    "evidence__signature",
-    "evidence__key_id",
+    "evidence_id",
     "evidence__checker_name",
-    "evidence__checker_version",
-    "evidence__verdict",
-    "evidence__reason",
 )
 
 
@@ -78,66 +61,13 @@ def registered_keys() -> dict[str, bytes]:
     }
 
 
-def _entry_fields(text: str) -> tuple[str, str, str, str] | None:
-    try:
-        fields = json.loads(text)
-        item = tuple(fields[k] for k in ("kind", "payload", "signature", "key_id"))
-    except (ValueError, KeyError, TypeError):
-        return None
-    if fields.keys() != {"kind", "payload", "signature", "key_id"} or not all(
-        isinstance(v, str) for v in item
-    ):
-        return None
-    return item
-
-
-def _row_problem(row: dict, item: tuple[str, str, str, str], facts: dict) -> str | None:
-    """How the decision/evidence row differs from what its ledger entry signed, if it does."""
-    kind, payload, signature, key_id = item
-    if row["kind"] != kind:
-        return f"stored kind {row['kind']!r} differs from the entry's {kind!r}"
-    prefix = "decision" if kind == "decision" else "evidence"
-    if row[f"{prefix}_id"] is None:
-        return f"the {prefix} row this entry records is gone"
-    differs = [
-        name
-        for name, value in (("payload", payload), ("signature", signature), ("key_id", key_id))
-        if row[f"{prefix}__{name}"] != value
-    ]
-    if differs:
-        return f"{prefix} {row[f'{prefix}_id']} differs from its ledger entry in {', '.join(differs)}"
-    if kind == "decision":
-        columns = (
-            ("outcome", row["decision__outcome"], facts["outcome"]),
-            ("basis", row["decision__basis"], facts["basis"]),
-            ("rationale", row["decision__rationale"], facts["rationale"]),
-            ("decided_by", row["decision__decided_by_name"], facts["decided_by"]),
-            ("proposal", row["decision__proposal_id"], facts["proposal"]),
-            ("prev_hash", row["decision__prev_hash"], facts["prev_hash"]),
-            ("hash", row["decision__hash"], facts["hash"]),
-        )
-    else:
-        columns = (
-            ("checker", row["evidence__checker_name"], facts["checker"]),
-            ("version", row["evidence__checker_version"], facts["version"]),
-            ("verdict", row["evidence__verdict"], facts["verdict"]),
-            ("reason", row["evidence__reason"], facts["reason"]),
-        )
-    mismatched = [name for name, stored, signed in columns if stored != signed]
-    if mismatched:
-        return (
-            f"{prefix} {row[f'{prefix}_id']} differs from its signed bytes in "
-            f"{', '.join(mismatched)}"
-        )
-    return None
-
-
-def _label(row: dict, checked: offline.Checked | None) -> str:
-    label = f"ledger entry {row['leaf_index']}"
-    if row["kind"] == "decision" and row["decision_id"] is not None:
-        label += f" (decision {row['decision_id']}, proposal {row['decision__proposal_id']})"
-    elif row["kind"] == "evidence" and row["evidence_id"] is not None:
-        label += f" (evidence {row['evidence_id']}, checker {row['evidence__checker_name']})"
+def _where(context: tuple) -> str:
+    index, kind, _, decision_id, proposal_id, evidence_id, checker = context
+    label = f"ledger entry {index}"
+    if kind == "decision" and decision_id is not None:
+        label += f" (decision {decision_id}, proposal {proposal_id})"
+    elif kind == "evidence" and evidence_id is not None:
+        label += f" (evidence {evidence_id}, checker {checker})"
     return label
 
 
@@ -176,34 +106,33 @@ def _verify(result: LedgerVerification, workers: int | None) -> None:
     if workers is None:
         workers = min(2, multiprocessing.cpu_count()) if total >= offline.PARALLEL_THRESHOLD else 1
 
-    def records():
-        rows = LedgerEntry.objects.order_by("leaf_index").values(*ENTRY_FIELDS)
-        for row in rows.iterator(chunk_size=2000):
-            yield row, _entry_fields(row["entry"])
-
     seen_nodes = 0
-    for row, checked in offline.checked_in_order(records(), keys, workers=workers):
-        where = _label(row, checked)
-        if checked is None:
-            raise offline.Failure(where, "stored entry is not {kind, payload, signature, key_id}")
-        created = verifier.entry(
-            where, row["leaf_index"], row["kind"], row["leaf_hash"], checked
-        )
-        if merkle.leaf_hash(row["entry"].encode()) != checked.leaf:
-            raise offline.Failure(where, "stored entry is not in canonical form")
-        item = _entry_fields(row["entry"])
-        problem = _row_problem(row, item, checked.facts)
-        if problem:
-            raise offline.Failure(where, problem)
-        for level, index, h in created:
-            stored = stored_nodes.get((level, index))
+    fields = CONTEXT_FIELDS + offline.LEDGER_ROW_FIELDS
+    width = len(CONTEXT_FIELDS)
+
+    def records():
+        rows = LedgerEntry.objects.order_by("leaf_index").values_list(*fields)
+        for row in rows.iterator(chunk_size=2000):
+            context = row[:width]
+            yield context, (context[1], row[width:])
+
+    for context, (checked, row_problem) in offline.ordered_map(
+        offline.check_ledger_rows, records(), keys, workers=workers
+    ):
+        index, kind, leaf_hash = context[:3]
+        where = _where(context)
+        created = verifier.entry(where, index, kind, leaf_hash, checked)
+        if row_problem:
+            raise offline.Failure(where, row_problem)
+        for level, node_index, h in created:
+            stored = stored_nodes.get((level, node_index))
             if stored != h.hex():
-                first, last = index << level, ((index + 1) << level) - 1
+                first, last = node_index << level, ((node_index + 1) << level) - 1
                 state = "is missing" if stored is None else "does not match them"
                 raise offline.Failure(
                     where,
-                    f"entries {first}–{last} were changed, reordered or removed: "
-                    f"their stored subtree hash (level {level}, index {index}) {state}",
+                    f"entries {first}–{last} were changed, reordered or removed: their stored "
+                    f"subtree hash (level {level}, index {node_index}) {state}",
                 )
             seen_nodes += 1
         settle()
@@ -252,7 +181,9 @@ def _warnings(result: LedgerVerification) -> None:
     latest = LedgerCheckpoint.objects.order_by("-tree_size").values_list("tree_size", flat=True)
     latest = latest.first()
     if latest is None:
-        result.warnings.append("no checkpoint has been signed yet (run `manage.py ledger_checkpoint`)")
+        result.warnings.append(
+            "no checkpoint has been signed yet (run `manage.py ledger_checkpoint`)"
+        )
     elif latest < result.entries:
         result.warnings.append(
             f"{result.entries - latest} entries are not yet covered by a signed checkpoint"

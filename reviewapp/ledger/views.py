@@ -14,9 +14,7 @@ def _may_export(user) -> bool:
     return bool(
         user.is_active
         and (
-            user.is_staff
-            or user.is_superuser
-            or user.groups.filter(name=REVIEWERS_GROUP).exists()
+            user.is_staff or user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
         )
     )
 

@@ -67,8 +67,16 @@ def data(n: int) -> list[bytes]:
 
 CT_LEAVES = [
     bytes.fromhex(h)
-    for h in ("", "00", "10", "2021", "3031", "40414243", "5051525354555657",
-              "606162636465666768696a6b6c6d6e6f")
+    for h in (
+        "",
+        "00",
+        "10",
+        "2021",
+        "3031",
+        "40414243",
+        "5051525354555657",
+        "606162636465666768696a6b6c6d6e6f",
+    )
 ]
 CT_ROOTS = [
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
@@ -186,8 +194,21 @@ def test_compact_range_reports_every_perfect_subtree_once():
     for d in data(16):
         created += compact.append(merkle.leaf_hash(d))
     assert [(level, index) for level, index, _ in created] == [
-        (1, 0), (1, 1), (2, 0), (1, 2), (1, 3), (2, 1), (3, 0),
-        (1, 4), (1, 5), (2, 2), (1, 6), (1, 7), (2, 3), (3, 1), (4, 0),
+        (1, 0),
+        (1, 1),
+        (2, 0),
+        (1, 2),
+        (1, 3),
+        (2, 1),
+        (3, 0),
+        (1, 4),
+        (1, 5),
+        (2, 2),
+        (1, 6),
+        (1, 7),
+        (2, 3),
+        (3, 1),
+        (4, 0),
     ]
     assert created[-1][2] == MTH(data(16))
     resumed = merkle.CompactRange(16, compact.hashes)
@@ -200,7 +221,10 @@ def test_compact_range_reports_every_perfect_subtree_once():
 
 def test_entry_bytes_bind_every_field_including_the_signature():
     base = merkle.entry_bytes("decision", '{"a":1}', "c2lnbmF0dXJl", "ed25519:00")
-    assert base == b'{"key_id":"ed25519:00","kind":"decision","payload":"{\\"a\\":1}","signature":"c2lnbmF0dXJl"}'
+    assert base == (
+        b'{"key_id":"ed25519:00","kind":"decision",'
+        b'"payload":"{\\"a\\":1}","signature":"c2lnbmF0dXJl"}'
+    )
     variants = [
         merkle.entry_bytes("evidence", '{"a":1}', "c2lnbmF0dXJl", "ed25519:00"),
         merkle.entry_bytes("decision", '{"a":2}', "c2lnbmF0dXJl", "ed25519:00"),
@@ -223,7 +247,9 @@ GO_TEXT = (
 )
 GO_NOTE = (
     GO_TEXT
-    + "\n\u2014 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+    + "\n\u2014 PeterNeumann "
+    + "x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM="
+    + "\n"
 )
 
 
@@ -265,7 +291,9 @@ def test_checkpoints_follow_c2sp_tlog_checkpoint():
     note = merkle.sign_checkpoint(checkpoint, public, lambda b: signing.sign(b).signature)
     body, signature_line = note.split("\n\n")
     assert body.split("\n") == [
-        "example.com/ledger", "3", base64.b64encode(tree.root()).decode(),
+        "example.com/ledger",
+        "3",
+        base64.b64encode(tree.root()).decode(),
         "timestamp 2026-01-02T03:04:05Z",
     ]
     name, blob = signature_line.removeprefix("\u2014 ").rstrip("\n").split(" ")
@@ -277,6 +305,60 @@ def test_checkpoints_follow_c2sp_tlog_checkpoint():
     forged = note.replace("\n3\n", "\n4\n")
     with pytest.raises(merkle.NoteError):
         merkle.open_checkpoint(forged, [public])
-    for text in ("o\n03\n" + base64.b64encode(tree.root()).decode() + "\n", "o\n3\nAAAA\n", "o\n3\n"):
+    for text in (
+        "o\n03\n" + base64.b64encode(tree.root()).decode() + "\n",
+        "o\n3\nAAAA\n",
+        "o\n3\n",
+    ):
         with pytest.raises(merkle.NoteError):
             merkle.parse_checkpoint_text(text)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(JSON_VALUES)
+def test_the_fast_encoder_gives_exactly_rfc8785(value):
+    from reviewapp.core.signing import canonical_json
+
+    try:
+        expected = canonical_json(value)
+    except ValueError:
+        expected = ValueError
+    try:
+        got = merkle.jcs(value)
+    except ValueError:
+        got = ValueError
+    assert got == expected
+
+
+def test_the_fast_encoder_on_the_awkward_cases():
+    from reviewapp.core.signing import canonical_json
+
+    for value in (
+        {"a": '\x00\x1f\x7f\u2028"\\/é🚀', "b": [True, False, None, 0, -(2**53 - 1)]},
+        {"\U0001f680": 1, "\ufb01": 2},  # UTF-16 order differs from code-point order
+        {"n": 1.0, "m": 1e21, "o": 2**53},  # floats and big integers: RFC 8785's rules
+    ):
+        try:
+            expected = canonical_json(value)
+        except ValueError:
+            expected = ValueError
+        try:
+            got = merkle.jcs(value)
+        except ValueError:
+            got = ValueError
+        assert got == expected
+    with pytest.raises(ValueError):
+        merkle.jcs({"a": "\ud800"})

@@ -119,7 +119,11 @@ def test_an_inclusion_proof_defaults_to_the_latest_checkpoint(client, ledger):
         client.get("/api/ledger/checkpoint").json()["checkpoint"], [server_signer().public_key]
     )
     assert merkle.verify_inclusion(
-        3, 8, bytes.fromhex(body["leaf_hash"]), [bytes.fromhex(h) for h in body["proof"]], checkpoint.root
+        3,
+        8,
+        bytes.fromhex(body["leaf_hash"]),
+        [bytes.fromhex(h) for h in body["proof"]],
+        checkpoint.root,
     )
 
 
@@ -168,7 +172,11 @@ def test_entry_pages_are_bounded(client, ledger, monkeypatch):
         ("/api/ledger/proof/abc", 422, None),
         ("/api/ledger/proof/0?size=-3", 422, None),
         ("/api/ledger/consistency?from=9&to=8", 422, "from (9) must not exceed to (8)"),
-        ("/api/ledger/consistency?from=1&to=13", 404, "tree size 13 is beyond the ledger's 12 entries"),
+        (
+            "/api/ledger/consistency?from=1&to=13",
+            404,
+            "tree size 13 is beyond the ledger's 12 entries",
+        ),
         ("/api/ledger/consistency", 422, None),
         ("/api/ledger/consistency?from=1e3", 422, None),
         ("/api/ledger/entries?start=13", 404, "start 13 is beyond the ledger's 12 entries"),
@@ -187,12 +195,17 @@ def test_bad_requests_are_json_4xx(client, ledger, url, status, detail):
 
 def test_an_empty_ledger_answers_404_not_500(client):
     assert client.get("/api/ledger/checkpoint").status_code == 404
-    assert client.get("/api/ledger/checkpoint").json() == {"detail": "no checkpoint has been signed yet"}
+    assert client.get("/api/ledger/checkpoint").json() == {
+        "detail": "no checkpoint has been signed yet"
+    }
     assert client.get("/api/ledger/proof/0").status_code == 404
     assert client.get("/api/ledger/consistency?from=0").status_code == 404
     assert client.get("/api/ledger/consistency?from=0&to=0").json()["proof"] == []
     assert client.get("/api/ledger/entries").json() == {
-        "start": 0, "end": 0, "tree_size": 0, "entries": []
+        "start": 0,
+        "end": 0,
+        "tree_size": 0,
+        "entries": [],
     }
 
 
@@ -209,4 +222,7 @@ def test_a_missing_subtree_is_a_404_not_a_500(client, ledger):
 
 def test_the_root_hash_in_the_checkpoint_is_base64_of_the_api_root(client, ledger):
     body = client.get("/api/ledger/checkpoint").json()
-    assert body["checkpoint"].split("\n")[2] == base64.b64encode(bytes.fromhex(body["root_hash"])).decode()
+    assert (
+        body["checkpoint"].split("\n")[2]
+        == base64.b64encode(bytes.fromhex(body["root_hash"])).decode()
+    )

@@ -50,7 +50,8 @@ def test_stored_subtrees_give_the_same_root_and_proofs_as_the_whole_tree():
     leaves = [bytes.fromhex(h) for h in LedgerEntry.objects.values_list("leaf_hash", flat=True)]
     tree = merkle.MemoryTree(leaves)
     stored = {
-        (level, index): h for level, index, h in LedgerNode.objects.values_list("level", "node_index", "hash")
+        (level, index): h
+        for level, index, h in LedgerNode.objects.values_list("level", "node_index", "hash")
     }
     assert stored == {key: h.hex() for key, h in tree.nodes.items() if key[0] > 0}
     for size in range(0, 11):
@@ -80,7 +81,11 @@ def test_a_checkpoint_is_a_signed_c2sp_note_over_the_current_tree():
     assert opened.root_hex == checkpoint.root_hash == services.root_at(4).hex()
     assert opened.timestamp == checkpoint.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = checkpoint.note.split("\n")
-    assert lines[:3] == [services.DEFAULT_ORIGIN, "4", base64.b64encode(services.root_at(4)).decode()]
+    assert lines[:3] == [
+        services.DEFAULT_ORIGIN,
+        "4",
+        base64.b64encode(services.root_at(4)).decode(),
+    ]
     assert lines[4] == "" and lines[5].startswith(f"\u2014 {services.DEFAULT_ORIGIN} ")
 
 
@@ -96,7 +101,10 @@ def test_the_periodic_task_signs_only_when_the_ledger_grew():
     decide(1)
     assert ledger_checkpoint() == 2
     assert ledger_checkpoint() is None
-    assert list(LedgerCheckpoint.objects.order_by("id").values_list("tree_size", flat=True)) == [0, 2]
+    assert list(LedgerCheckpoint.objects.order_by("id").values_list("tree_size", flat=True)) == [
+        0,
+        2,
+    ]
 
 
 def test_the_checkpoint_command_prints_the_signed_note():

@@ -77,7 +77,9 @@ def test_the_export_layout(exported):
     assert header["keys"] == [{"key_id": server_signer().key_id, "public_key": public_key_b64()}]
     assert [e["index"] for e in entries] == list(range(6))
     assert set(entries[0]) == {"index", "kind", "payload", "signature", "key_id", "leaf_hash"}
-    assert checkpoint["tree_size"] == 6 and checkpoint["checkpoint"].startswith("reviewapp.local/ledger\n6\n")
+    assert checkpoint["tree_size"] == 6 and checkpoint["checkpoint"].startswith(
+        "reviewapp.local/ledger\n6\n"
+    )
 
 
 def test_the_command_writes_the_same_export(exported, tmp_path):
@@ -92,8 +94,14 @@ def test_the_command_writes_the_same_export(exported, tmp_path):
 def test_an_edited_outcome_fails_at_its_line(exported):
     objects = read_jsonl(exported)
     line = decision_lines(objects)[1]
-    objects[line]["payload"] = objects[line]["payload"].replace('"outcome":"approved"', '"outcome":"rejected"')
-    fails(write_jsonl(exported, objects), match=rf"^FAIL line {line + 1} \(entry 3, decision for proposal \d+\): signature does not verify")
+    objects[line]["payload"] = objects[line]["payload"].replace(
+        '"outcome":"approved"', '"outcome":"rejected"'
+    )
+    fails(
+        write_jsonl(exported, objects),
+        match=rf"^FAIL line {line + 1} \(entry 3, decision for proposal \d+\): "
+        r"signature does not verify",
+    )
 
 
 def test_an_edited_rationale_fails_at_its_line(exported):
@@ -102,26 +110,41 @@ def test_an_edited_rationale_fails_at_its_line(exported):
     payload = json.loads(objects[line]["payload"])
     payload["rationale"] = "Looked fine to me."
     objects[line]["payload"] = merkle.canonical_json(payload).decode()
-    fails(write_jsonl(exported, objects), match=rf"^FAIL line {line + 1} \(entry 5.*signature does not verify")
+    fails(
+        write_jsonl(exported, objects),
+        match=rf"^FAIL line {line + 1} \(entry 5.*signature does not verify",
+    )
 
 
 def test_a_swapped_signature_fails_at_its_line(exported):
     objects = read_jsonl(exported)
     a, b = decision_lines(objects)[:2]
-    objects[a]["signature"], objects[b]["signature"] = objects[b]["signature"], objects[a]["signature"]
-    fails(write_jsonl(exported, objects), match=rf"^FAIL line {a + 1} \(entry 1.*signature does not verify")
+    objects[a]["signature"], objects[b]["signature"] = (
+        objects[b]["signature"],
+        objects[a]["signature"],
+    )
+    fails(
+        write_jsonl(exported, objects),
+        match=rf"^FAIL line {a + 1} \(entry 1.*signature does not verify",
+    )
 
 
 def test_a_leaf_hash_that_does_not_match_is_named(exported):
     objects = read_jsonl(exported)
     objects[2]["leaf_hash"] = "00" * 32
-    fails(write_jsonl(exported, objects), match=r"^FAIL line 3 \(entry 1.*stored leaf hash does not match")
+    fails(
+        write_jsonl(exported, objects),
+        match=r"^FAIL line 3 \(entry 1.*stored leaf hash does not match",
+    )
 
 
 def test_a_deleted_entry_is_named(exported):
     objects = read_jsonl(exported)
     del objects[3]
-    fails(write_jsonl(exported, objects), match=r"^FAIL line 4 \(entry 3.*entry 2 is missing \(found entry 3 next\)")
+    fails(
+        write_jsonl(exported, objects),
+        match=r"^FAIL line 4 \(entry 3.*entry 2 is missing \(found entry 3 next\)",
+    )
 
 
 def test_a_deleted_and_renumbered_entry_is_caught(exported):
@@ -129,13 +152,19 @@ def test_a_deleted_and_renumbered_entry_is_caught(exported):
     del objects[2]  # decision 0
     for obj in objects[2:-1]:
         obj["index"] -= 1
-    fails(write_jsonl(exported, objects), match=r"^FAIL line 4 \(entry 2, decision for .*decision chain broken")
+    fails(
+        write_jsonl(exported, objects),
+        match=r"^FAIL line 4 \(entry 2, decision for .*decision chain broken",
+    )
 
 
 def test_a_truncated_export_is_caught_by_its_checkpoint(exported):
     objects = read_jsonl(exported)
     del objects[-2]  # the last decision; the checkpoint line stays
-    fails(write_jsonl(exported, objects), match=r"checkpoint for size 6, but the export ends at size 5")
+    fails(
+        write_jsonl(exported, objects),
+        match=r"checkpoint for size 6, but the export ends at size 5",
+    )
 
 
 def test_reordered_entries_are_named(exported):
@@ -148,7 +177,10 @@ def test_reordered_and_renumbered_entries_are_caught(exported):
     objects = read_jsonl(exported)
     objects[1], objects[3] = objects[3], objects[1]  # two evidence entries: no chain to break
     objects[1]["index"], objects[3]["index"] = 0, 2
-    fails(write_jsonl(exported, objects), match=r"^FAIL line 8 \(checkpoint\): checkpoint for size 6 has root")
+    fails(
+        write_jsonl(exported, objects),
+        match=r"^FAIL line 8 \(checkpoint\): checkpoint for size 6 has root",
+    )
 
 
 def test_a_forged_checkpoint_is_rejected(exported):
@@ -157,7 +189,11 @@ def test_a_forged_checkpoint_is_rejected(exported):
     lines = note.split("\n")
     lines[2] = base64.b64encode(merkle.EMPTY_ROOT).decode()
     objects[-1]["checkpoint"] = "\n".join(lines)
-    fails(write_jsonl(exported, objects), match=r"^FAIL line 8 \(checkpoint\): checkpoint rejected: the signature by reviewapp.local/ledger does not verify")
+    fails(
+        write_jsonl(exported, objects),
+        match=r"^FAIL line 8 \(checkpoint\): checkpoint rejected: "
+        r"the signature by reviewapp.local/ledger does not verify",
+    )
 
 
 def test_a_checkpoint_signed_by_an_untrusted_key_is_rejected(exported):
@@ -198,7 +234,12 @@ def test_inclusion_in_a_given_checkpoint(exported, tmp_path):
     decide(1)
     latest = tmp_path / "latest.txt"
     latest.write_text(services.checkpoint_create().note)
-    fails(exported, "--checkpoint", latest, match=r"checkpoint for size 10, but the export ends at size 6")
+    fails(
+        exported,
+        "--checkpoint",
+        latest,
+        match=r"checkpoint for size 10, but the export ends at size 6",
+    )
 
 
 def test_a_checkpoint_from_a_different_history_is_caught(exported, tmp_path):
@@ -206,7 +247,12 @@ def test_a_checkpoint_from_a_different_history_is_caught(exported, tmp_path):
     other = merkle.Checkpoint("reviewapp.local/ledger", 4, merkle.EMPTY_ROOT)
     path = tmp_path / "other.txt"
     path.write_text(merkle.sign_checkpoint(other, signer.public_key, signer.sign_bytes))
-    fails(exported, "--checkpoint", path, match=r"checkpoint for size 4 has root e3b0c442.*the entries give")
+    fails(
+        exported,
+        "--checkpoint",
+        path,
+        match=r"checkpoint for size 4 has root e3b0c442.*the entries give",
+    )
 
 
 def test_a_partial_export_continues_from_its_frontier(tmp_path):
@@ -242,6 +288,21 @@ def test_rotated_keys_need_every_public_key(tmp_path, settings):
     key_file = tmp_path / "second.pub"
     key_file.write_text(second_key + "\n")
     code, out, err = run(path, "--public-key", first_key, "--public-key", key_file)
+    assert code == 0, err
+    # Every key in one file, as `manage.py ledger_keys` writes it ...
+    listing = io.StringIO()
+    call_command("ledger_keys", stdout=listing)
+    assert [line.split()[0] for line in listing.getvalue().splitlines()] == [first_key, second_key]
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text("# reviewapp signing keys\n" + listing.getvalue())
+    code, out, err = run(path, "--public-key", keys_file)
+    assert code == 0, err
+    # ... or as GET /api/keys answers.
+    api_keys = tmp_path / "keys.json"
+    api_keys.write_text(
+        json.dumps([{"key_id": "a", "public_key": k} for k in (first_key, second_key)])
+    )
+    code, out, err = run(path, "--public-key", api_keys)
     assert code == 0, err
 
 
@@ -319,7 +380,10 @@ def test_an_edited_api_decision_is_named(tmp_path, field, value, problem):
     decide(3)
     path, objects = api_decisions(tmp_path)
     objects[1][field] = value
-    fails(write_jsonl(path, objects), match=rf"^FAIL line 2 \(decision {objects[1]['id']}, proposal \d+\): {problem}")
+    fails(
+        write_jsonl(path, objects),
+        match=rf"^FAIL line 2 \(decision {objects[1]['id']}, proposal \d+\): {problem}",
+    )
 
 
 def test_swapped_deleted_and_reordered_api_decisions_are_named(tmp_path):
@@ -329,7 +393,10 @@ def test_swapped_deleted_and_reordered_api_decisions_are_named(tmp_path):
     swapped[0]["signature"] = objects[1]["signature"]
     fails(write_jsonl(path, swapped), match=r"^FAIL line 1 .*signature does not verify")
     fails(write_jsonl(path, [objects[0], objects[2]]), match=r"^FAIL line 2 .*hash chain broken")
-    fails(write_jsonl(path, [objects[1], objects[0], objects[2]]), match=r"^FAIL line 2 .*hash chain broken")
+    fails(
+        write_jsonl(path, [objects[1], objects[0], objects[2]]),
+        match=r"^FAIL line 2 .*hash chain broken",
+    )
 
 
 def test_api_decisions_included_in_a_checkpoint(tmp_path, client):
@@ -342,20 +409,31 @@ def test_api_decisions_included_in_a_checkpoint(tmp_path, client):
     for obj in objects:
         index = services.ledger_position_for_decision(Decision.objects.get(pk=obj["id"]))
         entry = LedgerEntry.objects.get(leaf_index=index)
-        proofs.append({
-            "index": index,
-            "tree_size": checkpoint.tree_size,
-            "leaf_hash": entry.leaf_hash,
-            "proof": [h.hex() for h in services.inclusion_proof(index, checkpoint.tree_size)],
-        })
+        proofs.append(
+            {
+                "index": index,
+                "tree_size": checkpoint.tree_size,
+                "leaf_hash": entry.leaf_hash,
+                "proof": [h.hex() for h in services.inclusion_proof(index, checkpoint.tree_size)],
+            }
+        )
     proofs_file = write_jsonl(tmp_path / "proofs.jsonl", proofs)
-    code, out, err = run(path, "--public-key", public_key_b64(), "--checkpoint", cp_file, "--proofs", proofs_file)
+    code, out, err = run(
+        path, "--public-key", public_key_b64(), "--checkpoint", cp_file, "--proofs", proofs_file
+    )
     assert code == 0, err
     assert "every decision's inclusion in the checkpoint verified" in out
     fails(path, "--checkpoint", cp_file, match=r"^FAIL line 1 .*no inclusion proof")
     proofs[1]["proof"][0] = "00" * 32
     write_jsonl(proofs_file, proofs)
-    fails(path, "--checkpoint", cp_file, "--proofs", proofs_file, match=r"^FAIL line 2 .*does not verify against the checkpoint")
+    fails(
+        path,
+        "--checkpoint",
+        cp_file,
+        "--proofs",
+        proofs_file,
+        match=r"^FAIL line 2 .*does not verify against the checkpoint",
+    )
 
 
 # ── runs without Django ──────────────────────────────────────────────────────
@@ -365,22 +443,59 @@ def test_the_module_runs_without_django_settings(exported):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))}
     result = subprocess.run(
         [sys.executable, "-m", "reviewapp.verify", str(exported), "--public-key", public_key_b64()],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("OK: 6 ledger entries")
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import sys, reviewapp.verify; from django.conf import settings; "
-         "assert not settings.configured; "
-         "assert 'reviewapp.settings' not in sys.modules; "
-         "assert not [m for m in sys.modules if m.startswith(('django.db', 'django.apps'))]"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "import sys, reviewapp.verify; from django.conf import settings; "
+            "assert not settings.configured; "
+            "assert 'reviewapp.settings' not in sys.modules; "
+            "assert not [m for m in sys.modules if m.startswith(('django.db', 'django.apps'))]",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert probe.returncode == 0, probe.stderr
     bad = subprocess.run(
-        [sys.executable, "-m", "reviewapp.verify", str(exported), "--public-key",
-         base64.b64encode(bytes(SigningKey.generate().verify_key)).decode()],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "reviewapp.verify",
+            str(exported),
+            "--public-key",
+            base64.b64encode(bytes(SigningKey.generate().verify_key)).decode(),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert bad.returncode == 1 and bad.stderr.startswith("FAIL line 2 (entry 0, ")
+
+
+def test_api_pages_saved_as_they_came_verify(tmp_path):
+    """`curl /api/decisions?after=…` pages appended to one file, one page per line."""
+    decide(3)
+    _, objects = api_decisions(tmp_path)
+    pages = [
+        {"items": objects[:2], "next_after": objects[1]["id"]},
+        {"items": objects[2:], "next_after": None},
+    ]
+    path = write_jsonl(tmp_path / "pages.jsonl", pages)
+    code, out, err = run(path, "--public-key", public_key_b64())
+    assert code == 0, err
+    assert out.startswith("OK: 3 decisions")
+    pages[1]["items"][0]["outcome"] = "rejected"
+    fails(write_jsonl(path, pages), match=r"^FAIL line 2, item 1 \(decision .*in outcome")

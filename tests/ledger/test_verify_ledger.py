@@ -45,7 +45,10 @@ def rewrite_entry(entry: LedgerEntry, **fields) -> None:
 def test_an_untouched_ledger_verifies(ledger):
     out, err = io.StringIO(), io.StringIO()
     call_command("verify_ledger", stdout=out, stderr=err)
-    assert "6 ledger entries verified (3 decisions, 3 evidence) and 1 signed checkpoints" in out.getvalue()
+    assert (
+        "6 ledger entries verified (3 decisions, 3 evidence) and 1 signed checkpoints"
+        in out.getvalue()
+    )
     assert err.getvalue() == ""
 
 
@@ -68,7 +71,7 @@ def test_an_edited_outcome_is_named(ledger):
 def test_an_edited_rationale_is_named(ledger):
     with tampering():
         Decision.objects.filter(pk=ledger[2].pk).update(rationale="Approved after a careful read.")
-    verify_fails(rf"ledger entry 5 .*differs from its signed bytes in rationale")
+    verify_fails(r"ledger entry 5 .*differs from its signed bytes in rationale")
 
 
 def test_edited_signed_bytes_rewritten_everywhere_fail_the_signature(ledger):
@@ -77,7 +80,9 @@ def test_edited_signed_bytes_rewritten_everywhere_fail_the_signature(ledger):
     payload = decision.payload.replace('"approved"', '"rejected"')
     with tampering():
         Decision.objects.filter(pk=decision.pk).update(
-            payload=payload, outcome="rejected", hash=merkle.hashlib.sha256(payload.encode()).hexdigest()
+            payload=payload,
+            outcome="rejected",
+            hash=merkle.hashlib.sha256(payload.encode()).hexdigest(),
         )
         rewrite_entry(entry_of(decision), payload=payload)
     verify_fails(r"ledger entry 1 .*signature does not verify")
@@ -87,7 +92,9 @@ def test_a_swapped_signature_is_named(ledger):
     first, second = ledger[0], ledger[1]
     with tampering():
         Decision.objects.filter(pk=first.pk).update(signature=second.signature)
-    verify_fails(rf"ledger entry 1 .*decision {first.pk} differs from its ledger entry in signature")
+    verify_fails(
+        rf"ledger entry 1 .*decision {first.pk} differs from its ledger entry in signature"
+    )
 
 
 def test_a_signature_swapped_in_the_ledger_too_fails_verification(ledger):
@@ -118,7 +125,9 @@ def test_a_deleted_last_entry_is_caught_by_the_checkpoint(ledger):
     with tampering():
         LedgerEntry.objects.filter(decision=ledger[2]).delete()
         Decision.objects.filter(pk=ledger[2].pk).delete()
-    verify_fails(r"checkpoint \d+ \(size 6\): signed for size 6, but the ledger holds only 5 entries")
+    verify_fails(
+        r"checkpoint \d+ \(size 6\): signed for size 6, but the ledger holds only 5 entries"
+    )
 
 
 def test_a_removed_last_entry_is_caught_by_the_stored_tree(ledger):
@@ -133,7 +142,9 @@ def test_a_removed_ledger_entry_leaves_its_decision_outside_the_ledger(ledger):
         LedgerEntry.objects.filter(decision=ledger[2]).delete()
         LedgerNode.objects.filter(level=1, node_index=2).delete()
         LedgerCheckpoint.objects.all().delete()
-    verify_fails(rf"decision {ledger[2].pk} \(proposal {ledger[2].proposal_id}\): is not in the ledger")
+    verify_fails(
+        rf"decision {ledger[2].pk} \(proposal {ledger[2].proposal_id}\): is not in the ledger"
+    )
 
 
 def _swap(a: LedgerEntry, b: LedgerEntry) -> None:
@@ -159,7 +170,10 @@ def test_reordered_evidence_with_a_recomputed_tree_is_caught_by_the_checkpoint(l
     first, second = (LedgerEntry.objects.get(leaf_index=i) for i in (0, 2))
     with tampering():
         _swap(first, second)
-        leaves = [bytes.fromhex(h) for h in LedgerEntry.objects.order_by("leaf_index").values_list("leaf_hash", flat=True)]
+        leaves = [
+            bytes.fromhex(h)
+            for h in LedgerEntry.objects.order_by("leaf_index").values_list("leaf_hash", flat=True)
+        ]
         for (level, index), h in merkle.MemoryTree(leaves).nodes.items():
             if level:
                 LedgerNode.objects.filter(level=level, node_index=index).update(hash=h.hex())
@@ -170,7 +184,9 @@ def test_edited_evidence_is_named(ledger):
     evidence = Evidence.objects.order_by("id").first()
     with tampering():
         Evidence.objects.filter(pk=evidence.pk).update(verdict="fail")
-    verify_fails(rf"ledger entry 0 \(evidence {evidence.pk}.*differs from its signed bytes in verdict")
+    verify_fails(
+        rf"ledger entry 0 \(evidence {evidence.pk}.*differs from its signed bytes in verdict"
+    )
 
 
 def test_a_checkpoint_signed_by_another_key_is_rejected(ledger):
@@ -180,10 +196,16 @@ def test_a_checkpoint_signed_by_another_key_is_rejected(ledger):
         checkpoint, bytes(impostor.verify_key), lambda b: impostor.sign(b).signature
     )
     LedgerCheckpoint.objects.create(
-        origin=checkpoint.origin, tree_size=6, root_hash=checkpoint.root_hex,
-        timestamp=LedgerCheckpoint.objects.get().timestamp, note=note, key_id="ed25519:impostor",
+        origin=checkpoint.origin,
+        tree_size=6,
+        root_hash=checkpoint.root_hex,
+        timestamp=LedgerCheckpoint.objects.get().timestamp,
+        note=note,
+        key_id="ed25519:impostor",
     )
-    verify_fails(r"checkpoint \d+ \(size 6\): checkpoint rejected: the note is not signed by any trusted key")
+    verify_fails(
+        r"checkpoint \d+ \(size 6\): checkpoint rejected: the note is not signed by any trusted key"
+    )
 
 
 def test_an_edited_checkpoint_fails_its_signature(ledger):
@@ -208,7 +230,9 @@ def test_a_correctly_signed_checkpoint_over_a_different_tree_is_caught(ledger):
     signer = server_signer()
     checkpoint = merkle.Checkpoint(services.DEFAULT_ORIGIN, 4, merkle.EMPTY_ROOT)
     LedgerCheckpoint.objects.create(
-        origin=checkpoint.origin, tree_size=4, root_hash=checkpoint.root_hex,
+        origin=checkpoint.origin,
+        tree_size=4,
+        root_hash=checkpoint.root_hex,
         timestamp=LedgerCheckpoint.objects.get().timestamp,
         note=merkle.sign_checkpoint(checkpoint, signer.public_key, signer.sign_bytes),
         key_id=signer.key_id,
@@ -230,4 +254,6 @@ def test_missing_triggers_are_reported(ledger):
     with tampering("review_decision"):
         err = io.StringIO()
         call_command("verify_ledger", stdout=io.StringIO(), stderr=err)
-    assert "append-only triggers are missing or disabled on: review_decision:update" in err.getvalue()
+    assert (
+        "append-only triggers are missing or disabled on: review_decision:update" in err.getvalue()
+    )

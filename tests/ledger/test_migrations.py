@@ -1,0 +1,43 @@
+"""Decisions and evidence stored before the ledger existed are put into it by migration 0002."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from reviewapp.ledger import immutability
+from reviewapp.ledger.models import LedgerEntry, LedgerNode
+from reviewapp.ledger.verification import ledger_verify
+from reviewapp.review.models import Decision, Evidence
+from tests.ledger.helpers import decide
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def migrate(target):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate([target])
+
+
+def test_the_backfill_puts_existing_history_into_the_ledger_in_order():
+    decide(3)
+    expected = [
+        ("evidence" if e.evidence_id else "decision", e.evidence_id or e.decision_id)
+        for e in LedgerEntry.objects.order_by("leaf_index")
+    ]
+    try:
+        migrate(("ledger", "0001_initial"))  # no triggers, no backfill yet
+        assert immutability.missing_triggers(connection)
+        LedgerEntry.objects.all().delete()  # the state before the ledger existed
+        LedgerNode.objects.all().delete()
+        assert Decision.objects.count() == Evidence.objects.count() == 3
+    finally:
+        migrate(("ledger", "0003_append_only"))
+    assert immutability.missing_triggers(connection) == []
+    assert [
+        ("evidence" if e.evidence_id else "decision", e.evidence_id or e.decision_id)
+        for e in LedgerEntry.objects.order_by("leaf_index")
+    ] == expected
+    result = ledger_verify()
+    assert result.ok, result.problem
+    assert (result.entries, result.decisions, result.evidence) == (6, 3, 3)

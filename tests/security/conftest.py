@@ -1,0 +1,42 @@
+import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group
+from django.contrib.contenttypes.models import ContentType
+
+from reviewapp.review.models import Decision, Escalation
+from tests.factories import ReviewerFactory, UserFactory
+from tests.web.builders import judgement, make_panel, run_panel, split_panel_proposal
+
+
+@pytest.fixture
+def world(db):
+    """One of everything a URL can name: a decided proposal with its decision, an escalation."""
+    Group.objects.get_or_create(name="reviewers")
+    escalated = split_panel_proposal(make_panel("accuracy", "tone"), external_ref="sec-1")
+    decided_panel = make_panel("solo", need=1)
+    decided = run_panel(decided_panel, "All good here.", {"solo": judgement("pass", "All good")})
+    assert decided.status == "decided", decided.status
+    escalation = Escalation.objects.get(proposal=escalated)
+    decision = Decision.objects.get(proposal=decided)
+    ids = {
+        "proposals": escalated.pk,
+        "escalations": escalation.pk,
+        "decisions": decision.pk,
+        "contenttype": ContentType.objects.get_for_model(type(escalated)).pk,
+    }
+    for model in apps.get_models():
+        row = model._default_manager.order_by("pk").values_list("pk", flat=True).first()
+        ids.setdefault(f"admin_{model._meta.model_name}", row if row is not None else 1)
+    return {"ids": ids, "escalated": escalated, "decided": decided, "escalation": escalation,
+            "decision": decision}
+
+
+@pytest.fixture
+def users(db):
+    Group.objects.get_or_create(name="reviewers")
+    return {
+        "plain": UserFactory(username="plain-user"),
+        "reviewer": ReviewerFactory(username="rev-user"),
+        "staff": UserFactory(username="staff-user", is_staff=True),
+        "superuser": UserFactory(username="root-user", is_staff=True, is_superuser=True),
+    }
