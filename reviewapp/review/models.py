@@ -305,6 +305,8 @@ class Proposal(models.Model):
     # {"passed", "failed", "asked", "need", "outcome"} once the panel is tallied.
     tally = models.JSONField(null=True, blank=True)
     evaluation_started_at = models.DateTimeField(null=True, blank=True)
+    # When outstanding external lenses stop being waited for (None: no external lens).
+    external_deadline_at = models.DateTimeField(null=True, blank=True, db_index=True)
     finalized_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -5,7 +5,6 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.utils import timezone
 
 from reviewapp.core.judging import LensFailed
 
@@ -17,6 +16,7 @@ from .services.proposals import (
     lenses_to_run,
     proposal_begin_evaluation,
     proposal_touch,
+    proposals_past_external_deadline,
     proposals_stuck,
 )
 
@@ -89,13 +89,8 @@ def sweep_stuck_proposals() -> int:
     return len(stuck)
 
 
+
 def deadline_sweep() -> None:
     """Finalize proposals whose external deadline has passed."""
-    now = timezone.now()
-    for proposal in Proposal.objects.filter(status=Proposal.Status.EVALUATING).only(
-        "pk", "panel_snapshot", "evaluation_started_at"
-    )[:500]:
-        started = proposal.evaluation_started_at or now
-        deadline = started + timedelta(seconds=proposal.panel_snapshot["external_deadline_seconds"])
-        if deadline <= now:
-            finalize_proposal.delay(proposal.pk, deadline_passed=True)
+    for proposal_id in proposals_past_external_deadline():
+        finalize_proposal.delay(proposal_id, deadline_passed=True)

@@ -15,6 +15,10 @@ from reviewapp.review.models import (
     LensFailure,
     Proposal,
 )
+from reviewapp.review.services.proposals import (
+    proposal_begin_evaluation,
+    proposals_past_external_deadline,
+)
 from reviewapp.review.tasks import finalize_proposal, run_lens
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
@@ -247,3 +251,19 @@ def test_the_database_refuses_to_edit_or_delete_a_decision():
             cursor.execute("DELETE FROM review_decision WHERE id = %s", [decision.pk])
     decision.refresh_from_db()
     assert decision.outcome == "approved"
+
+
+def test_a_proposal_waiting_on_an_external_lens_is_due_once_its_deadline_passes():
+    outside = LensFactory(backend=Lens.Backend.EXTERNAL)
+    panel = PanelFactory(lenses=[outside], need=1, external_deadline_seconds=0)
+    waiting = submit(panel, CONTENT)
+    proposal_begin_evaluation(proposal_id=waiting.pk)
+    assert proposals_past_external_deadline() == [waiting.pk]
+
+
+def test_a_proposal_without_external_lenses_has_no_deadline():
+    proposal = submit(three_lens_panel(["pass"], need=1), CONTENT)
+    proposal_begin_evaluation(proposal_id=proposal.pk)
+    proposal.refresh_from_db()
+    assert proposal.external_deadline_at is None
+    assert proposals_past_external_deadline() == []

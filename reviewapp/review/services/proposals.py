@@ -135,15 +135,38 @@ def _enqueue_evaluation(proposal_id: int) -> None:
 def proposal_begin_evaluation(*, proposal_id: int) -> Proposal | None:
     """Mark a queued proposal as evaluating; None once it is final."""
     now = timezone.now()
-    # Conditional update: a re-delivered task finds the status already moved
-    # and carries on without resetting the start time.
-    Proposal.objects.filter(pk=proposal_id, status=Proposal.Status.QUEUED).update(
-        status=Proposal.Status.EVALUATING, evaluation_started_at=now, updated_at=now
-    )
     proposal = Proposal.objects.filter(pk=proposal_id).first()
-    if proposal is None or proposal.is_final:
+    if proposal is None:
+        return None
+    snapshot = proposal.panel_snapshot
+    waits_for_external = any(e["backend"] == Lens.Backend.EXTERNAL for e in snapshot["lenses"])
+    # Conditional update: a re-delivered task finds the status already moved
+    # and carries on without resetting the start time or the deadline.
+    Proposal.objects.filter(pk=proposal_id, status=Proposal.Status.QUEUED).update(
+        status=Proposal.Status.EVALUATING,
+        evaluation_started_at=now,
+        external_deadline_at=(
+            now + timedelta(seconds=snapshot["external_deadline_seconds"])
+            if waits_for_external
+            else None
+        ),
+        updated_at=now,
+    )
+    proposal.refresh_from_db()
+    if proposal.is_final:
         return None
     return proposal
+
+
+def proposals_past_external_deadline() -> list[int]:
+    """Evaluating proposals whose external lenses are no longer waited for."""
+    return list(
+        Proposal.objects.filter(
+            status=Proposal.Status.EVALUATING, external_deadline_at__lte=timezone.now()
+        )
+        .order_by("external_deadline_at")
+        .values_list("pk", flat=True)[:500]
+    )
 
 
 def lenses_to_run(proposal: Proposal) -> list[Lens]:
