@@ -217,7 +217,11 @@ class Service:
 
 
 def start_gunicorn(
-    env: dict[str, str], *, workers: int = 2, port: int | None = None, access_log: Path | None = None
+    env: dict[str, str],
+    *,
+    workers: int = 2,
+    port: int | None = None,
+    access_log: Path | None = None,
 ) -> tuple[Service, int]:
     """gunicorn with `workers` sync workers on loopback; returns (service, port).
 
@@ -240,7 +244,12 @@ def start_gunicorn(
         "warning",
     ]
     if access_log is not None:
-        argv += ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s %(D)s"]
+        argv += [
+            "--access-logfile",
+            str(access_log),
+            "--access-logformat",
+            "%(m)s %(U)s %(s)s %(D)s",
+        ]
     service = Service("gunicorn", argv, env, Path(env["REVIEWAPP_VAR_DIR"]) / "logs")
     wait_port(port)
     # Both workers import the app lazily; one request each warms them up.
@@ -322,8 +331,16 @@ class PrivatePostgres:
         self.data_dir.mkdir(parents=True)
         shutil.chown(self.data_dir, "postgres", "postgres")
         self._as_postgres(
-            str(PG_BIN / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
-            "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8",
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
         )
         with open(self.data_dir / "postgresql.conf", "a") as conf:
             conf.write(
@@ -335,8 +352,17 @@ class PrivatePostgres:
 
     def _pg_ctl(self, action: str, *extra: str, check: bool = True):
         return self._as_postgres(
-            str(PG_BIN / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.log_file),
-            "-w", "-t", "60", action, *extra, check=check,
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-w",
+            "-t",
+            "60",
+            action,
+            *extra,
+            check=check,
         )
 
     def restart(self, down_seconds: float = 0.0) -> None:
@@ -370,9 +396,21 @@ class PrivateRedis:
     def start(self) -> PrivateRedis:
         subprocess.run(
             [
-                "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--daemonize", "yes",
-                "--pidfile", str(self.pidfile), "--logfile", f"/tmp/reviewapp-drill-redis-{self.port}.log",
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "yes",
+                "--pidfile",
+                str(self.pidfile),
+                "--logfile",
+                f"/tmp/reviewapp-drill-redis-{self.port}.log",
             ],
             check=True,
         )
@@ -426,7 +464,10 @@ def pipeline_panel(name: str = "bench-panel", grounding: str = "reject"):
     ]
     checker = CheckerConfig.objects.get_or_create(
         name="bench-mandate",
-        defaults={"kind": CheckerConfig.Kind.CONSTRAINTS, "settings": {"mandate": PIPELINE_MANDATE}},
+        defaults={
+            "kind": CheckerConfig.Kind.CONSTRAINTS,
+            "settings": {"mandate": PIPELINE_MANDATE},
+        },
     )[0]
     return panel_configure(
         name=name, need=2, lenses=lenses, checkers=[checker], grounding_policy=grounding
@@ -512,7 +553,9 @@ def api_token(name: str, scopes: str = "submit,read,review,judge") -> str:
     return out.getvalue().strip().splitlines()[-1]
 
 
-def reviewer_session(username: str = "bench-reviewer", *, staff: bool = False) -> tuple[object, str]:
+def reviewer_session(
+    username: str = "bench-reviewer", *, staff: bool = False
+) -> tuple[object, str]:
     """A reviewer and a logged-in session cookie value that gunicorn will accept."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
@@ -520,7 +563,9 @@ def reviewer_session(username: str = "bench-reviewer", *, staff: bool = False) -
     from django.test import Client
 
     group, _ = Group.objects.get_or_create(name="reviewers")
-    user, _ = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": staff})
+    user, _ = get_user_model().objects.get_or_create(
+        username=username, defaults={"is_staff": staff}
+    )
     user.groups.add(group)
     client = Client()
     client.force_login(user)
@@ -587,7 +632,8 @@ def outcome_audit() -> dict[str, int]:
               coalesce(sum(d.n), 0) AS decisions,
               coalesce(sum(e.n), 0) AS open_escalations,
               coalesce(sum(a.n), 0) AS escalations_all,
-              count(*) FILTER (WHERE p.status = 'decided' AND coalesce(d.n, 0) <> 1) AS decided_wo_decision,
+              count(*) FILTER (WHERE p.status = 'decided' AND coalesce(d.n, 0) <> 1)
+                AS decided_wo_decision,
               count(*) FILTER (WHERE p.status = 'escalated' AND coalesce(e.n, 0) <> 1)
                 AS escalated_wo_escalation
             FROM review_proposal p
@@ -625,7 +671,9 @@ def task_runtimes(log_path: Path, start_offset: int = 0) -> dict[str, list[float
     """Seconds per task run, by task name, from a worker log (Celery's "succeeded in" lines)."""
     import re
 
-    pattern = re.compile(r"Task ([\w.]+)\[[0-9a-f-]+\] (?:succeeded|raised|retry)[^\n]*? in ([0-9.e-]+)s")
+    pattern = re.compile(
+        r"Task ([\w.]+)\[[0-9a-f-]+\] (?:succeeded|raised|retry)[^\n]*? in ([0-9.e-]+)s"
+    )
     out: dict[str, list[float]] = {}
     with open(log_path, "rb") as f:
         f.seek(start_offset)
@@ -644,7 +692,8 @@ def print_task_runtimes(runtimes: dict[str, list[float]], wall: float, concurren
         line(
             name.rsplit(".", 1)[-1],
             f"{len(values):>6} runs, mean {1000 * sum(values) / len(values):6.1f} ms, "
-            f"p50 {1000 * percentile(values, 50):6.1f} ms, p95 {1000 * percentile(values, 95):6.1f} ms, "
+            f"p50 {1000 * percentile(values, 50):6.1f} ms, "
+            f"p95 {1000 * percentile(values, 95):6.1f} ms, "
             f"total {sum(values):6.1f} s",
         )
     line("pool busy (task time ÷ wall × processes)", f"{100 * busy / (wall * concurrency):.0f}%")
@@ -794,6 +843,42 @@ def _redis():
 
 
 noop, noop_ack, noop_count = _register_tasks()
+
+
+def _experiment_inline_lenses() -> None:
+    """EXPERIMENT, worker-side only (BENCH_EXPERIMENT=inline-lenses): no app code changes.
+
+    Replaces what the `evaluate_proposal` task runs with a version that judges
+    the deterministic lenses (recorded, constraints) in the same task instead
+    of one Celery task each, then runs the final step directly: what the
+    proposed fix in reviewapp/review/tasks.py would do. LLM lenses still fan
+    out. Used by `pipeline.py --experiment inline-lenses` to measure the gain.
+    """
+    import django
+
+    django.setup()
+    from reviewapp.review import tasks
+    from reviewapp.review.models import Lens
+    from reviewapp.review.services.finalize import proposal_finalize
+    from reviewapp.review.services.proposals import lenses_to_run, proposal_begin_evaluation
+
+    def evaluate_inline(proposal_id: int) -> None:
+        proposal = proposal_begin_evaluation(proposal_id=proposal_id)
+        if proposal is None:
+            return
+        for lens in lenses_to_run(proposal):
+            if lens.backend == Lens.Backend.LLM:
+                tasks.run_lens.delay(proposal_id, lens.pk)
+            else:
+                tasks.run_lens.run(proposal_id, lens.pk)
+        proposal_finalize(proposal_id=proposal_id)  # a no-op while an LLM lens is out
+
+    # Celery builds each pool process's tracer from `task.run` after this import.
+    tasks.evaluate_proposal.run = evaluate_inline
+
+
+if os.environ.get("BENCH_EXPERIMENT") == "inline-lenses":
+    _experiment_inline_lenses()
 
 
 def noop_round_trips(count: int) -> list[float]:

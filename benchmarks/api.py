@@ -95,8 +95,18 @@ def run_wrk(port: int, script: Path, connections: int, duration: int) -> dict:
     threads = min(connections, 2)
     result = subprocess.run(
         [
-            "wrk", "-t", str(threads), "-c", str(connections), "-d", f"{duration}s",
-            "--timeout", "30s", "-s", str(script), f"http://127.0.0.1:{port}/api/proposals",
+            "wrk",
+            "-t",
+            str(threads),
+            "-c",
+            str(connections),
+            "-d",
+            f"{duration}s",
+            "--timeout",
+            "30s",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}/api/proposals",
         ],
         capture_output=True,
         text=True,
@@ -175,19 +185,25 @@ def main() -> None:
         seconds = f["duration_us"] / 1e6
         s.heading(f"wrk -c {connections} for {seconds:.0f} s")
         s.line("requests/s", f"{f['requests'] / seconds:.1f}")
-        s.line("client latency p50 / p95 / p99",
-               f"{f['p50_us'] / 1000:.1f} / {f['p95_us'] / 1000:.1f} / {f['p99_us'] / 1000:.1f} ms")
+        s.line(
+            "client latency p50 / p95 / p99",
+            f"{f['p50_us'] / 1000:.1f} / {f['p95_us'] / 1000:.1f} / {f['p99_us'] / 1000:.1f} ms",
+        )
         server = f["server_ms"]
-        s.line("server time p50 / p95 / p99 (gunicorn %(D)s)",
-               f"{s.percentile(server, 50):.1f} / {s.percentile(server, 95):.1f} / "
-               f"{s.percentile(server, 99):.1f} ms")
+        s.line(
+            "server time p50 / p95 / p99 (gunicorn %(D)s)",
+            f"{s.percentile(server, 50):.1f} / {s.percentile(server, 95):.1f} / "
+            f"{s.percentile(server, 99):.1f} ms",
+        )
         s.line("non-202 responses / socket errors", f"{f['non202']} / {f['errors']}")
         s.line("proposals written", f"{f['rows']} (requests {f['requests']})")
         cpu_web = f["cpu"]["web"]
         cpu_pg = f["cpu"]["postgres"]
-        s.line("CPU per request: gunicorn / PostgreSQL",
-               f"{1000 * cpu_web / max(f['requests'], 1):.1f} ms / "
-               f"{1000 * cpu_pg / max(f['requests'], 1):.1f} ms")
+        s.line(
+            "CPU per request: gunicorn / PostgreSQL",
+            f"{1000 * cpu_web / max(f['requests'], 1):.1f} ms / "
+            f"{1000 * cpu_pg / max(f['requests'], 1):.1f} ms",
+        )
     s.line("load average at end", s.load_average())
 
 

@@ -1,4 +1,4 @@
-"""Failure drills: kill a worker, restart Redis, restart PostgreSQL, race two reviewers, break the LLM.
+"""Failure drills: kill a worker, restart Redis and PostgreSQL, race two reviewers, break the LLM.
 
 Run:  .venv/bin/python benchmarks/drills.py [kill-worker restart-redis restart-postgres
                                              double-decide llm-failures] [--n 200]
@@ -134,7 +134,12 @@ class Submitter(threading.Thread):
     """Submits items over HTTP from a few threads, in the background; records every answer."""
 
     def __init__(
-        self, port: int, token: str, panel: str, items: list[dict], clients: int = 4,
+        self,
+        port: int,
+        token: str,
+        panel: str,
+        items: list[dict],
+        clients: int = 4,
         spread_seconds: float = 10.0,
     ):
         super().__init__(daemon=True)
@@ -183,10 +188,15 @@ class Submitter(threading.Thread):
     def phases(self, fault_at: float, back_at: float) -> str:
         """HTTP answers before the fault, while the server was down, and after it came back."""
         parts = []
-        for label, lo, hi in (("before", 0, fault_at), ("during", fault_at, back_at),
-                              ("after", back_at, float("inf"))):
+        for label, lo, hi in (
+            ("before", 0, fault_at),
+            ("during", fault_at, back_at),
+            ("after", back_at, float("inf")),
+        ):
             got = Counter(k for t, k in self.timeline if lo <= t < hi)
-            parts.append(f"{label}: " + (", ".join(f"{k}×{v}" for k, v in sorted(got.items())) or "-"))
+            parts.append(
+                f"{label}: " + (", ".join(f"{k}×{v}" for k, v in sorted(got.items())) or "-")
+            )
         return "; ".join(parts)
 
 
@@ -207,7 +217,10 @@ def recorded_and_llm_panel(stub_url: str):
     )
     checker = CheckerConfig.objects.get(name="bench-mandate")
     return panel_configure(
-        name="drill-panel", need=2, lenses=[*lenses, llm], checkers=[checker],
+        name="drill-panel",
+        need=2,
+        lenses=[*lenses, llm],
+        checkers=[checker],
         grounding_policy="repair",
     )
 
@@ -215,7 +228,11 @@ def recorded_and_llm_panel(stub_url: str):
 def stub_answer() -> str:
     # "Ticket #" is in every drill proposal, so the cite always grounds.
     return json.dumps(
-        {"verdict": "pass", "rationale": "Fine.", "claims": [{"cite": "Ticket #", "assessment": "verified"}]}
+        {
+            "verdict": "pass",
+            "rationale": "Fine.",
+            "claims": [{"cite": "Ticket #", "assessment": "verified"}],
+        }
     )
 
 
@@ -230,7 +247,9 @@ def report_outcome(name: str, submitter: Submitter, settle_seconds: float, worke
 
     accepted = set(submitter.accepted)
     final_accepted = db_retry(
-        lambda: Proposal.objects.filter(pk__in=accepted, status__in=["decided", "escalated"]).count()
+        lambda: Proposal.objects.filter(
+            pk__in=accepted, status__in=["decided", "escalated"]
+        ).count()
     )
     ok = (
         final_accepted == len(accepted)
@@ -242,19 +261,30 @@ def report_outcome(name: str, submitter: Submitter, settle_seconds: float, worke
         and problem is None
     )
     s.heading(f"{name}: {'PASS' if ok else 'FAIL'}")
-    s.line("HTTP answers to submissions", ", ".join(f"{k}×{v}" for k, v in sorted(submitter.answers.items())))
+    s.line(
+        "HTTP answers to submissions",
+        ", ".join(f"{k}×{v}" for k, v in sorted(submitter.answers.items())),
+    )
     s.line("accepted (202) / final among them", f"{len(accepted)} / {final_accepted}")
-    s.line("rows written / of them without a 202 answer",
-           f"{audit['proposals']} / {audit['proposals'] - len(accepted)}")
+    s.line(
+        "rows written / of them without a 202 answer",
+        f"{audit['proposals']} / {audit['proposals'] - len(accepted)}",
+    )
     s.line("final (decided or escalated) / not final", f"{audit['final']} / {audit['not_final']}")
-    s.line("exactly one outcome / none / more than one",
-           f"{audit['exactly_once']} / {audit['no_outcome']} / {audit['duplicated']}")
+    s.line(
+        "exactly one outcome / none / more than one",
+        f"{audit['exactly_once']} / {audit['no_outcome']} / {audit['duplicated']}",
+    )
     s.line("decisions / open escalations", f"{audit['decisions']} / {audit['open_escalations']}")
-    s.line("duplicate judgements / duplicate evidence",
-           f"{audit['duplicate_judgements']} / {audit['duplicate_evidence']}")
+    s.line(
+        "duplicate judgements / duplicate evidence",
+        f"{audit['duplicate_judgements']} / {audit['duplicate_evidence']}",
+    )
     s.line("decision chain", f"{checked} verified" + (f"; PROBLEM: {problem}" if problem else ""))
-    s.line("task runs (redeliveries and sweeps included)", ", ".join(
-        f"{k} {v}" for k, v in sorted(reruns.items()) if not k.startswith("noop")))
+    s.line(
+        "task runs (redeliveries and sweeps included)",
+        ", ".join(f"{k} {v}" for k, v in sorted(reruns.items()) if not k.startswith("noop")),
+    )
     s.line("time to settle after the fault", f"{settle_seconds:.1f} s")
     return ok
 
@@ -335,15 +365,22 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
     s.record_answers(items)
     lenses = list(Lens.objects.filter(name__in=s.PIPELINE_LENSES))
     for item in items:
-        proposal, _ = proposal_submit(panel_name=panel.name, content=item["content"], title=item["title"])
+        proposal, _ = proposal_submit(
+            panel_name=panel.name, content=item["content"], title=item["title"]
+        )
         for lens in lenses:
             run_lens.run(proposal.pk, lens.pk)
         finalize_proposal.run(proposal.pk)
     stack.redis.restart()  # drop the enqueued evaluations: these were evaluated in-process
-    escalations = list(Escalation.objects.filter(status="open").order_by("id").values_list("pk", flat=True))
+    escalations = list(
+        Escalation.objects.filter(status="open").order_by("id").values_list("pk", flat=True)
+    )
     assert len(escalations) >= count * 3, len(escalations)
-    api_set, thread_set, web_set = (escalations[:count], escalations[count:2 * count],
-                                    escalations[2 * count:3 * count])
+    api_set, thread_set, web_set = (
+        escalations[:count],
+        escalations[count : 2 * count],
+        escalations[2 * count : 3 * count],
+    )
     ok = True
     web, port = s.start_gunicorn(stack.env)
     try:
@@ -381,7 +418,9 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
                 try:
                     barrier.wait()
                     escalation_decide(
-                        escalation_id=escalation_id, outcome="approved", rationale="Race.",
+                        escalation_id=escalation_id,
+                        outcome="approved",
+                        rationale="Race.",
                         user=get_user_model().objects.get(pk=user.pk),
                         decided_by_name=user.username,
                     )
@@ -405,8 +444,11 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
             proposal_id = Escalation.objects.get(pk=escalation_id).proposal_id
             clients = []
             for cookie in sessions:
-                c = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
-                                 cookies={settings.SESSION_COOKIE_NAME: cookie})
+                c = httpx.Client(
+                    base_url=f"http://127.0.0.1:{port}",
+                    timeout=30,
+                    cookies={settings.SESSION_COOKIE_NAME: cookie},
+                )
                 page = c.get(f"/proposals/{proposal_id}")  # sets the CSRF cookie
                 assert page.status_code == 200, (page.status_code, page.text[:300])
                 clients.append(c)
@@ -416,7 +458,8 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
                 token = client.cookies.get(settings.CSRF_COOKIE_NAME, "")
                 barrier.wait()
                 return client.post(
-                    f"/escalations/{escalation_id}/{action}", data={**data, "csrfmiddlewaretoken": token},
+                    f"/escalations/{escalation_id}/{action}",
+                    data={**data, "csrfmiddlewaretoken": token},
                     headers={"Referer": f"http://127.0.0.1:{port}/"},
                 ).status_code
 
@@ -424,33 +467,41 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
                 claim_codes = list(pool.map(post, clients, ["claim"] * 2, [{}] * 2))
             claimed_by = Escalation.objects.get(pk=escalation_id).claimed_by
             holder = claimed_by.username if claimed_by else None
-            barrier = threading.Barrier(2)
+            second = threading.Barrier(2)
+            decide = {"outcome": "approved", "rationale": "Seen."}
             with ThreadPoolExecutor(2) as pool:
-                decide_codes = list(pool.map(
-                    lambda c: post(c, "decide", {"outcome": "approved", "rationale": "Seen."}, barrier),
-                    clients,
-                ))
+                decide_codes = list(
+                    pool.map(post, clients, ["decide"] * 2, [decide] * 2, [second] * 2)
+                )
             for c in clients:
                 c.close()
             decisions = Decision.objects.filter(escalation_id=escalation_id).count()
-            claim_results[f"claim HTTP {sorted(claim_codes)}, decide HTTP {sorted(decide_codes)}, "
-                          f"holder {holder in ('browser-0', 'browser-1')}, decisions {decisions}"] += 1
+            claim_results[
+                f"claim HTTP {sorted(claim_codes)}, decide HTTP {sorted(decide_codes)}, "
+                f"holder {holder in ('browser-0', 'browser-1')}, decisions {decisions}"
+            ] += 1
         web_ok = all(k.endswith("decisions 1") for k in claim_results)
         ok &= web_ok
     finally:
         web.stop()
 
     per_escalation = Counter(
-        Decision.objects.filter(escalation_id__in=escalations[: 3 * count]).values_list("escalation_id", flat=True)
+        Decision.objects.filter(escalation_id__in=escalations[: 3 * count]).values_list(
+            "escalation_id", flat=True
+        )
     )
     exactly_one = sum(1 for e in escalations[: 3 * count] if per_escalation[e] == 1)
     checked, problem = s.verify_chain()
     ok &= exactly_one == 3 * count and problem is None
     s.heading(f"double-decide: {'PASS' if ok else 'FAIL'}")
-    s.line(f"API, 2 tokens × {len(api_set)} escalations", ", ".join(f"{k}×{v}" for k, v in answers.items())
-           + (" ✓" if api_ok else " ✗"))
-    s.line(f"service, 2 threads × {len(thread_set)}", ", ".join(f"{k}×{v}" for k, v in results.items())
-           + (" ✓" if thread_ok else " ✗"))
+    s.line(
+        f"API, 2 tokens × {len(api_set)} escalations",
+        ", ".join(f"{k}×{v}" for k, v in answers.items()) + (" ✓" if api_ok else " ✗"),
+    )
+    s.line(
+        f"service, 2 threads × {len(thread_set)}",
+        ", ".join(f"{k}×{v}" for k, v in results.items()) + (" ✓" if thread_ok else " ✗"),
+    )
     for key, v in claim_results.items():
         s.line(f"browser, 2 sessions × {len(web_set)}", f"{key} ×{v}" + (" ✓" if web_ok else " ✗"))
     s.line("escalations with exactly one decision", f"{exactly_one} / {3 * count}")
@@ -523,23 +574,39 @@ def llm_failures_drill(stack: Stack, count: int = 3) -> bool:
                 stub.script([step() for _ in range(count * 10)])
                 stubs[name] = stub
                 url = stub.base_url
-            lenses.append(Lens.objects.create(
-                name=name, backend=Lens.Backend.LLM, base_url=url, model="stub",
-                instructions="Judge it.", timeout_seconds=2,
-            ))
-        broken = panel_configure(name="broken-llms", need=4, lenses=lenses, grounding_policy="repair")
+            lenses.append(
+                Lens.objects.create(
+                    name=name,
+                    backend=Lens.Backend.LLM,
+                    base_url=url,
+                    model="stub",
+                    instructions="Judge it.",
+                    timeout_seconds=2,
+                )
+            )
+        broken = panel_configure(
+            name="broken-llms", need=4, lenses=lenses, grounding_policy="repair"
+        )
         s.pipeline_panel()
         healthy = list(Lens.objects.filter(name__in=s.PIPELINE_LENSES[:2]).order_by("name"))
         mixed = panel_configure(
-            name="two-good-one-down", need=2, lenses=[*healthy, lenses[0]], grounding_policy="repair"
+            name="two-good-one-down",
+            need=2,
+            lenses=[*healthy, lenses[0]],
+            grounding_policy="repair",
         )
-        items = [i for i in s.pipeline_contents(count * 10, tag="llm-") if i["route"] == "approved"][:count]
+        items = [
+            i for i in s.pipeline_contents(count * 10, tag="llm-") if i["route"] == "approved"
+        ][:count]
         s.record_answers(items)
         token = s.api_token("drill-llm", "submit,read")
-        env = {**stack.env, "CELERY_TASK_TIME_LIMIT": str(TIME_LIMIT),
-               "CELERY_TASK_SOFT_TIME_LIMIT": str(SOFT_TIME_LIMIT),
-               # No sweeps during the drill: a slow lens must finish on its own.
-               "REVIEWAPP_STUCK_AFTER_SECONDS": "600"}
+        env = {
+            **stack.env,
+            "CELERY_TASK_TIME_LIMIT": str(TIME_LIMIT),
+            "CELERY_TASK_SOFT_TIME_LIMIT": str(SOFT_TIME_LIMIT),
+            # No sweeps during the drill: a slow lens must finish on its own.
+            "REVIEWAPP_STUCK_AFTER_SECONDS": "600",
+        }
         web, port = s.start_gunicorn(env)
         worker = s.start_worker(env, beat=True, name="llm")
         try:
@@ -558,26 +625,41 @@ def llm_failures_drill(stack: Stack, count: int = 3) -> bool:
     log_text = worker.log_path.read_text(errors="replace")
     lens_runs = runtimes.get("reviewapp.review.tasks.run_lens", [])
     proposals = list(Proposal.objects.order_by("id"))
-    latencies = [(p.finalized_at - p.created_at).total_seconds() for p in proposals if p.finalized_at]
+    latencies = [
+        (p.finalized_at - p.created_at).total_seconds() for p in proposals if p.finalized_at
+    ]
     by_panel = {}
     for p in proposals:
         esc = Escalation.objects.filter(proposal=p).first()
         by_panel.setdefault(p.panel.name, []).append(
-            (p.status, tuple(esc.reasons) if esc else (), tuple(sorted(esc.detail["failed_lenses"])) if esc else ())
+            (
+                p.status,
+                tuple(esc.reasons) if esc else (),
+                tuple(sorted(esc.detail["failed_lenses"])) if esc else (),
+            )
         )
     failures = Counter(LensFailure.objects.values_list("lens_name", flat=True))
     errors = {
         f.lens_name: f.error for f in LensFailure.objects.order_by("lens_name", "id").distinct()
     }
     expected_broken = tuple(sorted(behaviours))
-    broken_ok = all(
-        st == "escalated" and "lens_failed" in reasons and "no_quorum" in reasons and failed == expected_broken
-        for st, reasons, failed in by_panel.get("broken-llms", [])
-    ) and len(by_panel.get("broken-llms", [])) == count
-    mixed_ok = all(
-        st == "escalated" and reasons == ("lens_failed",) and failed == ("llm-down",)
-        for st, reasons, failed in by_panel.get("two-good-one-down", [])
-    ) and len(by_panel.get("two-good-one-down", [])) == count
+    broken_ok = (
+        all(
+            st == "escalated"
+            and "lens_failed" in reasons
+            and "no_quorum" in reasons
+            and failed == expected_broken
+            for st, reasons, failed in by_panel.get("broken-llms", [])
+        )
+        and len(by_panel.get("broken-llms", [])) == count
+    )
+    mixed_ok = (
+        all(
+            st == "escalated" and reasons == ("lens_failed",) and failed == ("llm-down",)
+            for st, reasons, failed in by_panel.get("two-good-one-down", [])
+        )
+        and len(by_panel.get("two-good-one-down", [])) == count
+    )
     limit_ok = (
         max(lens_runs, default=0) < SOFT_TIME_LIMIT
         and "TimeLimitExceeded" not in log_text
@@ -592,11 +674,18 @@ def llm_failures_drill(stack: Stack, count: int = 3) -> bool:
     s.line("lens failures recorded", ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
     for name, error in sorted(errors.items()):
         s.line(f"  {name}", error[:110])
-    s.line("run_lens durations max / p50", f"{max(lens_runs, default=0):.1f} s / "
-           f"{s.percentile(lens_runs, 50):.1f} s (soft limit {SOFT_TIME_LIMIT} s, hard {TIME_LIMIT} s)")
+    s.line(
+        "run_lens durations max / p50",
+        f"{max(lens_runs, default=0):.1f} s / "
+        f"{s.percentile(lens_runs, 50):.1f} s "
+        f"(soft limit {SOFT_TIME_LIMIT} s, hard {TIME_LIMIT} s)",
+    )
     s.line("time-limit kills in the worker log", str(log_text.count("TimeLimitExceeded")))
-    s.line("submit→final max", f"{max(latencies, default=0):.1f} s; all settled {settle:.1f} s "
-           f"after the last submission ({wall:.1f} s overall)")
+    s.line(
+        "submit→final max",
+        f"{max(latencies, default=0):.1f} s; all settled {settle:.1f} s "
+        f"after the last submission ({wall:.1f} s overall)",
+    )
     return ok
 
 

@@ -104,9 +104,7 @@ class Loader:
             raw = cursor.cursor
             with raw.copy(f'COPY "{table}" ({", ".join(columns)}) FROM STDIN') as copy:
                 for row in rows:
-                    copy.write_row(
-                        [Jsonb(v) if isinstance(v, dict | list) else v for v in row]
-                    )
+                    copy.write_row([Jsonb(v) if isinstance(v, dict | list) else v for v in row])
                     n += 1
         return n
 
@@ -135,24 +133,63 @@ class Loader:
                 finalized = created + timedelta(seconds=3)
                 passed = 1 if i in escalated else 3
                 tally = {
-                    "passed": passed, "failed": 3 - passed, "asked": 3, "need": 2,
-                    "outcome": "no_quorum" if i in escalated and i % 2 else (
-                        "reached_fail" if passed < 2 else "reached_pass"),
+                    "passed": passed,
+                    "failed": 3 - passed,
+                    "asked": 3,
+                    "need": 2,
+                    "outcome": "no_quorum"
+                    if i in escalated and i % 2
+                    else ("reached_fail" if passed < 2 else "reached_pass"),
                 }
                 yield [
-                    i, self.panel.pk, self.panel.version, self.snapshot, None, None,
-                    f"{template['title']} #{i}", content, template["thought"],
-                    {"agent": "bench", "ticket": i}, f"bench-{i}",
-                    hashlib.sha256(content.encode()).hexdigest(), hashlib.sha256(str(i).encode()).hexdigest(),
-                    status[i], 3, 3, tally, created + timedelta(seconds=1), finalized, created, finalized,
+                    i,
+                    self.panel.pk,
+                    self.panel.version,
+                    self.snapshot,
+                    None,
+                    None,
+                    f"{template['title']} #{i}",
+                    content,
+                    template["thought"],
+                    {"agent": "bench", "ticket": i},
+                    f"bench-{i}",
+                    hashlib.sha256(content.encode()).hexdigest(),
+                    hashlib.sha256(str(i).encode()).hexdigest(),
+                    status[i],
+                    3,
+                    3,
+                    tally,
+                    created + timedelta(seconds=1),
+                    finalized,
+                    created,
+                    finalized,
                 ]
 
         n_proposals = self.copy(
             "review_proposal",
-            ["id", "panel_id", "panel_version", "panel_snapshot", "client_id", "submitted_by_id",
-             "title", "content", "thought_process", "metadata", "external_ref", "content_sha256",
-             "request_sha256", "status", "lenses_asked", "lenses_answered", "tally",
-             "evaluation_started_at", "finalized_at", "created_at", "updated_at"],
+            [
+                "id",
+                "panel_id",
+                "panel_version",
+                "panel_snapshot",
+                "client_id",
+                "submitted_by_id",
+                "title",
+                "content",
+                "thought_process",
+                "metadata",
+                "external_ref",
+                "content_sha256",
+                "request_sha256",
+                "status",
+                "lenses_asked",
+                "lenses_answered",
+                "tally",
+                "evaluation_started_at",
+                "finalized_at",
+                "created_at",
+                "updated_at",
+            ],
             proposal_rows(),
         )
 
@@ -170,30 +207,76 @@ class Loader:
                     answer = {
                         "verdict": verdict,
                         "rationale": f"{lens.name} judged {verdict} on the quoted passages.",
-                        "claims": [{"cite": c, "assessment": "verified"} for c in self.templates[t]["cites"]],
+                        "claims": [
+                            {"cite": c, "assessment": "verified"}
+                            for c in self.templates[t]["cites"]
+                        ],
                     }
-                    yield [j, i, lens.pk, lens.name, lens_versions[lens.pk], verdict,
-                           answer["rationale"], json.dumps(answer, ensure_ascii=False), 1, 0, when(i)]
+                    yield [
+                        j,
+                        i,
+                        lens.pk,
+                        lens.name,
+                        lens_versions[lens.pk],
+                        verdict,
+                        answer["rationale"],
+                        json.dumps(answer, ensure_ascii=False),
+                        1,
+                        0,
+                        when(i),
+                    ]
                     for position, claim in enumerate(self.grounded[t]):
                         anchor = claim.anchor
-                        claims.append([
-                            next(claim_ids), j, position, claim.claim_id or "", claim.cite, claim.text,
-                            _value(claim.assessment), claim.note or "",
-                            _value(anchor.kind) if anchor is not None else "unresolved",
-                            getattr(anchor, "start_utf16", None), getattr(anchor, "end_utf16", None),
-                            False,
-                        ])
+                        claims.append(
+                            [
+                                next(claim_ids),
+                                j,
+                                position,
+                                claim.claim_id or "",
+                                claim.cite,
+                                claim.text,
+                                _value(claim.assessment),
+                                claim.note or "",
+                                _value(anchor.kind) if anchor is not None else "unresolved",
+                                getattr(anchor, "start_utf16", None),
+                                getattr(anchor, "end_utf16", None),
+                                False,
+                            ]
+                        )
 
         n_judgements = self.copy(
             "review_judgement",
-            ["id", "proposal_id", "lens_id", "lens_name", "lens_version", "verdict", "rationale",
-             "raw_response", "attempts", "requote_rounds", "created_at"],
+            [
+                "id",
+                "proposal_id",
+                "lens_id",
+                "lens_name",
+                "lens_version",
+                "verdict",
+                "rationale",
+                "raw_response",
+                "attempts",
+                "requote_rounds",
+                "created_at",
+            ],
             judgement_rows(),
         )
         n_claims = self.copy(
             "review_claim",
-            ["id", "judgement_id", "position", "claim_id", "cite", "text", "assessment", "note",
-             "anchor_kind", "start_utf16", "end_utf16", "dropped"],
+            [
+                "id",
+                "judgement_id",
+                "position",
+                "claim_id",
+                "cite",
+                "text",
+                "assessment",
+                "note",
+                "anchor_kind",
+                "start_utf16",
+                "end_utf16",
+                "dropped",
+            ],
             claims,
         )
         claims.clear()
@@ -201,13 +284,37 @@ class Loader:
         evidence_ids = iter(self._ids("review_evidence", proposals))
         n_evidence = self.copy(
             "review_evidence",
-            ["id", "proposal_id", "checker_id", "checker_name", "checker_version", "verdict", "reason",
-             "digests", "unenforced", "payload", "signature", "key_id", "created_at"],
+            [
+                "id",
+                "proposal_id",
+                "checker_id",
+                "checker_name",
+                "checker_version",
+                "verdict",
+                "reason",
+                "digests",
+                "unenforced",
+                "payload",
+                "signature",
+                "key_id",
+                "created_at",
+            ],
             (
-                [next(evidence_ids), i, self.checker.pk, self.checker.name, self.checker.version,
-                 "pass", "", {"content_sha256": "0" * 64}, [],
-                 json.dumps({"checker": self.checker.name, "proposal": i, "verdict": "pass"}),
-                 "A" * 88, "bench-key", when(i)]
+                [
+                    next(evidence_ids),
+                    i,
+                    self.checker.pk,
+                    self.checker.name,
+                    self.checker.version,
+                    "pass",
+                    "",
+                    {"content_sha256": "0" * 64},
+                    [],
+                    json.dumps({"checker": self.checker.name, "proposal": i, "verdict": "pass"}),
+                    "A" * 88,
+                    "bench-key",
+                    when(i),
+                ]
                 for i in ids
             ),
         )
@@ -221,21 +328,51 @@ class Loader:
             if i % 7 == 0:
                 reasons = ["inconclusive", *reasons]
             if i in resolved:
-                state, claimed_by, claimed_at, resolved_at = "resolved", None, None, when(i) + timedelta(hours=1)
+                state, claimed_by, claimed_at, resolved_at = (
+                    "resolved",
+                    None,
+                    None,
+                    when(i) + timedelta(hours=1),
+                )
             elif i % 10 == 0 and self.users:
                 state, claimed_by, claimed_at, resolved_at = (
-                    "claimed", self.users[i % len(self.users)].pk, self.now - timedelta(minutes=5), None)
+                    "claimed",
+                    self.users[i % len(self.users)].pk,
+                    self.now - timedelta(minutes=5),
+                    None,
+                )
             else:
                 state, claimed_by, claimed_at, resolved_at = "open", None, None, None
-            escalation_rows.append([
-                e, i, reasons,
-                {"explanation": "the panel reached no quorum", "failed_lenses": [], "inconclusive_checkers": []},
-                state, claimed_by, claimed_at, resolved_at, when(i) + timedelta(seconds=3),
-            ])
+            escalation_rows.append(
+                [
+                    e,
+                    i,
+                    reasons,
+                    {
+                        "explanation": "the panel reached no quorum",
+                        "failed_lenses": [],
+                        "inconclusive_checkers": [],
+                    },
+                    state,
+                    claimed_by,
+                    claimed_at,
+                    resolved_at,
+                    when(i) + timedelta(seconds=3),
+                ]
+            )
         n_escalations = self.copy(
             "review_escalation",
-            ["id", "proposal_id", "reasons", "detail", "status", "claimed_by_id", "claimed_at",
-             "resolved_at", "created_at"],
+            [
+                "id",
+                "proposal_id",
+                "reasons",
+                "detail",
+                "status",
+                "claimed_by_id",
+                "claimed_at",
+                "resolved_at",
+                "created_at",
+            ],
             escalation_rows,
         )
 
@@ -246,11 +383,17 @@ class Loader:
                 d = self._ids("review_decision", 1)[0]
                 reviewer = i in resolved
                 yield [
-                    d, i, escalation_of.get(i) if reviewer else None,
-                    "approved" if i % 5 else "rejected", "reviewer" if reviewer else "system",
-                    None, "rita" if reviewer else "system", "Checked against the policy.",
+                    d,
+                    i,
+                    escalation_of.get(i) if reviewer else None,
+                    "approved" if i % 5 else "rejected",
+                    "reviewer" if reviewer else "system",
+                    None,
+                    "rita" if reviewer else "system",
+                    "Checked against the policy.",
                     json.dumps({"type": "reviewapp.decision/v1", "proposal": {"id": i}}),
-                    "A" * 88, "bench-key",
+                    "A" * 88,
+                    "bench-key",
                     hashlib.sha256(f"prev-{d}".encode()).hexdigest(),
                     hashlib.sha256(f"hash-{d}".encode()).hexdigest(),
                     when(i) + timedelta(seconds=4),
@@ -258,15 +401,32 @@ class Loader:
 
         n_decisions = self.copy(
             "review_decision",
-            ["id", "proposal_id", "escalation_id", "outcome", "basis", "decided_by_id",
-             "decided_by_name", "rationale", "payload", "signature", "key_id", "prev_hash", "hash",
-             "created_at"],
+            [
+                "id",
+                "proposal_id",
+                "escalation_id",
+                "outcome",
+                "basis",
+                "decided_by_id",
+                "decided_by_name",
+                "rationale",
+                "payload",
+                "signature",
+                "key_id",
+                "prev_hash",
+                "hash",
+                "created_at",
+            ],
             decision_rows(),
         )
         self.reset_sequences()
         return {
-            "proposals": n_proposals, "judgements": n_judgements, "claims": n_claims,
-            "evidence": n_evidence, "escalations": n_escalations, "decisions": n_decisions,
+            "proposals": n_proposals,
+            "judgements": n_judgements,
+            "claims": n_claims,
+            "evidence": n_evidence,
+            "escalations": n_escalations,
+            "decisions": n_decisions,
         }
 
     def reset_sequences(self) -> None:
@@ -306,19 +466,36 @@ end
 """
 
 
-def wrk(port: int, paths: list[str], cookie: str, duration: int, connections: int, tmp: Path) -> dict:
+def wrk(
+    port: int, paths: list[str], cookie: str, duration: int, connections: int, tmp: Path
+) -> dict:
     script = tmp / f"get-{time.time_ns()}.lua"
     script.write_text(
-        LUA % {
+        LUA
+        % {
             "paths": ", ".join(json.dumps(p) for p in paths),
             "cookie": cookie,
             "seed": SEED,
         }
     )
     result = subprocess.run(
-        ["wrk", "-t", "1", "-c", str(connections), "-d", f"{duration}s", "--timeout", "30s",
-         "-s", str(script), f"http://127.0.0.1:{port}/"],
-        capture_output=True, text=True, check=True,
+        [
+            "wrk",
+            "-t",
+            "1",
+            "-c",
+            str(connections),
+            "-d",
+            f"{duration}s",
+            "--timeout",
+            "30s",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}/",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     out = {"non2xx": 0}
     for raw in result.stdout.splitlines():
@@ -350,14 +527,17 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=2, help="wrk -c (2 = one per worker)")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument(
-        "--reuse", action="store_true",
+        "--reuse",
+        action="store_true",
         help="measure the database the previous run loaded, without re-creating it",
     )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: apt-get install -y wrk")
 
-    s.heading(f"reviewer pages with {args.proposals:,} proposals and {args.open:,} open escalations")
+    s.heading(
+        f"reviewer pages with {args.proposals:,} proposals and {args.open:,} open escalations"
+    )
     s.line("load average at start", s.load_average())
     if args.reuse:
         env = s.bench_env("inbox")
@@ -396,8 +576,11 @@ def main() -> None:
         big = loader.load(args.proposals - small["proposals"], args.open - 10, args.open // 2)
         with loader.connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        s.line("bulk load (COPY) + ANALYZE", f"{time.monotonic() - started:.1f} s: " + ", ".join(
-            f"{k} {small[k] + big[k]:,}" for k in big))
+        s.line(
+            "bulk load (COPY) + ANALYZE",
+            f"{time.monotonic() - started:.1f} s: "
+            + ", ".join(f"{k} {small[k] + big[k]:,}" for k in big),
+        )
     open_count = Escalation.objects.filter(status__in=["open", "claimed"]).count()
     s.line("rows", f"proposals {Proposal.objects.count():,}, open escalations {open_count:,}")
     pages = page_urls()
@@ -413,12 +596,17 @@ def main() -> None:
             continue
         n_small, st_small = counts_small[label]
         verdict = "same" if n_small == n_big else "DIFFERENT"
-        s.line(label, f"{n_small} with 10 rows, {n_big} with {open_count:,} ({verdict}; "
-               f"HTTP {st_small}/{st_big})")
+        s.line(
+            label,
+            f"{n_small} with 10 rows, {n_big} with {open_count:,} ({verdict}; "
+            f"HTTP {st_small}/{st_big})",
+        )
     s.line("inbox last page", f"{counts_big['inbox last page'][0]} queries")
 
     escalated_ids = list(
-        Escalation.objects.filter(status__in=["open", "claimed"]).values_list("proposal_id", flat=True)
+        Escalation.objects.filter(status__in=["open", "claimed"]).values_list(
+            "proposal_id", flat=True
+        )
     )
     sample = random.Random(SEED).sample(escalated_ids, min(500, len(escalated_ids)))
     access_log = Path(env["REVIEWAPP_VAR_DIR"]) / "logs" / f"access-{time.time_ns()}.log"
@@ -428,7 +616,11 @@ def main() -> None:
         ("inbox /", ["/"], "/"),
         ("inbox ?reason=no_quorum", ["/?reason=no_quorum"], "/"),
         ("inbox last page", [f"/?page={last_page}"], "/"),
-        ("proposal pages (500 random escalated)", [f"/proposals/{i}" for i in sample], "/proposals/"),
+        (
+            "proposal pages (500 random escalated)",
+            [f"/proposals/{i}" for i in sample],
+            "/proposals/",
+        ),
     ]
     results = []
     try:
@@ -444,20 +636,33 @@ def main() -> None:
     finally:
         web.stop()
 
-    s.heading(f"under load: wrk -t1 -c{args.connections}, {args.duration} s per page, gunicorn "
-              f"{args.web_workers} workers")
+    s.heading(
+        f"under load: wrk -t1 -c{args.connections}, {args.duration} s per page, gunicorn "
+        f"{args.web_workers} workers"
+    )
     worst = 0.0
     for label, out in results:
         server = out["server"]
         p95 = s.percentile(server, 95)
         worst = max(worst, p95)
-        s.line(label, f"{out['requests'] / (out['duration_us'] / 1e6):.1f} req/s, non-200 {out['non2xx']}")
-        s.line("  server p50 / p95 / p99 (gunicorn)",
-               f"{s.percentile(server, 50):.1f} / {p95:.1f} / {s.percentile(server, 99):.1f} ms")
-        s.line("  client p50 / p95 / p99 (wrk)",
-               f"{out['p50_us'] / 1000:.1f} / {out['p95_us'] / 1000:.1f} / {out['p99_us'] / 1000:.1f} ms")
-    s.line("worst p95 server time", f"{worst:.1f} ms "
-           f"({'meets' if worst < TARGET_P95_MS else 'MISSES'} the {TARGET_P95_MS:.0f} ms target)")
+        s.line(
+            label,
+            f"{out['requests'] / (out['duration_us'] / 1e6):.1f} req/s, non-200 {out['non2xx']}",
+        )
+        s.line(
+            "  server p50 / p95 / p99 (gunicorn)",
+            f"{s.percentile(server, 50):.1f} / {p95:.1f} / {s.percentile(server, 99):.1f} ms",
+        )
+        s.line(
+            "  client p50 / p95 / p99 (wrk)",
+            f"{out['p50_us'] / 1000:.1f} / {out['p95_us'] / 1000:.1f} / "
+            f"{out['p99_us'] / 1000:.1f} ms",
+        )
+    s.line(
+        "worst p95 server time",
+        f"{worst:.1f} ms "
+        f"({'meets' if worst < TARGET_P95_MS else 'MISSES'} the {TARGET_P95_MS:.0f} ms target)",
+    )
     s.line("load average at end", s.load_average())
 
 

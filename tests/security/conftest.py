@@ -27,8 +27,13 @@ def world(db):
     for model in apps.get_models():
         row = model._default_manager.order_by("pk").values_list("pk", flat=True).first()
         ids.setdefault(f"admin_{model._meta.model_name}", row if row is not None else 1)
-    return {"ids": ids, "escalated": escalated, "decided": decided, "escalation": escalation,
-            "decision": decision}
+    return {
+        "ids": ids,
+        "escalated": escalated,
+        "decided": decided,
+        "escalation": escalation,
+        "decision": decision,
+    }
 
 
 @pytest.fixture

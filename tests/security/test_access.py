@@ -37,9 +37,9 @@ PUBLIC = {
 
 
 def is_public(route) -> bool:
-    return any(re.fullmatch(pattern, route.name) for pattern in PUBLIC) or route.template.startswith(
-        "api/ledger"
-    )
+    return any(
+        re.fullmatch(pattern, route.name) for pattern in PUBLIC
+    ) or route.template.startswith("api/ledger")
 
 
 PROTECTED = [r for r in ROUTES if not is_public(r)]
@@ -100,7 +100,9 @@ def test_anonymous_callers_are_refused(client, world, route):
 @pytest.mark.parametrize("route", PROTECTED, ids=str)
 def test_signed_in_users_outside_the_reviewers_group_are_refused(client, world, users, route):
     client.force_login(users["plain"])
-    assert_refused_everywhere(client, route, world["ids"], "a user who is neither reviewer nor staff")
+    assert_refused_everywhere(
+        client, route, world["ids"], "a user who is neither reviewer nor staff"
+    )
 
 
 @pytest.mark.parametrize("route", ADMIN, ids=str)
@@ -135,7 +137,10 @@ SCOPES = ("submit", "judge", "read", "review")
 
 
 def api_operations():
-    """(method, path template, scope) of every operation; scope None = any credential, "public" = none."""
+    """(method, path template, scope) of every operation.
+
+    scope None: any credential will do; "public": no credential is asked for.
+    """
     out = []
     for prefix, router in api._routers:
         for path, path_view in router.path_operations.items():
