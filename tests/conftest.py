@@ -1,9 +1,11 @@
 import time
 
 import pytest
+from django.contrib.auth.models import Group
 
 from reviewapp.celery import app as celery_app
 from tests.core.openai_stub import OpenAIStub
+from tests.factories import ReviewerFactory, UserFactory
 from tests.support.worker import WorkerProcess
 
 
@@ -40,6 +42,34 @@ def start_worker(transactional_db):
 @pytest.fixture
 def worker(start_worker):
     return start_worker()
+
+
+@pytest.fixture
+def reviewer(db):
+    return ReviewerFactory(username="rita")
+
+
+@pytest.fixture
+def second_reviewer(db):
+    return ReviewerFactory(username="sam")
+
+
+@pytest.fixture
+def staff_user(db):
+    return UserFactory(username="stella", is_staff=True)
+
+
+@pytest.fixture
+def outsider(db):
+    """Signed in, but neither staff nor in the reviewers group."""
+    Group.objects.get_or_create(name="reviewers")
+    return UserFactory(username="olga")
+
+
+@pytest.fixture
+def reviewer_client(client, reviewer):
+    client.force_login(reviewer)
+    return client
 
 
 def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.2, message: str = ""):

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.factories import ReviewerFactory, UserFactory
+from tests.factories import UserFactory
 
 
 @pytest.fixture
@@ -12,8 +12,3 @@ def superuser(db):
 def admin_client_ada(client, superuser):
     client.force_login(superuser)
     return client
-
-
-@pytest.fixture
-def reviewer(db):
-    return ReviewerFactory(username="rita")

@@ -1,37 +1,8 @@
 import pytest
-from django.contrib.auth.models import Group
 
 from reviewapp.review.models import Escalation
-from tests.factories import ReviewerFactory, UserFactory
 
 from .builders import make_panel, split_panel_proposal
-
-
-@pytest.fixture
-def reviewer(db):
-    return ReviewerFactory(username="rita")
-
-
-@pytest.fixture
-def second_reviewer(db):
-    return ReviewerFactory(username="sam")
-
-
-@pytest.fixture
-def staff_user(db):
-    return UserFactory(username="stella", is_staff=True)
-
-
-@pytest.fixture
-def outsider(db):
-    Group.objects.get_or_create(name="reviewers")
-    return UserFactory(username="olga")
-
-
-@pytest.fixture
-def reviewer_client(client, reviewer):
-    client.force_login(reviewer)
-    return client
 
 
 @pytest.fixture
