@@ -1,7 +1,10 @@
+import os
 import time
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Group
+from django.test import Client
 
 from reviewapp.celery import app as celery_app
 from tests.core.openai_stub import OpenAIStub
@@ -70,6 +73,71 @@ def outsider(db):
 def reviewer_client(client, reviewer):
     client.force_login(reviewer)
     return client
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's; a browser is never downloaded
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Chromium for one test module."""
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls a
+    # browser test makes itself are still synchronous and safe.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+    if previous is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+@pytest.fixture
+def open_as(chromium, live_server):
+    """open_as(user, path, **context_options) -> a page signed in as `user`.
+
+    Uncaught page errors collect on `page.errors`.
+    """
+    contexts = []
+
+    def open_page(user, path="/", **options):
+        client = Client()
+        client.force_login(user)
+        options.setdefault("viewport", {"width": 1280, "height": 800})
+        context = chromium.new_context(base_url=live_server.url, **options)
+        context.add_cookies(
+            [
+                {
+                    "name": settings.SESSION_COOKIE_NAME,
+                    "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                    "url": live_server.url,
+                }
+            ]
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.errors = []
+        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+        page.goto(path)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
 
 
 def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.2, message: str = ""):

@@ -1,46 +1,22 @@
 """Configuring a panel end to end in the real admin, in headless Chromium."""
 
-import os
-from pathlib import Path
-
 import pytest
+from playwright.sync_api import expect
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.review.models import Lens, Panel
 from tests.factories import UserFactory
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the
-# test makes itself are still synchronous and safe.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-playwright_sync = pytest.importorskip("playwright.sync_api")
-expect = playwright_sync.expect
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def page(live_server):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    with playwright_sync.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(base_url=live_server.url)
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        yield page
-        context.close()
-        browser.close()
+def page(chromium, live_server):
+    context = chromium.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
 
 
 def add_lens(page, name: str, backend: str, mandate: str = ""):

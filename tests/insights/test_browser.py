@@ -1,22 +1,10 @@
 """The dashboard in headless Chromium: the htmx filter and the plain form without JS."""
 
-import os
-from pathlib import Path
-
 import pytest
-from django.conf import settings
-from django.test import Client
 
 from tests.factories import ReviewerFactory
 
 from .builders import decide, judged, make_panel
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-playwright_sync = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 pytestmark = [
     pytest.mark.browser,
@@ -25,48 +13,13 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    with playwright_sync.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
-def open_dashboard(chromium, live_server):
-    contexts = []
-
+def open_dashboard(open_as):
     def open_page(path="/dashboard", **options):
-        user = ReviewerFactory(username="rita")
-        client = Client()
-        client.force_login(user)
-        context = chromium.new_context(
-            base_url=live_server.url, viewport={"width": 1280, "height": 900}, **options
-        )
-        context.add_cookies(
-            [
-                {
-                    "name": settings.SESSION_COOKIE_NAME,
-                    "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                    "url": live_server.url,
-                }
-            ]
-        )
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        errors = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.errors = errors
-        page.goto(path)
-        return page
+        options.setdefault("viewport", {"width": 1280, "height": 900})
+        return open_as(ReviewerFactory(username="rita"), path, **options)
 
-    yield open_page
-    for context in contexts:
-        context.close()
+    return open_page
 
 
 @pytest.fixture
@@ -107,9 +60,6 @@ def test_filter_swaps_the_body_and_pushes_the_url(open_dashboard, panels):
     page.reload()
     assert _total(page) == "2"
     assert page.input_value("#dash-panel") == str(second.pk)
-    if os.environ.get("INSIGHTS_SCREENSHOT"):
-        page.goto("/dashboard")
-        page.screenshot(path=os.environ["INSIGHTS_SCREENSHOT"], full_page=True)
     assert page.errors == []
 
 

@@ -6,34 +6,14 @@ the server, on content built to break offset arithmetic: emoji before and
 inside cited spans, a ZWJ family, CRLF line breaks, U+2011 and combining marks.
 """
 
-import os
 import zlib
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.test import Client
 
 from reviewapp.review.models import Claim, Decision, Escalation
 from reviewapp.review.services.escalations import escalation_claim
 
 from .builders import judgement, make_panel, run_panel, split_panel_proposal
-
-# Playwright's sync API runs an event loop in this thread; Django's ORM calls
-# made by the test itself are still synchronous and safe.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-playwright_sync = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -55,47 +35,6 @@ BETA_CITES = [
     "the family 👩‍👩‍👧 boards via the non‑stop gate.",  # the same span as alpha's
     "cafe\u0301 checklist 🚀🚀",  # overlaps alpha's third cite
 ]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    with playwright_sync.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def open_as(chromium, live_server):
-    """open_as(user, path, **context_options) -> a page logged in as `user`."""
-    contexts = []
-
-    def open_page(user, path="/", **options):
-        client = Client()
-        client.force_login(user)
-        context = chromium.new_context(
-            base_url=live_server.url, viewport={"width": 1280, "height": 800}, **options
-        )
-        context.add_cookies(
-            [
-                {
-                    "name": settings.SESSION_COOKIE_NAME,
-                    "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                    "url": live_server.url,
-                }
-            ]
-        )
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.goto(path)
-        return page
-
-    yield open_page
-    for context in contexts:
-        context.close()
 
 
 @pytest.fixture
