@@ -156,7 +156,7 @@ SESSION_COOKIE_SECURE = _read(env.bool, "SESSION_COOKIE_SECURE", default=not DEB
 CSRF_COOKIE_SECURE = _read(env.bool, "CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = _read(env.int, "SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
-SECURE_HSTS_PRELOAD = False
+SECURE_HSTS_PRELOAD = _read(env.bool, "SECURE_HSTS_PRELOAD", default=not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- Celery ---------------------------------------------------------------

@@ -5,22 +5,14 @@ from datetime import timedelta
 
 from reviewapp.review.models import Escalation, Proposal
 from reviewapp.review.services.escalations import escalation_claim, escalation_decide
-from tests.factories import LensFactory, PanelFactory, recorded
-from tests.review.helpers import evaluate_in_process, judgement, submit
+from tests.factories import recorded
+from tests.review.helpers import evaluate_in_process, judgement, make_panel, submit
+
+__all__ = ["backdate", "decide", "judged", "make_panel"]
 
 GOOD_CITE = "The sky is blue."
 BAD_CITE = "Pigs can fly over the moon."
 _counter = itertools.count(1)
-
-
-def make_panel(*lens_names: str, need: int | None = None, policy: str = "repair", **kwargs):
-    lenses = [LensFactory(name=name) for name in lens_names]
-    return PanelFactory(
-        lenses=lenses,
-        need=need if need is not None else len(lenses),
-        grounding_policy=policy,
-        **kwargs,
-    )
 
 
 def judged(panel, verdicts: dict, *, cites: dict | None = None, **submit_kwargs) -> Proposal:

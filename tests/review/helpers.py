@@ -2,15 +2,30 @@ import json
 
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
 from reviewapp.review.tasks import finalize_proposal, run_lens
+from tests.factories import LensFactory, PanelFactory
 
 
-def judgement(verdict: str, *cites: str, rationale: str = "Reasoned.") -> str:
+def judgement(verdict: str, *claims, rationale: str = "Reasoned.") -> str:
+    """A recorded lens response. A claim is a cite string or a dict with cite/assessment/note."""
     return json.dumps(
         {
             "verdict": verdict,
             "rationale": rationale,
-            "claims": [{"cite": c, "assessment": "verified"} for c in cites],
+            "claims": [
+                {"cite": c, "assessment": "verified"} if isinstance(c, str) else c for c in claims
+            ],
         }
+    )
+
+
+def make_panel(*lens_names: str, need: int | None = None, policy: str = "repair", **kwargs):
+    """A panel of recorded lenses (default two, need both: a split is no quorum)."""
+    lenses = [LensFactory(name=name) for name in lens_names] or [LensFactory(), LensFactory()]
+    return PanelFactory(
+        lenses=lenses,
+        need=need if need is not None else len(lenses),
+        grounding_policy=policy,
+        **kwargs,
     )
 
 

@@ -1,35 +1,11 @@
 """Escalated proposals built the way the worker builds them, called in-process."""
 
-import json
-
 from reviewapp.review.models import CheckerConfig, Proposal
-from reviewapp.review.services.proposals import proposal_submit
-from reviewapp.review.tasks import finalize_proposal, run_lens
-from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
+from tests.factories import CheckerFactory, recorded
+from tests.review.helpers import evaluate_in_process, judgement, make_panel
+from tests.review.helpers import submit as proposal_submit_for
 
-
-def judgement(verdict: str, *claims, rationale: str = "Reasoned.") -> str:
-    """A recorded lens response. A claim is a cite string or a dict with cite/assessment/note."""
-    return json.dumps(
-        {
-            "verdict": verdict,
-            "rationale": rationale,
-            "claims": [
-                {"cite": c, "assessment": "verified"} if isinstance(c, str) else c for c in claims
-            ],
-        }
-    )
-
-
-def make_panel(*lens_names: str, need: int | None = None, policy: str = "repair", **kwargs):
-    """A panel of recorded lenses (default two, need both: a split is no quorum)."""
-    lenses = [LensFactory(name=name) for name in lens_names] or [LensFactory(), LensFactory()]
-    return PanelFactory(
-        lenses=lenses,
-        need=need if need is not None else len(lenses),
-        grounding_policy=policy,
-        **kwargs,
-    )
+__all__ = ["judgement", "make_panel", "mandate_checker", "run_panel", "split_panel_proposal"]
 
 
 def mandate_checker(mandate: str, **kwargs) -> CheckerConfig:
@@ -47,12 +23,7 @@ def run_panel(panel, content: str, responses: dict, **submit) -> Proposal:
     for lens in lenses:
         if responses.get(lens.name) is not None:
             recorded(lens, content, responses[lens.name])
-    proposal, _ = proposal_submit(panel_name=panel.name, content=content, **submit)
-    for lens in lenses:
-        run_lens(proposal.pk, lens.pk)
-    finalize_proposal(proposal.pk)
-    proposal.refresh_from_db()
-    return proposal
+    return evaluate_in_process(proposal_submit_for(panel, content, **submit))
 
 
 def split_panel_proposal(panel=None, content: str = "The sky is blue. Water is wet.", **submit):
