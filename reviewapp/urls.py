@@ -3,12 +3,14 @@ from django.urls import include, path, re_path
 
 from reviewapp.api import api, endpoint_not_found
 from reviewapp.health import healthz
+from reviewapp.ledger.views import export_view
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     re_path(r"^api/(?P<path>.*)$", endpoint_not_found),
+    path("decisions/export.jsonl", export_view, name="ledger_export"),
     path("", include("reviewapp.insights.urls")),
     path("", include("reviewapp.web.urls")),
 ]

@@ -5,6 +5,8 @@ from django.http import JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, Throttled
 
+from reviewapp.ledger.api import router as ledger_router
+
 from . import cite, decisions, escalations, proposals
 from .parsing import BodyRejected, GuardedParser, size_guard, too_large
 
@@ -60,6 +62,8 @@ api.add_router("", proposals.router)
 api.add_router("", escalations.router)
 api.add_router("", decisions.router)
 api.add_router("", cite.router)
+# Public verifiability: the ledger endpoints take no authentication.
+api.add_router("/ledger", ledger_router)
 
 
 def endpoint_not_found(request, path: str = ""):

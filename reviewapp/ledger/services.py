@@ -32,7 +32,7 @@ MAX_PAGE = 1000
 
 def ledger_origin() -> str:
     """The log's name: the checkpoint origin line and the note key name."""
-    return getattr(settings, "REVIEWAPP_LEDGER_ORIGIN", "") or DEFAULT_ORIGIN
+    return settings.REVIEWAPP_LEDGER_ORIGIN or DEFAULT_ORIGIN
 
 
 @dataclass(frozen=True)

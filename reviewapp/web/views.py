@@ -5,7 +5,6 @@ relations are joined (`select_related`), large text columns deferred, counts
 taken in one aggregate.
 """
 
-import json
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -17,9 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from reviewapp.core.signing import canonical_json, sha256_hex
+from reviewapp.ledger.services import decision_ledger_status, ledger_position_for_decision
 from reviewapp.review.models import Decision, Escalation, Panel, Proposal
-from reviewapp.review.services.decisions import decision_signature_valid
+from reviewapp.review.services.decisions import decision_check
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
@@ -195,6 +194,7 @@ def _adjudication_context(request, proposal, *, error: str = "", notice: str = "
         "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
         "claim": claim_state(escalation, request.user) if escalation else None,
         "decision": decision,
+        "ledger_position": ledger_position_for_decision(decision) if decision else None,
         "claim_ttl_minutes": int(claim_ttl().total_seconds() // 60),
         "adjudication_error": error,
         "adjudication_notice": notice,
@@ -379,45 +379,16 @@ def decision_list(request):
     )
 
 
-def verify_decision(decision: Decision) -> dict:
-    """Check a stored decision from its stored bytes: signature, hash, and the row's fields."""
-    payload_bytes = decision.payload.encode()
-    signature_ok = decision_signature_valid(decision)
-    hash_ok = sha256_hex(payload_bytes) == decision.hash
-    try:
-        signed = json.loads(payload_bytes)
-        canonical_ok = canonical_json(signed) == payload_bytes
-    except ValueError:
-        signed, canonical_ok = {}, False
-    mismatched = [
-        name
-        for name, stored in (
-            ("outcome", decision.outcome),
-            ("basis", decision.basis),
-            ("rationale", decision.rationale),
-            ("prev_hash", decision.prev_hash),
-        )
-        if signed.get(name) != stored
-    ]
-    if (signed.get("proposal") or {}).get("id") != decision.proposal_id:
-        mismatched.append("proposal")
-    return {
-        "ok": signature_ok and hash_ok and canonical_ok and not mismatched,
-        "signature_ok": signature_ok,
-        "hash_ok": hash_ok,
-        "canonical_ok": canonical_ok,
-        "mismatched": mismatched,
-        "key_id": decision.key_id,
-        "checked_at": timezone.now(),
-        "payload_length": len(payload_bytes),
-    }
-
-
 @require_GET
 @reviewer_required
 def decision_verify(request, pk: int):
     decision = get_object_or_404(Decision.objects.select_related("proposal"), pk=pk)
-    context = {"decision": decision, "result": verify_decision(decision)}
+    context = {
+        "decision": decision,
+        "result": decision_check(decision),
+        "ledger": decision_ledger_status(decision),
+        "checked_at": timezone.now(),
+    }
     if _is_htmx(request):
         return render(request, "web/decision_verify.html#result", context)
     return render(request, "web/decision_verify.html", context)

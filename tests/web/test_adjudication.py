@@ -6,6 +6,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from reviewapp.ledger.models import LedgerEntry
+from reviewapp.ledger.services import checkpoint_create
 from reviewapp.review.models import Decision, Escalation
 from reviewapp.review.services.escalations import escalation_claim
 from tests.support.tamper import tampering
@@ -246,3 +248,35 @@ def test_verify_without_htmx_is_a_full_page(reviewer_client, reviewer, escalatio
     decision = _decide(reviewer, escalation)
     body = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
     assert "<html" in body and 'data-verified="valid"' in body
+
+
+def test_the_proposal_page_shows_the_decisions_ledger_position(
+    reviewer_client, reviewer, escalation
+):
+    decision = _decide(reviewer, escalation)
+    position = LedgerEntry.objects.get(decision=decision).leaf_index
+    body = reviewer_client.get(
+        reverse("proposal_detail", args=[decision.proposal_id])
+    ).content.decode()
+    assert f'id="decision-ledger-position">entry {position}<' in body
+
+
+def test_verify_reports_inclusion_in_the_signed_checkpoint(reviewer_client, reviewer, escalation):
+    decision = _decide(reviewer, escalation)
+    checkpoint = checkpoint_create()
+    body = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
+    assert 'data-verified="valid"' in body
+    assert f"in the signed checkpoint of size {checkpoint.tree_size}" in body
+
+
+def test_verify_notices_a_decision_missing_from_the_ledger(reviewer_client, reviewer, escalation):
+    decision = _decide(reviewer, escalation)
+    with tampering():
+        LedgerEntry.objects.filter(decision=decision).delete()
+    body = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
+    assert 'data-verified="invalid"' in body and "not in the ledger" in body
+
+
+def test_the_decisions_log_offers_the_ledger_export(reviewer_client):
+    body = reviewer_client.get(reverse("decision_list")).content.decode()
+    assert reverse("ledger_export") in body

@@ -2,6 +2,7 @@
 
 import base64
 import json
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
@@ -126,39 +127,73 @@ def decision_signature_valid(decision: Decision) -> bool:
     return verify(decision.payload.encode(), signature, public_key)
 
 
+@dataclass(frozen=True)
+class DecisionCheck:
+    """A decision re-checked from its stored bytes and the registered public key alone."""
+
+    signature_ok: bool
+    hash_ok: bool
+    canonical_ok: bool
+    # Row columns that no longer say what the signed bytes say.
+    mismatched: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.signature_ok and self.hash_ok and self.canonical_ok and not self.mismatched
+
+    @property
+    def problem(self) -> str | None:
+        if not self.hash_ok:
+            return "stored hash does not match its signed bytes"
+        if not self.signature_ok:
+            return "signature does not verify"
+        if not self.canonical_ok:
+            return "signed bytes are not canonical JSON"
+        if self.mismatched:
+            return f"row differs from its signed bytes in {', '.join(self.mismatched)}"
+        return None
+
+
+def decision_check(decision: Decision) -> DecisionCheck:
+    payload_bytes = decision.payload.encode()
+    try:
+        signed = json.loads(payload_bytes)
+        canonical_ok = isinstance(signed, dict) and canonical_json(signed) == payload_bytes
+    except ValueError:
+        signed, canonical_ok = {}, False
+    if not isinstance(signed, dict):
+        signed = {}
+    mismatched = [
+        field
+        for field, stored in (
+            ("outcome", decision.outcome),
+            ("basis", decision.basis),
+            ("rationale", decision.rationale),
+            ("prev_hash", decision.prev_hash),
+        )
+        if signed.get(field) != stored
+    ]
+    if (signed.get("proposal") or {}).get("id") != decision.proposal_id:
+        mismatched.append("proposal")
+    return DecisionCheck(
+        signature_ok=decision_signature_valid(decision),
+        hash_ok=sha256_hex(payload_bytes) == decision.hash,
+        canonical_ok=canonical_ok,
+        mismatched=tuple(mismatched),
+    )
+
+
 def decisions_verify_chain() -> tuple[int, str | None]:
     """Re-verify every decision in order. Returns (count checked, first problem or None)."""
     expected_prev = GENESIS_HASH
     checked = 0
     for decision in Decision.objects.order_by("id").iterator(chunk_size=1000):
         label = f"decision {decision.pk} (proposal {decision.proposal_id})"
-        payload_bytes = decision.payload.encode()
-        if sha256_hex(payload_bytes) != decision.hash:
-            return checked, f"{label}: stored hash does not match its signed bytes"
-        if not decision_signature_valid(decision):
-            return checked, f"{label}: signature does not verify with key {decision.key_id}"
+        problem = decision_check(decision).problem
+        if problem:
+            return checked, f"{label}: {problem}"
         if decision.prev_hash != expected_prev:
             return checked, f"{label}: chain broken, expected previous hash {expected_prev}"
-        try:
-            signed = json.loads(payload_bytes)
-        except ValueError:
-            return checked, f"{label}: signed bytes are not JSON"
-        if canonical_json(signed) != payload_bytes:
-            return checked, f"{label}: signed bytes are not canonical JSON"
-        mismatched = [
-            field
-            for field, stored in (
-                ("outcome", decision.outcome),
-                ("basis", decision.basis),
-                ("rationale", decision.rationale),
-                ("prev_hash", decision.prev_hash),
-            )
-            if signed.get(field) != stored
-        ]
-        if signed.get("proposal", {}).get("id") != decision.proposal_id:
-            mismatched.append("proposal")
-        if mismatched:
-            return checked, f"{label}: row differs from its signed bytes in {', '.join(mismatched)}"
         expected_prev = decision.hash
         checked += 1
     return checked, None
