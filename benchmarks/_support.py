@@ -435,6 +435,12 @@ class PrivateRedis:
         time.sleep(down_seconds)
         self.start()
 
+    def destroy(self) -> None:
+        self.stop()
+        for path in (self.pidfile, Path(f"/tmp/reviewapp-drill-redis-{self.port}.log")):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
 
 # ── content for a 3-lens recorded panel ──────────────────────────────────────
 

@@ -91,7 +91,7 @@ class Stack:
         from django.db import connections
 
         connections.close_all()
-        self.redis.stop()
+        self.redis.destroy()
         self.pg.destroy()
 
 
@@ -294,6 +294,7 @@ def pipeline_drill(stack: Stack, name: str, n: int) -> bool:
 
     stack.reset()
     with OpenAIStub() as stub:
+        quiet(stub)
         stub.script([Slow(SLOW_LENS_SECONDS, stub_answer()) for _ in range(n * 4)])
         panel = recorded_and_llm_panel(stub.base_url)
         items = s.pipeline_contents(n, tag=f"{name}-")
@@ -509,6 +510,11 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
     return ok
 
 
+def quiet(stub) -> None:
+    """A killed or timed-out client resets its connection; the stub need not print that."""
+    stub._server.handle_error = lambda request, client_address: None
+
+
 def stub_port(stub) -> int:
     return int(stub.base_url.rsplit(":", 1)[1].split("/")[0])
 
@@ -571,6 +577,7 @@ def llm_failures_drill(stack: Stack, count: int = 3) -> bool:
                 url = f"http://127.0.0.1:{closed_port()}/v1"
             else:
                 stub = exits.enter_context(OpenAIStub())
+                quiet(stub)
                 stub.script([step() for _ in range(count * 10)])
                 stubs[name] = stub
                 url = stub.base_url

@@ -629,7 +629,10 @@ def main() -> None:
                 wrk(port, paths, cookie_header, 3, args.connections, Path(tmp))  # warm-up
                 time.sleep(0.3)
                 offset = access_log.stat().st_size
+                meter = s.CpuMeter(web=web.pid)
+                meter.start()
                 out = wrk(port, paths, cookie_header, args.duration, args.connections, Path(tmp))
+                out["cpu"] = meter.stop()
                 time.sleep(0.5)
                 out["server"] = server_times(access_log, offset, prefix)
                 results.append((label, out))
@@ -652,6 +655,11 @@ def main() -> None:
         s.line(
             "  server p50 / p95 / p99 (gunicorn)",
             f"{s.percentile(server, 50):.1f} / {p95:.1f} / {s.percentile(server, 99):.1f} ms",
+        )
+        s.line(
+            "  CPU per page: gunicorn + PostgreSQL",
+            f"{1000 * out['cpu']['web'] / max(out['requests'], 1):.1f} + "
+            f"{1000 * out['cpu']['postgres'] / max(out['requests'], 1):.1f} ms",
         )
         s.line(
             "  client p50 / p95 / p99 (wrk)",

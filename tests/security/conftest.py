@@ -4,7 +4,9 @@ from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 
 from reviewapp.review.models import Decision, Escalation
-from tests.factories import ReviewerFactory, UserFactory
+from reviewapp.review.services.clients import api_client_create
+from reviewapp.review.trial import trial_start
+from tests.factories import CheckerFactory, ReviewerFactory, UserFactory
 from tests.web.builders import judgement, make_panel, run_panel, split_panel_proposal
 
 
@@ -12,11 +14,15 @@ from tests.web.builders import judgement, make_panel, run_panel, split_panel_pro
 def world(db):
     """One of everything a URL can name: a decided proposal with its decision, an escalation."""
     Group.objects.get_or_create(name="reviewers")
-    escalated = split_panel_proposal(make_panel("accuracy", "tone"), external_ref="sec-1")
+    panel = make_panel("accuracy", "tone", checkers=[CheckerFactory(name="sec-checker")])
+    escalated = split_panel_proposal(panel, external_ref="sec-1")
     decided_panel = make_panel("solo", need=1)
     decided = run_panel(decided_panel, "All good here.", {"solo": judgement("pass", "All good")})
     assert decided.status == "decided", decided.status
     escalation = Escalation.objects.get(proposal=escalated)
+    # Rows for the admin pages that would otherwise have nothing to show.
+    api_client_create(name="sec-world-client", scopes=["read"])
+    trial_start(kind="checker", target=CheckerFactory(), sample="Sample text.")
     decision = Decision.objects.get(proposal=decided)
     ids = {
         "proposals": escalated.pk,
