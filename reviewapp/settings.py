@@ -246,7 +246,9 @@ else:
     }
 
 # The ledger's checkpoint origin line (C2SP tlog-checkpoint) and how often one is signed.
-REVIEWAPP_LEDGER_ORIGIN = _read(env.str, "REVIEWAPP_LEDGER_ORIGIN", default="reviewapp.local/ledger")
+REVIEWAPP_LEDGER_ORIGIN = _read(
+    env.str, "REVIEWAPP_LEDGER_ORIGIN", default="reviewapp.local/ledger"
+)
 REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS = _read(
     env.float, "REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS", default=300.0
 )

@@ -5,6 +5,7 @@ Sessions are for people: staff and reviewers may read, reviewers may also
 decide escalations, and every unsafe request from a session must pass CSRF.
 """
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from reviewapp.review.services.clients import api_client_for_token, api_client_t
 REVIEWERS_GROUP = "reviewers"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _WINDOW_SECONDS = 60
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -98,11 +101,17 @@ def _count_request(client: ApiClient) -> None:
     window = int(now // _WINDOW_SECONDS)
     # Keyed by the random prefix, never the row id: ids can be reused.
     key = f"api-rate:{client.token_prefix}:{window}"
-    cache.add(key, 0, timeout=_WINDOW_SECONDS * 2)
     try:
-        count = cache.incr(key)
-    except ValueError:  # the window expired between add and incr
-        cache.set(key, 1, timeout=_WINDOW_SECONDS * 2)
-        count = 1
+        cache.add(key, 0, timeout=_WINDOW_SECONDS * 2)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # the window expired between add and incr
+            cache.set(key, 1, timeout=_WINDOW_SECONDS * 2)
+            count = 1
+    except Exception:
+        # The cache (Redis) is down: fail open. Refusing every request would
+        # turn a cache outage into an API outage; the limit is a courtesy.
+        log.warning("rate limit not counted: the cache is unavailable", exc_info=True)
+        return
     if count > limit:
         raise Throttled(wait=int(_WINDOW_SECONDS - now % _WINDOW_SECONDS) + 1)

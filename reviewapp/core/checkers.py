@@ -509,6 +509,9 @@ class ConstraintsChecker(Checker):
         if result.is_satisfied:
             return Judgement.passed(details=details)
         feedback = "\n".join(result.feedback()) or "the mandate is not satisfied"
+        if result.undecided:
+            # A clause that could not be evaluated decides nothing: escalate.
+            return Judgement.inconclusive(feedback, details=details)
         return Judgement.failed(feedback, details=details)
 
 

@@ -65,6 +65,12 @@ def _compile(pattern: str) -> regex.Pattern:
 # `lowered` is the response already lower-cased, so a set lower-cases it once.
 
 
+class Undecided(str):
+    """A failure detail for a clause that could not be evaluated at all (a regex that
+    timed out). It is still a failure for the score, never a pass; a checker turns it
+    into Inconclusive, because nothing about the response was shown."""
+
+
 @dataclass(frozen=True, slots=True)
 class Contains:
     needle: str
@@ -110,7 +116,7 @@ class Matches:
         try:
             found = compiled.search(response, timeout=REGEX_TIMEOUT_SECONDS)
         except TimeoutError:
-            return (
+            return Undecided(
                 f"matching /{self.pattern}/ timed out after {REGEX_TIMEOUT_SECONDS} s, "
                 "so the response could not be shown to match"
             )
@@ -265,6 +271,9 @@ class Violation:
 
 @dataclass(frozen=True, slots=True)
 class MandateVerdict:
+    """The mandate's score. An undecided clause counts against the CSR like a violation,
+    and is also listed in `undecided`, so a caller can escalate rather than reject."""
+
     csr: float
     error: float  # e = 1 - csr, in [0, 1]
     satisfied: tuple[Constraint, ...]
@@ -274,6 +283,11 @@ class MandateVerdict:
     @property
     def is_satisfied(self) -> bool:
         return not self.violated
+
+    @property
+    def undecided(self) -> tuple[Violation, ...]:
+        """Violations that are really "could not evaluate" (a regex timed out)."""
+        return tuple(v for v in self.violated if isinstance(v.detail, Undecided))
 
     def within(self, epsilon: float) -> bool:
         """Whether |e| < epsilon: strict, as in the convergence test it serves."""

@@ -76,7 +76,8 @@ def _filters(request) -> tuple[Scope, str, str]:
             return None
 
     scope = Scope(panel_id=panel_id, start=day("start"), end=day("end"))
-    return scope, status, request.GET.get("q", "").strip()
+    # PostgreSQL text cannot hold NUL; a search for it can only match nothing.
+    return scope, status, request.GET.get("q", "").replace("\x00", "").strip()
 
 
 def export_queryset(scope: Scope, status: str = "", q: str = ""):

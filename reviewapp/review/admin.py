@@ -263,6 +263,9 @@ class LensAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
 
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, unquote(object_id))
+        # Permission first: the refusal names the panels using the object.
+        if obj is not None and not self.has_delete_permission(request, obj):
+            raise PermissionDenied
         if obj is not None:
             refusal = lens_delete_refusal([obj])
             if refusal:
@@ -484,6 +487,9 @@ class CheckerAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
 
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, unquote(object_id))
+        # Permission first: the refusal names the panels using the object.
+        if obj is not None and not self.has_delete_permission(request, obj):
+            raise PermissionDenied
         if obj is not None:
             refusal = self._delete_refusal([obj])
             if refusal:

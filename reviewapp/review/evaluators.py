@@ -66,6 +66,11 @@ def _evaluate_mandate(lens: Lens, proposal: Proposal) -> JudgeOutcome:
     except core_constraints.ConstraintError as exc:
         raise LensFailed(f"mandate refused: {exc}", 0, []) from exc
     verdict = mandate.evaluate(proposal.content)
+    if verdict.undecided:
+        # A clause that could not be evaluated is no judgement at all.
+        raise LensFailed(
+            "could not evaluate: " + "; ".join(v.detail for v in verdict.undecided), 0, []
+        )
     lines = verdict.feedback() if not verdict.is_satisfied else []
     rationale = (
         "Every checkable constraint holds."

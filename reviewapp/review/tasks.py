@@ -3,8 +3,9 @@
 import logging
 from datetime import timedelta
 
-from celery import shared_task
+from celery import current_app, shared_task
 from django.conf import settings
+from kombu.exceptions import ChannelError
 
 from reviewapp.core.judging import LensFailed
 
@@ -78,9 +79,27 @@ def finalize_proposal(proposal_id: int, deadline_passed: bool = False) -> None:
     proposal_finalize(proposal_id=proposal_id, deadline_passed=deadline_passed)
 
 
+def broker_backlog() -> int:
+    """Messages waiting in the default queue (not counting those a worker holds)."""
+    with current_app.connection_for_read() as conn:
+        try:
+            return conn.default_channel.queue_declare(
+                queue=current_app.conf.task_default_queue, passive=True
+            ).message_count
+        except ChannelError:  # never declared: nothing was ever sent
+            return 0
+
+
 @shared_task
 def sweep_stuck_proposals() -> int:
-    """Re-enqueue proposals that stopped moving (a worker died, a message was lost)."""
+    """Re-enqueue proposals that stopped moving (a worker died, a message was lost).
+
+    Only while the queue is empty: a backlog means work is still flowing, and
+    re-enqueueing proposals that are merely waiting behind it multiplies the
+    very load that made them wait.
+    """
+    if broker_backlog():
+        return 0
     stuck = proposals_stuck(older_than=timedelta(seconds=settings.REVIEWAPP_STUCK_AFTER_SECONDS))
     for proposal_id in stuck:
         proposal_touch(proposal_id=proposal_id)

@@ -51,11 +51,16 @@ def _is_htmx(request) -> bool:
     return request.headers.get("HX-Request") == "true" and not request.headers.get("HX-Boosted")
 
 
+# Ids are BIGINT primary keys: anything outside that range matches nothing.
+_ID_RANGE = range(1, 2**63)
+
+
 def _int_param(request, name: str) -> int | None:
     try:
-        return int(request.GET.get(name, ""))
+        value = int(request.GET.get(name, ""))
     except ValueError:
         return None
+    return value if value in _ID_RANGE else None
 
 
 def _query_without(request, *names: str) -> str:
@@ -138,7 +143,8 @@ def proposal_list(request):
     if status not in Proposal.Status.values:
         status = ""
     panel_id = _int_param(request, "panel")
-    q = request.GET.get("q", "").strip()
+    # PostgreSQL text cannot hold NUL; a search for it can only match nothing.
+    q = request.GET.get("q", "").replace("\x00", "").strip()
 
     rows = Proposal.objects.select_related("panel", "decision").defer(
         *PROPOSAL_HEAVY, "decision__payload"

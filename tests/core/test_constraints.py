@@ -353,6 +353,13 @@ def test_a_timed_out_match_says_so(monkeypatch):
     assert v.csr == 0.5
 
 
+def test_a_timed_out_match_is_listed_as_undecided_and_a_plain_violation_is_not(monkeypatch):
+    monkeypatch.setattr(constraints, "REGEX_TIMEOUT_SECONDS", 0.05)
+    v = make_set(Matches("(a|aa)+$"), Contains("zebra")).evaluate(CATASTROPHIC)
+    assert len(v.violated) == 2
+    assert [u.constraint.predicate for u in v.undecided] == [Matches("(a|aa)+$")]
+
+
 # ---- properties ----
 
 MIXED = ConstraintSet.from_text(

@@ -264,23 +264,7 @@ MODEL_ADMIN = [
 ]
 
 
-LEAKY_DELETE = pytest.mark.xfail(
-    strict=True,
-    reason="BUG (reported): LensAdmin/CheckerConfigAdmin.delete_view (reviewapp/review/admin.py) "
-    "compute the delete refusal and message it (naming the panels that use the object) before "
-    "checking the caller's delete permission; check has_delete_permission first.",
-)
-
-
-def _model_admin_params():
-    for route in MODEL_ADMIN:
-        if route.name in ("admin:review_lens_delete", "admin:review_checkerconfig_delete"):
-            yield pytest.param(route, marks=LEAKY_DELETE, id=str(route))
-        else:
-            yield pytest.param(route, id=str(route))
-
-
-@pytest.mark.parametrize("route", list(_model_admin_params()))
+@pytest.mark.parametrize("route", MODEL_ADMIN, ids=str)
 def test_staff_without_permissions_cannot_use_model_admin_pages(client, world, users, route):
     client.force_login(users["staff"])
     url = route.url(world["ids"])

@@ -25,7 +25,6 @@ import time
 from html.parser import HTMLParser
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from reviewapp.review.models import (
@@ -287,11 +286,6 @@ def test_regex_bomb_in_a_constraints_checker_finishes_quickly_and_never_approves
     assert pattern in evidence.reason
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (reported): ConstraintsChecker turns a regex timeout into FAIL, a signed system "
-    "rejection; SPEC §2 says a checker that timed out says Inconclusive, which escalates.",
-)
 def test_regex_timeout_in_a_constraints_checker_is_inconclusive(db):
     checker = CheckerConfig.objects.create(
         name="bomb", kind="constraints", settings={"mandate": BOMB}
@@ -307,30 +301,29 @@ def test_regex_timeout_in_a_constraints_checker_is_inconclusive(db):
     assert proposal.status == "escalated"
 
 
-@pytest.mark.parametrize("pattern", BOMB_PATTERNS)
-def test_regex_bomb_in_a_constraints_lens_finishes_quickly(db, pattern):
+def test_an_instantly_answered_regex_bomb_in_a_constraints_lens_is_a_violation(db):
     from reviewapp.review.evaluators import evaluate_lens
 
-    lens = Lens(
-        name="bomb-lens", backend=Lens.Backend.CONSTRAINTS, mandate=f"must match /{pattern}/"
+    lens = Lens.objects.create(
+        name="bomb-lens", backend=Lens.Backend.CONSTRAINTS, mandate="must match /(a+)+$/"
     )
-    lens.full_clean()
-    lens.save()
-    proposal = bomb_proposal(lenses=[lens])
-
-    outcome, elapsed = timed(lambda: evaluate_lens(lens=lens, proposal=proposal))
-
+    outcome, elapsed = timed(
+        lambda: evaluate_lens(lens=lens, proposal=bomb_proposal(lenses=[lens]))
+    )
     assert elapsed < BUDGET_SECONDS
-    assert outcome.verdict == "fail"
-    assert pattern in outcome.rationale
+    assert outcome.verdict == "fail" and "(a+)+$" in outcome.rationale
 
 
-def test_a_timed_out_match_says_so(db):
+def test_a_timed_out_match_makes_the_constraints_lens_fail_quickly_and_say_so(db):
+    from reviewapp.core.judging import LensFailed
     from reviewapp.review.evaluators import evaluate_lens
 
     lens = Lens.objects.create(name="bomb-lens", backend=Lens.Backend.CONSTRAINTS, mandate=BOMB)
-    outcome = evaluate_lens(lens=lens, proposal=bomb_proposal(lenses=[lens]))
-    assert "timed out" in outcome.rationale
+    proposal = bomb_proposal(lenses=[lens])
+    started = time.monotonic()
+    with pytest.raises(LensFailed, match="timed out"):
+        evaluate_lens(lens=lens, proposal=proposal)
+    assert time.monotonic() - started < BUDGET_SECONDS
 
 
 @pytest.mark.parametrize(("pattern", "verdict"), [("(a+)+$", "fail"), ("(a|aa)+$", "inconclusive")])
@@ -610,23 +603,6 @@ HOSTILE_VALUES = {
 
 @pytest.mark.parametrize("value", HOSTILE_VALUES.values(), ids=HOSTILE_VALUES.keys())
 def test_hostile_query_strings_never_cause_a_server_error(request, world, users, value):
-    if value in ("%00", "a%00b") and connection.vendor == "postgresql":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG (reported): /proposals?q=<NUL> reaches PostgreSQL, which refuses "
-                "NUL: 500. reviewapp/web/views.py proposal_list must drop or refuse NUL in `q`.",
-            )
-        )
-    if value == "9" * 30 and connection.vendor == "sqlite":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG (reported): /?panel=<30 digits> and /proposals?panel=<30 digits> "
-                "overflow SQLite's integer: 500. reviewapp/web/views.py _int_param must refuse "
-                "ids beyond 2**63-1.",
-            )
-        )
     client = Client(raise_request_exception=False)
     client.force_login(users["superuser"])
     query = "&".join(f"{name}={value}" for name in QUERY_PARAMS)

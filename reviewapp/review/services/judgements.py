@@ -54,7 +54,8 @@ def _after_answer(proposal: Proposal) -> None:
     proposal.lenses_answered = answered
     proposal.save(update_fields=["lenses_answered", "updated_at"])
     if answered >= proposal.lenses_asked:
-        transaction.on_commit(lambda: _enqueue_finalize(proposal.pk))
+        # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
+        transaction.on_commit(lambda: _enqueue_finalize(proposal.pk), robust=True)
 
 
 def _enqueue_finalize(proposal_id: int) -> None:

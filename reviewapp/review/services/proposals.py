@@ -102,7 +102,9 @@ def proposal_submit(
                 request_sha256=request_sha256,
                 lenses_asked=len(snapshot["lenses"]),
             )
-            transaction.on_commit(lambda: _enqueue_evaluation(proposal.pk))
+            # robust: the proposal is stored either way; if the broker is down
+            # the client still gets its 202 and the sweeper enqueues it later.
+            transaction.on_commit(lambda: _enqueue_evaluation(proposal.pk), robust=True)
     except IntegrityError:
         # Two identical submissions raced past the lookup; the unique
         # constraint let exactly one in.
