@@ -14,6 +14,10 @@ def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
         "/api/decisions/{decision_id}",
         "/api/keys",
         "/api/cite/resolve",
+        "/api/ledger/checkpoint",
+        "/api/ledger/proof/{entry}",
+        "/api/ledger/consistency",
+        "/api/ledger/entries",
     }
     assert {"type": "http", "scheme": "bearer"} in schema["components"]["securitySchemes"].values()
 

@@ -49,11 +49,14 @@ def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -
 
 
 def _after_answer(proposal: Proposal) -> None:
-    """Recount answers on the locked proposal; the last answer enqueues the final step."""
-    answered = proposal.judgements.count() + proposal.lens_failures.count()
-    proposal.lenses_answered = answered
+    """Count one more answer on the locked proposal; the last answer enqueues the final step.
+
+    Exact because each lens answers once: a judgement or a failure, never both
+    (checked under the same lock), and the unique constraints refuse a second.
+    """
+    proposal.lenses_answered += 1
     proposal.save(update_fields=["lenses_answered", "updated_at"])
-    if answered >= proposal.lenses_asked:
+    if proposal.lenses_answered >= proposal.lenses_asked:
         # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
         transaction.on_commit(lambda: _enqueue_finalize(proposal.pk), robust=True)
 
@@ -83,7 +86,7 @@ def judgement_record(
         # (A Celery chord would need a result backend and does not survive a
         # worker killed mid-chord; this survives re-delivery.)
         proposal = Proposal.objects.select_for_update().get(pk=proposal_id)
-        if proposal.is_final:
+        if proposal.is_final or proposal.lens_failures.filter(lens=lens).exists():
             return None
         try:
             with transaction.atomic():
