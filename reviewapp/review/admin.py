@@ -94,6 +94,35 @@ class AuditedAdminMixin:
             self.delete_model(request, obj)
 
 
+class RefuseDeletingWhatIsInUseMixin:
+    """Deleting an object a panel still uses is refused, with a message naming the panels."""
+
+    def delete_refusal(self, objs) -> str | None:
+        raise NotImplementedError
+
+    @admin.action(description="Delete selected", permissions=["delete"])
+    def delete_selected(self, request, queryset):
+        refusal = self.delete_refusal(queryset)
+        if refusal:
+            self.message_user(request, refusal, messages.ERROR)
+            return None
+        return delete_selected(self, request, queryset)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, unquote(object_id))
+        # Permission first: the refusal names the panels using the object.
+        if obj is not None and not self.has_delete_permission(request, obj):
+            raise PermissionDenied
+        refusal = self.delete_refusal([obj]) if obj is not None else None
+        if refusal:
+            self.message_user(request, refusal, messages.ERROR)
+            opts = self.opts
+            return HttpResponseRedirect(
+                reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+            )
+        return super().delete_view(request, object_id, extra_context)
+
+
 class TrialMixin:
     """A "try it on a sample" page that starts a Celery trial and shows its result."""
 
@@ -136,7 +165,7 @@ class TrialMixin:
 
 
 @admin.register(Lens)
-class LensAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
+class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
     form = LensAdminForm
     audit_target_type = "lens"
     audit_fields = LENS_AUDIT_FIELDS
@@ -253,25 +282,8 @@ class LensAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
     def activate(self, request, queryset):
         self._set_active(request, queryset, True)
 
-    @admin.action(description="Delete selected lenses", permissions=["delete"])
-    def delete_selected(self, request, queryset):
-        refusal = lens_delete_refusal(queryset)
-        if refusal:
-            self.message_user(request, refusal, messages.ERROR)
-            return None
-        return delete_selected(self, request, queryset)
-
-    def delete_view(self, request, object_id, extra_context=None):
-        obj = self.get_object(request, unquote(object_id))
-        # Permission first: the refusal names the panels using the object.
-        if obj is not None and not self.has_delete_permission(request, obj):
-            raise PermissionDenied
-        if obj is not None:
-            refusal = lens_delete_refusal([obj])
-            if refusal:
-                self.message_user(request, refusal, messages.ERROR)
-                return HttpResponseRedirect(reverse("admin:review_lens_change", args=[obj.pk]))
-        return super().delete_view(request, object_id, extra_context)
+    def delete_refusal(self, lenses) -> str | None:
+        return lens_delete_refusal(lenses)
 
 
 # ── panels ──────────────────────────────────────────────────────────────────
@@ -400,7 +412,7 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(CheckerConfig)
-class CheckerAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
+class CheckerAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
     form = CheckerAdminForm
     audit_target_type = "checker"
     audit_fields = CHECKER_AUDIT_FIELDS
@@ -459,7 +471,7 @@ class CheckerAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
     def used_by(self, obj):
         return ", ".join(obj.panels.order_by("name").values_list("name", flat=True)) or "—"
 
-    def _delete_refusal(self, checkers) -> str | None:
+    def delete_refusal(self, checkers) -> str | None:
         used = [
             (c.name, list(c.panels.order_by("name").values_list("name", flat=True)))
             for c in checkers
@@ -476,28 +488,6 @@ class CheckerAdmin(AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
             + "; ".join(problems)
             + ". Remove it from those panels first, or deactivate it instead."
         )
-
-    @admin.action(description="Delete selected checkers", permissions=["delete"])
-    def delete_selected(self, request, queryset):
-        refusal = self._delete_refusal(queryset)
-        if refusal:
-            self.message_user(request, refusal, messages.ERROR)
-            return None
-        return delete_selected(self, request, queryset)
-
-    def delete_view(self, request, object_id, extra_context=None):
-        obj = self.get_object(request, unquote(object_id))
-        # Permission first: the refusal names the panels using the object.
-        if obj is not None and not self.has_delete_permission(request, obj):
-            raise PermissionDenied
-        if obj is not None:
-            refusal = self._delete_refusal([obj])
-            if refusal:
-                self.message_user(request, refusal, messages.ERROR)
-                return HttpResponseRedirect(
-                    reverse("admin:review_checkerconfig_change", args=[obj.pk])
-                )
-        return super().delete_view(request, object_id, extra_context)
 
 
 # ── API clients ─────────────────────────────────────────────────────────────

@@ -5,20 +5,7 @@ import re
 from ..models import Judgement, Lens, LensFailure, Panel
 
 # What an audit entry records about a lens: every configured field, and the version.
-LENS_AUDIT_FIELDS = (
-    "name",
-    "description",
-    "instructions",
-    "backend",
-    "base_url",
-    "model",
-    "api_key_env",
-    "temperature",
-    "timeout_seconds",
-    "mandate",
-    "active",
-    "version",
-)
+LENS_AUDIT_FIELDS = (*Lens.VERSIONED_FIELDS, "description", "version")
 
 # The fields each backend reads; the admin shows only the chosen backend's.
 BACKEND_FIELDS = {
