@@ -489,6 +489,8 @@ class Escalation(models.Model):
                 name="one_open_escalation_per_proposal",
             ),
         ]
+        # The inbox: open and claimed escalations, newest first.
+        indexes = [models.Index(fields=["status", "-created_at", "-id"], name="escalation_inbox")]
 
     def __str__(self) -> str:
         return f"Escalation {self.pk} ({', '.join(self.reasons)}, {self.status})"

@@ -95,12 +95,16 @@ def inbox(request):
         all=Count("pk"), **{code: Count("pk", filter=_reason_q(code)) for code in REASON_LABELS}
     )
     rows = base.filter(_reason_q(reason)) if reason else base
-    rows = (
-        rows.select_related("proposal", "proposal__panel", "claimed_by")
+    ids = rows.order_by("-created_at", "-id").values_list("pk", flat=True)
+    page = Paginator(ids, INBOX_PAGE_SIZE).get_page(request.GET.get("page"))
+    # Ids first, then the page's rows: a deep page skips over the escalation
+    # index alone instead of sorting and skipping joined proposal rows.
+    by_id = (
+        Escalation.objects.select_related("proposal", "proposal__panel", "claimed_by")
         .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
-        .order_by("-created_at", "-id")
+        .in_bulk(list(page.object_list))
     )
-    page = Paginator(rows, INBOX_PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = [by_id[pk] for pk in page.object_list if pk in by_id]
     now = timezone.now()
     for escalation in page.object_list:
         escalation.badges = reason_badges(escalation.reasons)
