@@ -9,54 +9,7 @@ from hypothesis import strategies as st
 from nacl.signing import SigningKey
 
 from reviewapp.core import merkle
-
-# ── RFC 6962 §2.1, transcribed separately (recursive, on the data itself) ────
-
-
-def _h(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
-
-
-def _k(n: int) -> int:
-    """The largest power of two smaller than n."""
-    k = 1
-    while k * 2 < n:
-        k *= 2
-    return k
-
-
-def MTH(D: list[bytes]) -> bytes:
-    n = len(D)
-    if n == 0:
-        return _h(b"")
-    if n == 1:
-        return _h(b"\x00" + D[0])
-    k = _k(n)
-    return _h(b"\x01" + MTH(D[:k]) + MTH(D[k:]))
-
-
-def PATH(m: int, D: list[bytes]) -> list[bytes]:
-    n = len(D)
-    if n == 1:
-        return []
-    k = _k(n)
-    if m < k:
-        return PATH(m, D[:k]) + [MTH(D[k:])]
-    return PATH(m - k, D[k:]) + [MTH(D[:k])]
-
-
-def SUBPROOF(m: int, D: list[bytes], b: bool) -> list[bytes]:
-    n = len(D)
-    if m == n:
-        return [] if b else [MTH(D)]
-    k = _k(n)
-    if m <= k:
-        return SUBPROOF(m, D[:k], b) + [MTH(D[k:])]
-    return SUBPROOF(m - k, D[k:], False) + [MTH(D[:k])]
-
-
-def PROOF(m: int, D: list[bytes]) -> list[bytes]:
-    return SUBPROOF(m, D, True)
+from tests.support.rfc6962 import MTH, PATH, PROOF
 
 
 def data(n: int) -> list[bytes]:

@@ -1,7 +1,6 @@
 """/api/ledger/*: public, JSON errors, and proofs that an independent RFC 6962 accepts."""
 
 import base64
-import hashlib
 import json
 
 import pytest
@@ -11,54 +10,9 @@ from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerEntry
 from reviewapp.review.keys import server_signer
 from tests.ledger.helpers import decide
+from tests.support.rfc6962 import MTH, PATH, PROOF, H
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.ledger.urls")]
-
-# ── RFC 6962 §2.1, written out here independently of reviewapp.core.merkle ──
-
-
-def H(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
-
-
-def split(n: int) -> int:
-    k = 1
-    while k << 1 < n:
-        k <<= 1
-    return k
-
-
-def MTH(D: list[bytes]) -> bytes:
-    if not D:
-        return H(b"")
-    if len(D) == 1:
-        return H(b"\x00" + D[0])
-    k = split(len(D))
-    return H(b"\x01" + MTH(D[:k]) + MTH(D[k:]))
-
-
-def PATH(m: int, D: list[bytes]) -> list[bytes]:
-    if len(D) <= 1:
-        return []
-    k = split(len(D))
-    if m < k:
-        return PATH(m, D[:k]) + [MTH(D[k:])]
-    return PATH(m - k, D[k:]) + [MTH(D[:k])]
-
-
-def SUBPROOF(m: int, D: list[bytes], b: bool) -> list[bytes]:
-    n = len(D)
-    if m == n:
-        return [] if b else [MTH(D)]
-    k = split(n)
-    if m <= k:
-        return SUBPROOF(m, D[:k], b) + [MTH(D[k:])]
-    return SUBPROOF(m - k, D[k:], False) + [MTH(D[:k])]
-
-
-def PROOF(m: int, D: list[bytes]) -> list[bytes]:
-    return SUBPROOF(m, D, True) if 0 < m < len(D) else []
-
 
 def entry_data() -> list[bytes]:
     """Every entry's bytes, rebuilt from what the API serves."""
