@@ -129,6 +129,17 @@ class TrialMixin:
     trial_kind = ""
     trial_form_class = TrialForm
 
+    def get_urls(self):
+        opts = self.opts
+        return [
+            path(
+                "<path:object_id>/try/",
+                self.admin_site.admin_view(self.trial_view),
+                name=f"{opts.app_label}_{opts.model_name}_try",
+            ),
+            *super().get_urls(),
+        ]
+
     def trial_view(self, request, object_id):
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
@@ -205,16 +216,6 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
     class Media:
         js = ADMIN_MEDIA_JS
         css = ADMIN_MEDIA_CSS
-
-    def get_urls(self):
-        return [
-            path(
-                "<path:object_id>/try/",
-                self.admin_site.admin_view(self.trial_view),
-                name="review_lens_try",
-            ),
-            *super().get_urls(),
-        ]
 
     @admin.display(description="API key")
     def api_key_status(self, obj):
@@ -451,11 +452,6 @@ class CheckerAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin
                 "constraints-preview/",
                 self.admin_site.admin_view(self.constraints_preview_view),
                 name="review_checkerconfig_constraints_preview",
-            ),
-            path(
-                "<path:object_id>/try/",
-                self.admin_site.admin_view(self.trial_view),
-                name="review_checkerconfig_try",
             ),
             *super().get_urls(),
         ]
