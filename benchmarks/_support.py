@@ -851,42 +851,6 @@ def _redis():
 noop, noop_ack, noop_count = _register_tasks()
 
 
-def _experiment_inline_lenses() -> None:
-    """EXPERIMENT, worker-side only (BENCH_EXPERIMENT=inline-lenses): no app code changes.
-
-    Replaces what the `evaluate_proposal` task runs with a version that judges
-    the deterministic lenses (recorded, constraints) in the same task instead
-    of one Celery task each, then runs the final step directly: what the
-    proposed fix in reviewapp/review/tasks.py would do. LLM lenses still fan
-    out. Used by `pipeline.py --experiment inline-lenses` to measure the gain.
-    """
-    import django
-
-    django.setup()
-    from reviewapp.review import tasks
-    from reviewapp.review.models import Lens
-    from reviewapp.review.services.finalize import proposal_finalize
-    from reviewapp.review.services.proposals import lenses_to_run, proposal_begin_evaluation
-
-    def evaluate_inline(proposal_id: int) -> None:
-        proposal = proposal_begin_evaluation(proposal_id=proposal_id)
-        if proposal is None:
-            return
-        for lens in lenses_to_run(proposal):
-            if lens.backend == Lens.Backend.LLM:
-                tasks.run_lens.delay(proposal_id, lens.pk)
-            else:
-                tasks.run_lens.run(proposal_id, lens.pk)
-        proposal_finalize(proposal_id=proposal_id)  # a no-op while an LLM lens is out
-
-    # Celery builds each pool process's tracer from `task.run` after this import.
-    tasks.evaluate_proposal.run = evaluate_inline
-
-
-if os.environ.get("BENCH_EXPERIMENT") == "inline-lenses":
-    _experiment_inline_lenses()
-
-
 def noop_round_trips(count: int) -> list[float]:
     """Sequential no-op round trips (send → the worker ran it → the sender knows), in ms."""
     key = f"bench-noop-ack-{secrets.token_hex(4)}"

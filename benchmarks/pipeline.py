@@ -12,7 +12,7 @@ garbage), starts gunicorn (2 sync workers) and one Celery worker
 
 1. counts the SQL queries each task of one proposal runs (in-process probe);
 2. times a bare no-op Celery task: sequential round trips, and the throughput
-   of as many no-op tasks as the pipeline will run (5 per proposal);
+   of as many no-op tasks as the pipeline will run (3 per proposal);
 3. submits N proposals with `POST /api/proposals` from `--clients` threads and
    waits until every one is decided or escalated.
 
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import _support as s  # noqa: E402
 
 TARGET_PER_SECOND = 50.0
-TASKS_PER_PROPOSAL = 5  # evaluate_proposal + 3 × run_lens + finalize_proposal (as shipped)
+TASKS_PER_PROPOSAL = 3  # one run_lens per lens; the last one to answer runs the final step
 
 
 def probe_queries(panel_name: str) -> dict[str, int]:
@@ -51,7 +51,7 @@ def probe_queries(panel_name: str) -> dict[str, int]:
 
     from reviewapp.review.models import Lens
     from reviewapp.review.services.proposals import proposal_submit
-    from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
+    from reviewapp.review.tasks import run_lens
 
     item = s.pipeline_contents(1, tag="probe-")[0]
     s.record_answers([item])
@@ -61,16 +61,12 @@ def probe_queries(panel_name: str) -> dict[str, int]:
             panel_name=panel_name, content=item["content"], title=item["title"]
         )
     counts["proposal_submit (service)"] = len(ctx)
-    with CaptureQueriesContext(connection) as ctx:
-        evaluate_proposal.run(proposal.pk)
-    counts["evaluate_proposal"] = len(ctx)
-    for lens in Lens.objects.filter(name__in=s.PIPELINE_LENSES).order_by("name"):
+    lenses = list(Lens.objects.filter(name__in=s.PIPELINE_LENSES).order_by("name"))
+    for k, lens in enumerate(lenses):
         with CaptureQueriesContext(connection) as ctx:
             run_lens.run(proposal.pk, lens.pk)
-        counts[f"run_lens ({lens.name})"] = len(ctx)
-    with CaptureQueriesContext(connection) as ctx:
-        finalize_proposal.run(proposal.pk)
-    counts["finalize_proposal"] = len(ctx)
+        last = " + the final step" if k == len(lenses) - 1 else ""
+        counts[f"run_lens ({lens.name}){last}"] = len(ctx)
     return counts
 
 
@@ -189,11 +185,6 @@ def main() -> None:
         help="extra `celery worker` argument, e.g. --worker-arg=--prefetch-multiplier=4",
     )
     parser.add_argument(
-        "--experiment",
-        choices=["inline-lenses"],
-        help="run the worker with a prototype of a proposed fix (see _support.py)",
-    )
-    parser.add_argument(
         "--worker-env",
         action="append",
         default=[],
@@ -223,9 +214,6 @@ def main() -> None:
 
     web, port = s.start_gunicorn(env, workers=args.web_workers)
     worker_env = {**env, **s.env_from_args(args.worker_env)}
-    if args.experiment:
-        worker_env["BENCH_EXPERIMENT"] = args.experiment
-        args.worker_env.append(f"BENCH_EXPERIMENT={args.experiment}")
     worker = s.start_worker(
         worker_env,
         concurrency=args.worker_concurrency,

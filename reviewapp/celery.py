@@ -1,6 +1,7 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
 
@@ -21,3 +22,18 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _recycle_database_connections(**kwargs) -> None:
+    """Keep database connections across tasks the way Django keeps them across requests.
+
+    Celery's Django fixup would otherwise close every connection before and
+    after each task (settings.CELERY_DB_REUSE_MAX turns that down), and a fresh
+    PostgreSQL connection costs more than most of our tasks. This honours
+    CONN_MAX_AGE and CONN_HEALTH_CHECKS, and drops a connection that errored.
+    """
+    from django.db import close_old_connections
+
+    close_old_connections()

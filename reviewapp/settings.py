@@ -188,6 +188,9 @@ CELERY_TASK_SOFT_TIME_LIMIT = _read(env.int, "CELERY_TASK_SOFT_TIME_LIMIT", defa
 if CELERY_TASK_SOFT_TIME_LIMIT >= CELERY_TASK_TIME_LIMIT:
     raise ImproperlyConfigured("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT.")
 CELERY_WORKER_CONCURRENCY = _read(env.int, "CELERY_WORKER_CONCURRENCY", default=2)
+# Celery's Django fixup closes database connections after this many tasks
+# (every task when unset); reviewapp.celery recycles them per CONN_MAX_AGE instead.
+CELERY_DB_REUSE_MAX = 1000
 
 # --- reviewapp ------------------------------------------------------------
 # The server's ed25519 signing key: a base64 seed in the environment, or a

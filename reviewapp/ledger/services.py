@@ -111,7 +111,8 @@ def ledger_append(items: Iterable[NewEntry]) -> list[LedgerEntry]:
     items = list(items)
     if not items:
         return []
-    with transaction.atomic():
+    # No savepoint inside the writer's transaction: the entries stand or fall with it.
+    with transaction.atomic(savepoint=False):
         _lock()
         size = tree_size()
         compact = _compact_range(size)
@@ -136,24 +137,16 @@ def ledger_append(items: Iterable[NewEntry]) -> list[LedgerEntry]:
     return entries
 
 
-def ledger_append_decision(decision: Decision) -> LedgerEntry:
-    return ledger_append(
-        [
-            NewEntry(
-                "decision", decision.payload, decision.signature, decision.key_id, decision=decision
-            )
-        ]
-    )[0]
+def decision_entry(decision: Decision) -> NewEntry:
+    return NewEntry(
+        "decision", decision.payload, decision.signature, decision.key_id, decision=decision
+    )
 
 
-def ledger_append_evidence(evidence: Evidence) -> LedgerEntry:
-    return ledger_append(
-        [
-            NewEntry(
-                "evidence", evidence.payload, evidence.signature, evidence.key_id, evidence=evidence
-            )
-        ]
-    )[0]
+def evidence_entry(evidence: Evidence) -> NewEntry:
+    return NewEntry(
+        "evidence", evidence.payload, evidence.signature, evidence.key_id, evidence=evidence
+    )
 
 
 # ── roots and proofs ─────────────────────────────────────────────────────────

@@ -333,6 +333,10 @@ class Proposal(models.Model):
     def is_final(self) -> bool:
         return self.status in (self.Status.DECIDED, self.Status.ESCALATED)
 
+    @property
+    def all_lenses_answered(self) -> bool:
+        return self.lenses_answered >= self.lenses_asked
+
 
 class Judgement(models.Model):
     class Verdict(models.TextChoices):

@@ -15,7 +15,7 @@ from .services.finalize import proposal_finalize
 from .services.judgements import judgement_record, lens_failure_record
 from .services.proposals import (
     lenses_to_run,
-    proposal_begin_evaluation,
+    proposal_for_lens,
     proposal_touch,
     proposals_past_external_deadline,
     proposals_stuck,
@@ -26,52 +26,58 @@ log = logging.getLogger(__name__)
 
 @shared_task
 def evaluate_proposal(proposal_id: int) -> None:
-    """Fan the proposal out to one task per lens that still has to answer."""
-    proposal = proposal_begin_evaluation(proposal_id=proposal_id)
-    if proposal is None:
+    """Re-enqueue what a stuck proposal still needs: its unanswered lenses, or the final step.
+
+    Submission enqueues the lenses itself; this is the sweeper's way back in.
+    Outstanding external lenses are waited for by the sweeper's deadline check.
+    """
+    proposal = Proposal.objects.filter(pk=proposal_id).first()
+    if proposal is None or proposal.is_final:
         return
-    lenses = lenses_to_run(proposal)
-    for lens in lenses:
+    for lens in lenses_to_run(proposal):
         run_lens.delay(proposal_id, lens.pk)
-    # With every lens answered already (a re-delivery) only the final step is
-    # left. Outstanding external lenses are waited for by the sweeper's
-    # deadline check.
-    if proposal.lenses_answered >= proposal.lenses_asked:
+    if proposal.all_lenses_answered:
         finalize_proposal.delay(proposal_id)
 
 
 @shared_task
 def run_lens(proposal_id: int, lens_id: int) -> None:
-    proposal = Proposal.objects.filter(pk=proposal_id).first()
+    """Judge the proposal with one lens; the lens that answers last runs the final step."""
+    proposal = proposal_for_lens(proposal_id=proposal_id, lens_id=lens_id)
     lens = Lens.objects.filter(pk=lens_id).first()
-    if proposal is None or lens is None or proposal.is_final:
-        return
-    if (
-        proposal.judgements.filter(lens=lens).exists()
-        or proposal.lens_failures.filter(lens=lens).exists()
-    ):
+    if proposal is None or lens is None:
         return
     try:
         outcome = evaluate_lens(lens=lens, proposal=proposal)
     except LensFailed as exc:
         log.warning("lens %s failed on proposal %s: %s", lens.name, proposal_id, exc)
-        lens_failure_record(
-            proposal_id=proposal_id, lens=lens, error=str(exc), attempts=exc.attempts
+        answer = lens_failure_record(
+            proposal_id=proposal_id,
+            lens=lens,
+            error=str(exc),
+            attempts=exc.attempts,
+            enqueue_final_step=False,
         )
-        return
-    judgement_record(
-        proposal_id=proposal_id,
-        lens=lens,
-        verdict=outcome.verdict,
-        rationale=outcome.rationale,
-        claims=outcome.claims,
-        dropped_cites=outcome.unresolved_cites
-        if proposal.panel_snapshot["grounding_policy"] == "reject"
-        else [],
-        raw_response=outcome.raw_response,
-        attempts=outcome.transport_calls,
-        requote_rounds=outcome.requote_rounds,
-    )
+    else:
+        answer = judgement_record(
+            proposal_id=proposal_id,
+            lens=lens,
+            verdict=outcome.verdict,
+            rationale=outcome.rationale,
+            claims=outcome.claims,
+            dropped_cites=outcome.unresolved_cites
+            if proposal.panel_snapshot["grounding_policy"] == "reject"
+            else [],
+            raw_response=outcome.raw_response,
+            attempts=outcome.transport_calls,
+            requote_rounds=outcome.requote_rounds,
+            enqueue_final_step=False,
+        )
+    # The answer is committed; the final step runs here rather than as one
+    # more task. If this worker dies first, the sweeper finds the proposal
+    # with every lens answered and enqueues the final step.
+    if answer is not None and answer.proposal.all_lenses_answered:
+        proposal_finalize(proposal_id=proposal_id, loaded=proposal)
 
 
 @shared_task
@@ -106,7 +112,6 @@ def sweep_stuck_proposals() -> int:
         evaluate_proposal.delay(proposal_id)
     deadline_sweep()
     return len(stuck)
-
 
 
 def deadline_sweep() -> None:

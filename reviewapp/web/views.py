@@ -5,7 +5,6 @@ relations are joined (`select_related`), large text columns deferred, counts
 taken in one aggregate.
 """
 
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import IntegrityError

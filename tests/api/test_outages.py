@@ -3,7 +3,7 @@
 from kombu.exceptions import OperationalError
 
 from reviewapp.review.models import Proposal
-from reviewapp.review.tasks import evaluate_proposal
+from reviewapp.review.tasks import run_lens
 
 BODY = {"panel": None, "content": "Answer.", "external_ref": "outage-1"}
 
@@ -14,7 +14,7 @@ def test_a_submission_is_accepted_and_kept_when_the_broker_is_down(
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(evaluate_proposal, "delay", broker_down)
+    monkeypatch.setattr(run_lens, "delay", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post("/api/proposals", {**BODY, "panel": panel.name})
     assert response.status_code == 202
@@ -31,4 +31,3 @@ def test_requests_are_served_when_the_rate_limit_cache_is_down(api, panel, monke
     monkeypatch.setattr(cache, "add", cache_down)
     response = api.post("/api/proposals", {**BODY, "panel": panel.name})
     assert response.status_code == 202
-

@@ -14,6 +14,7 @@ from tests.support.rfc6962 import MTH, PATH, PROOF, H
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.ledger.urls")]
 
+
 def entry_data() -> list[bytes]:
     """Every entry's bytes, rebuilt from what the API serves."""
     return [

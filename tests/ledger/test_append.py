@@ -150,11 +150,11 @@ def test_a_decision_not_in_the_ledger_has_no_position():
     assert services.decision_ledger_status(decision).detail == "not in the ledger"
 
 
-def test_evidence_stored_twice_is_appended_once():
-    from reviewapp.review.services.finalize import evidence_record
+def test_evidence_enters_the_ledger_with_its_decision_and_once():
+    from reviewapp.review.services.finalize import proposal_finalize
 
     proposal = decide(1)[0]
-    evidence = proposal.evidence.get()
-    again = evidence_record(proposal=proposal, checker=evidence.checker)
-    assert again.pk == evidence.pk
-    assert LedgerEntry.objects.filter(kind="evidence").count() == Evidence.objects.count() == 1
+    assert proposal_finalize(proposal_id=proposal.pk) is None  # a re-delivered final step
+    kinds = list(LedgerEntry.objects.order_by("leaf_index").values_list("kind", flat=True))
+    assert kinds == ["evidence", "decision"]
+    assert Evidence.objects.count() == 1

@@ -15,11 +15,8 @@ from reviewapp.review.models import (
     LensFailure,
     Proposal,
 )
-from reviewapp.review.services.proposals import (
-    proposal_begin_evaluation,
-    proposals_past_external_deadline,
-)
-from reviewapp.review.tasks import finalize_proposal, run_lens
+from reviewapp.review.services.proposals import proposals_past_external_deadline
+from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
 from tests.support.tamper import tampering
@@ -154,8 +151,67 @@ def test_the_final_step_waits_until_every_lens_answered():
     run_lens(proposal.pk, panel.lenses.first().pk)
     finalize_proposal(proposal.pk)
     proposal.refresh_from_db()
-    assert proposal.status == Proposal.Status.QUEUED
+    assert proposal.status == Proposal.Status.EVALUATING
     assert proposal.lenses_answered == 1
+
+
+def test_the_lens_that_answers_last_runs_the_final_step():
+    panel = three_lens_panel(["pass", "pass", "pass"])
+    proposal = submit(panel, CONTENT)
+    for lens in panel.lenses.all():
+        run_lens(proposal.pk, lens.pk)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    assert proposal.decision.outcome == "approved"
+
+
+def test_the_first_lens_to_start_marks_the_proposal_evaluating():
+    panel = three_lens_panel(["pass", "pass", "pass"])
+    proposal = submit(panel, CONTENT)
+    assert (proposal.status, proposal.evaluation_started_at) == (Proposal.Status.QUEUED, None)
+    run_lens(proposal.pk, panel.lenses.first().pk)
+    proposal.refresh_from_db()
+    started = proposal.evaluation_started_at
+    assert proposal.status == Proposal.Status.EVALUATING and started is not None
+    run_lens(proposal.pk, panel.lenses.last().pk)
+    proposal.refresh_from_db()
+    assert proposal.evaluation_started_at == started
+
+
+def test_submission_enqueues_one_task_per_lens_the_worker_runs(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    inside = [LensFactory(), LensFactory()]
+    panel = PanelFactory(lenses=[*inside, LensFactory(backend=Lens.Backend.EXTERNAL)], need=3)
+    sent = []
+    monkeypatch.setattr(run_lens, "delay", lambda *args: sent.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal = submit(panel, CONTENT)
+    assert sorted(sent) == sorted((proposal.pk, lens.pk) for lens in inside)
+
+
+def test_the_sweepers_evaluation_enqueues_only_the_lenses_yet_to_answer(monkeypatch):
+    panel = three_lens_panel(["pass", "pass", "pass"])
+    proposal = submit(panel, CONTENT)
+    first, *rest = panel.lenses.order_by("pk")
+    run_lens(proposal.pk, first.pk)
+    sent = []
+    monkeypatch.setattr(run_lens, "delay", lambda *args: sent.append(args))
+    evaluate_proposal(proposal.pk)
+    assert sorted(sent) == [(proposal.pk, lens.pk) for lens in rest]
+
+
+def test_the_sweepers_evaluation_enqueues_the_final_step_once_every_lens_answered(monkeypatch):
+    panel = three_lens_panel(["pass"], need=1)
+    proposal = submit(panel, CONTENT)
+    lens = panel.lenses.get()
+    # A worker died between the last answer and the final step.
+    monkeypatch.setattr("reviewapp.review.tasks.proposal_finalize", lambda **kwargs: None)
+    run_lens(proposal.pk, lens.pk)
+    finals = []
+    monkeypatch.setattr(finalize_proposal, "delay", lambda *args: finals.append(args))
+    evaluate_proposal(proposal.pk)
+    assert finals == [(proposal.pk,)]
 
 
 def test_progress_counts_answered_lenses():
@@ -195,7 +251,7 @@ def test_external_lenses_wait_then_the_deadline_records_them_as_failed():
     panel = PanelFactory(lenses=[inside, outside], need=2)
     proposal = submit(panel, CONTENT)
     evaluate_in_process(proposal)
-    assert proposal.status == Proposal.Status.QUEUED  # still waiting for the external lens
+    assert proposal.status == Proposal.Status.EVALUATING  # still waiting for the external lens
     finalize_proposal(proposal.pk, deadline_passed=True)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.ESCALATED
@@ -257,13 +313,11 @@ def test_a_proposal_waiting_on_an_external_lens_is_due_once_its_deadline_passes(
     outside = LensFactory(backend=Lens.Backend.EXTERNAL)
     panel = PanelFactory(lenses=[outside], need=1, external_deadline_seconds=0)
     waiting = submit(panel, CONTENT)
-    proposal_begin_evaluation(proposal_id=waiting.pk)
+    assert waiting.status == Proposal.Status.EVALUATING  # nothing for the worker to start
     assert proposals_past_external_deadline() == [waiting.pk]
 
 
 def test_a_proposal_without_external_lenses_has_no_deadline():
     proposal = submit(three_lens_panel(["pass"], need=1), CONTENT)
-    proposal_begin_evaluation(proposal_id=proposal.pk)
-    proposal.refresh_from_db()
     assert proposal.external_deadline_at is None
     assert proposals_past_external_deadline() == []

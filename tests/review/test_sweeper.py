@@ -22,9 +22,7 @@ def empty_queue():
 
 
 def _make_stuck(proposal):
-    Proposal.objects.filter(pk=proposal.pk).update(
-        updated_at=timezone.now() - timedelta(hours=1)
-    )
+    Proposal.objects.filter(pk=proposal.pk).update(updated_at=timezone.now() - timedelta(hours=1))
 
 
 def test_a_stuck_proposal_is_re_enqueued_when_the_queue_is_idle(empty_queue):

@@ -39,7 +39,8 @@ from reviewapp.review.models import (
 )
 from reviewapp.review.services.clients import api_client_create
 from reviewapp.review.services.escalations import escalation_decide
-from reviewapp.review.services.finalize import evidence_record, proposal_finalize
+from reviewapp.review.keys import server_signer
+from reviewapp.review.services.finalize import checker_evidence, proposal_finalize
 from reviewapp.review.tasks import run_lens
 from tests.factories import LensFactory, PanelFactory, ReviewerFactory, UserFactory, recorded
 from tests.security.routes import all_routes
@@ -279,10 +280,12 @@ def test_regex_bomb_in_a_constraints_checker_finishes_quickly_and_never_approves
     checker.save()
     proposal = bomb_proposal([checker])
 
-    evidence, elapsed = timed(lambda: evidence_record(proposal=proposal, checker=checker))
+    evidence, elapsed = timed(
+        lambda: checker_evidence(proposal=proposal, checker=checker, signer=server_signer())
+    )
 
     assert elapsed < BUDGET_SECONDS
-    assert evidence.verdict != "pass"
+    assert evidence.verdict.value != "pass"
     assert pattern in evidence.reason
 
 
@@ -333,10 +336,12 @@ def test_regex_bomb_in_a_regex_checker_finishes_quickly(db, pattern, verdict):
     )
     proposal = bomb_proposal([checker])
 
-    evidence, elapsed = timed(lambda: evidence_record(proposal=proposal, checker=checker))
+    evidence, elapsed = timed(
+        lambda: checker_evidence(proposal=proposal, checker=checker, signer=server_signer())
+    )
 
     assert elapsed < BUDGET_SECONDS
-    assert evidence.verdict == verdict
+    assert evidence.verdict.value == verdict
 
 
 def test_regex_bomb_through_the_admin_trial_finishes_quickly(db):

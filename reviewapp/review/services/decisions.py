@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from reviewapp.core.signing import canonical_json, sha256_hex, verify
-from reviewapp.ledger.services import ledger_append_decision
+from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
+from reviewapp.ledger.services import decision_entry, evidence_entry, ledger_append
 
 from ..keys import public_key_for, server_signer
-from ..models import ChainHead, Decision, Escalation, Proposal
+from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
 
 GENESIS_HASH = "0" * 64
 DECISION_PAYLOAD_TYPE = "reviewapp.decision/v1"
@@ -27,17 +27,27 @@ def decision_payload(
     escalation: Escalation | None,
     prev_hash: str,
     decided_at: str,
+    evidence: list[Evidence] | None = None,
+    lenses: list[dict] | None = None,
 ) -> dict:
-    """Everything a decision is bound to, as the dict that gets canonicalised and signed."""
+    """Everything a decision is bound to, as the dict that gets canonicalised and signed.
+
+    `evidence` and `lenses` (lens_name, lens_version) are read from the
+    proposal unless the caller already holds them.
+    """
     snapshot = proposal.panel_snapshot
-    evidence = [
+    if evidence is None:
+        evidence = proposal.evidence.all()
+    if lenses is None:
+        lenses = list(proposal.judgements.values("lens_name", "lens_version"))
+    evidence_part = [
         {
             "checker": e.checker_name,
             "version": e.checker_version,
             "verdict": e.verdict,
             "payload_sha256": sha256_hex(e.payload.encode()),
         }
-        for e in proposal.evidence.order_by("checker_name")
+        for e in sorted(evidence, key=lambda e: e.checker_name)
     ]
     return {
         "type": DECISION_PAYLOAD_TYPE,
@@ -47,11 +57,9 @@ def decision_payload(
             "version": snapshot["version"],
             "need": snapshot["need"],
         },
-        "lenses": list(
-            proposal.judgements.order_by("lens_name").values("lens_name", "lens_version")
-        ),
+        "lenses": sorted(lenses, key=lambda lens: lens["lens_name"]),
         "tally": proposal.tally,
-        "evidence": evidence,
+        "evidence": evidence_part,
         "escalation": (
             {"id": escalation.pk, "reasons": escalation.reasons} if escalation else None
         ),
@@ -73,16 +81,22 @@ def decision_append(
     decided_by_user=None,
     decided_by_name: str = "system",
     escalation: Escalation | None = None,
+    signer: Signer | None = None,
+    evidence: list[Evidence] | None = None,
+    lenses: list[dict] | None = None,
+    evidence_is_new: bool = False,
 ) -> Decision:
-    """Sign and store a decision. Raises IntegrityError if the proposal already has one."""
-    signer = server_signer()
-    with transaction.atomic():
-        # Appends take turns on the chain head's row lock: two decisions signed
-        # concurrently would otherwise both claim the same predecessor.
-        head, _ = ChainHead.objects.get_or_create(
-            singleton=True, defaults={"last_hash": GENESIS_HASH}
-        )
-        head = ChainHead.objects.select_for_update().get(pk=head.pk)
+    """Sign and store a decision. Raises IntegrityError if the proposal already has one.
+
+    The final step passes what it already holds: its signer, the evidence and
+    lenses the payload binds, and with `evidence_is_new` the evidence it
+    stored in this transaction, which enters the ledger with the decision.
+    """
+    signer = signer or server_signer()
+    # No savepoint inside a caller's transaction: nothing here is retried, and
+    # a failure must roll back the caller's writes as well.
+    with transaction.atomic(savepoint=False):
+        head = _locked_chain_head()
         payload = decision_payload(
             proposal=proposal,
             outcome=outcome,
@@ -92,6 +106,8 @@ def decision_append(
             escalation=escalation,
             prev_hash=head.last_hash,
             decided_at=timezone.now().isoformat(),
+            evidence=evidence,
+            lenses=lenses,
         )
         signed = signer.sign(payload)
         decision = Decision.objects.create(
@@ -109,10 +125,21 @@ def decision_append(
             hash=sha256_hex(signed.payload_bytes),
         )
         # Same transaction: a decision exists exactly when its ledger entry does.
-        ledger_append_decision(decision)
+        new_entries = [evidence_entry(e) for e in evidence] if evidence_is_new else []
+        ledger_append([*new_entries, decision_entry(decision)])
         head.last_hash = decision.hash
         head.save(update_fields=["last_hash"])
     return decision
+
+
+def _locked_chain_head() -> ChainHead:
+    """The chain head, row-locked: appends take turns on it, or two decisions
+    signed concurrently would both claim the same predecessor."""
+    head = ChainHead.objects.select_for_update().filter(singleton=True).first()
+    if head is None:  # the first decision (or a flushed test database)
+        ChainHead.objects.get_or_create(singleton=True, defaults={"last_hash": GENESIS_HASH})
+        head = ChainHead.objects.select_for_update().get(singleton=True)
+    return head
 
 
 def decision_signature_valid(decision: Decision) -> bool:

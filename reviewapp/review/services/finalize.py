@@ -2,52 +2,49 @@
 
 import base64
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
+from django.db.models import Value
 from django.utils import timezone
 
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import route
-from reviewapp.ledger.services import ledger_append_evidence
+from reviewapp.core.signing import Signer
+from reviewapp.ledger.services import evidence_entry, ledger_append
 
 from ..keys import server_signer
-from ..models import CheckerConfig, Escalation, Evidence, Lens, LensFailure, Proposal
+from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from .decisions import decision_append
 
+FAILED = "failed"  # not a verdict: marks a lens failure among the answers
 
-def evidence_record(*, proposal: Proposal, checker: CheckerConfig) -> Evidence:
-    """Run one checker on the proposal and store its signed evidence (once)."""
-    existing = Evidence.objects.filter(proposal=proposal, checker=checker).first()
-    if existing is not None:
-        return existing
+
+def checker_evidence(
+    *, proposal: Proposal, checker: CheckerConfig, signer: Signer
+) -> core_checkers.Evidence:
+    """Run one checker on the proposal: its signed evidence, not yet stored."""
     check_input = core_checkers.CheckInput(
         content=proposal.content,
         thought_process=proposal.thought_process,
         metadata=proposal.metadata,
     )
-    evidence = _runnable(checker).check(check_input, server_signer())
-    try:
-        with transaction.atomic():
-            stored = Evidence.objects.create(
-                proposal=proposal,
-                checker=checker,
-                checker_name=evidence.checker,
-                checker_version=evidence.version,
-                verdict=evidence.verdict.value,
-                reason=evidence.reason,
-                digests=evidence.digests,
-                unenforced=list(evidence.details.get("unenforced", [])),
-                payload=evidence.payload_bytes.decode(),
-                signature=base64.b64encode(evidence.signature).decode(),
-                key_id=evidence.key_id,
-            )
-            # Same transaction: evidence exists exactly when its ledger entry does.
-            ledger_append_evidence(stored)
-            return stored
-    except IntegrityError:
-        # Another delivery of the final step stored it first; checkers are
-        # deterministic, so its evidence is byte-identical to ours.
-        return Evidence.objects.get(proposal=proposal, checker=checker)
+    return _runnable(checker).check(check_input, signer)
+
+
+def _evidence_row(proposal: Proposal, checker: CheckerConfig, evidence) -> Evidence:
+    return Evidence(
+        proposal=proposal,
+        checker=checker,
+        checker_name=evidence.checker,
+        checker_version=evidence.version,
+        verdict=evidence.verdict.value,
+        reason=evidence.reason,
+        digests=evidence.digests,
+        unenforced=list(evidence.details.get("unenforced", [])),
+        payload=evidence.payload_bytes.decode(),
+        signature=base64.b64encode(evidence.signature).decode(),
+        key_id=evidence.key_id,
+    )
 
 
 class _RefusedChecker(core_checkers.Checker):
@@ -83,33 +80,53 @@ def _tally_dict(quorum: Quorum, outcome: Reached | NoQuorum) -> dict:
     }
 
 
-def proposal_finalize(*, proposal_id: int, deadline_passed: bool = False) -> Proposal | None:
+def proposal_finalize(
+    *, proposal_id: int, deadline_passed: bool = False, loaded: Proposal | None = None
+) -> Proposal | None:
     """Route a proposal whose lenses have all answered (or whose deadline passed).
 
     Idempotent: a proposal already decided or escalated is left alone, so a
-    re-delivered final step writes nothing.
+    re-delivered final step writes nothing. Evidence, the outcome and their
+    ledger entries are written in one transaction under the proposal's row
+    lock, so a proposal has evidence exactly when it is final. `loaded` is the
+    proposal as the caller already read it (content, snapshot); whether it is
+    final and fully answered is read again under the lock.
     """
-    proposal = Proposal.objects.filter(pk=proposal_id).first()
+    proposal = loaded or Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None or proposal.is_final:
         return None
-    if proposal.lenses_answered < proposal.lenses_asked and not deadline_passed:
+    if not (loaded or proposal.all_lenses_answered or deadline_passed):
         return None
     snapshot = proposal.panel_snapshot
+    signer = server_signer()
     # Checkers run before the row lock is taken: a command checker may take
     # seconds, and nothing else may wait on this proposal meanwhile.
     checkers = CheckerConfig.objects.in_bulk([c["id"] for c in snapshot["checkers"]])
-    evidence = [evidence_record(proposal=proposal, checker=c) for c in checkers.values()]
+    checked = [
+        (checker, checker_evidence(proposal=proposal, checker=checker, signer=signer))
+        for checker in checkers.values()
+    ]
 
     with transaction.atomic():
-        proposal = Proposal.objects.select_for_update().get(pk=proposal_id)
-        if proposal.is_final:
+        locked = (
+            Proposal.objects.select_for_update()
+            .only("id", "status", "lenses_asked", "lenses_answered")
+            .get(pk=proposal_id)
+        )
+        if locked.is_final or not (locked.all_lenses_answered or deadline_passed):
             return None
+        proposal.lenses_answered = locked.lenses_answered
         if deadline_passed:
             _record_missing_lenses(proposal)
-        judgements = list(proposal.judgements.all())
-        failed = list(proposal.lens_failures.values_list("lens_name", flat=True))
+        judgements, failed = _answers(proposal_id)
         quorum = Quorum(snapshot["need"], [entry["name"] for entry in snapshot["lenses"]])
-        outcome = quorum.tally([(j.lens_name, Verdict(j.verdict)) for j in judgements])
+        outcome = quorum.tally([(name, Verdict(verdict)) for name, _, verdict in judgements])
+        evidence = Evidence.objects.bulk_create(
+            sorted(
+                (_evidence_row(proposal, checker, e) for checker, e in checked),
+                key=lambda row: row.checker_name,
+            )
+        )
         proposal.tally = _tally_dict(quorum, outcome)
         decided = route(
             checker_verdicts=[core_checkers.CheckVerdict(e.verdict) for e in evidence],
@@ -138,14 +155,43 @@ def proposal_finalize(*, proposal_id: int, deadline_passed: bool = False) -> Pro
         proposal.save(
             update_fields=["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
         )
-        if not decided.escalates:
+        if decided.escalates:
+            ledger_append(evidence_entry(row) for row in evidence)
+        else:
             decision_append(
                 proposal=proposal,
                 outcome=decided.outcome,
                 basis="system",
                 rationale=decided.explanation,
+                signer=signer,
+                evidence=evidence,
+                lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
+                evidence_is_new=True,
             )
     return proposal
+
+
+def _answers(proposal_id: int) -> tuple[list[tuple[str, int, str]], list[str]]:
+    """(lens_name, lens_version, verdict) of each judgement, and the names of failed lenses."""
+    # order_by(): neither part nor the union may carry the models' default ordering.
+    rows = (
+        Judgement.objects.filter(proposal_id=proposal_id)
+        .order_by()
+        .values_list("lens_name", "lens_version", "verdict")
+    )
+    failures = (
+        LensFailure.objects.filter(proposal_id=proposal_id)
+        .order_by()
+        .values_list("lens_name", "lens_version", Value(FAILED))
+    )
+    judgements, failed = [], []
+    # One round trip for both: this runs for every proposal.
+    for name, version, verdict in rows.union(failures, all=True).order_by():
+        if verdict == FAILED:
+            failed.append(name)
+        else:
+            judgements.append((name, version, verdict))
+    return sorted(judgements), sorted(failed)
 
 
 def _record_missing_lenses(proposal: Proposal) -> None:

@@ -3,6 +3,7 @@
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 
 from reviewapp.core.cite import ClaimInput, GroundedClaim, GroundingPolicy, ground_claims
 
@@ -48,15 +49,38 @@ def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -
     return rows
 
 
-def _after_answer(proposal: Proposal) -> None:
-    """Count one more answer on the locked proposal; the last answer enqueues the final step.
+# What the answer path reads of the locked proposal: the lock is the point, not the row.
+_COUNTER_FIELDS = ("id", "status", "lenses_asked", "lenses_answered")
 
-    Exact because each lens answers once: a judgement or a failure, never both
-    (checked under the same lock), and the unique constraints refuse a second.
+
+def _lock_unanswered(proposal_id: int, lens: Lens) -> Proposal | None:
+    """Lock the proposal for counting one more answer; None if it is final or `lens` answered.
+
+    The proposal row lock serialises lens completions, so the answer count is
+    exact and exactly one completion sees the last answer. (A Celery chord
+    would need a result backend and does not survive a worker killed
+    mid-chord; this survives re-delivery.) The answered check is its own
+    statement after the lock: under READ COMMITTED it then sees every answer
+    committed by whoever held the lock before us, which a subquery inside the
+    locking SELECT would not.
     """
+    proposal = Proposal.objects.select_for_update().only(*_COUNTER_FIELDS).get(pk=proposal_id)
+    if proposal.is_final:
+        return None
+    if proposal.lenses_answered == 0:  # exact under the lock: no lens has answered
+        return proposal
+    answered = Proposal.objects.filter(pk=proposal_id).filter(
+        Exists(Judgement.objects.filter(proposal=OuterRef("pk"), lens=lens))
+        | Exists(LensFailure.objects.filter(proposal=OuterRef("pk"), lens=lens))
+    )
+    return None if answered.exists() else proposal
+
+
+def _count_answer(proposal: Proposal, *, enqueue_final_step: bool) -> None:
+    """Count one more answer on the locked proposal; the last one may enqueue the final step."""
     proposal.lenses_answered += 1
     proposal.save(update_fields=["lenses_answered", "updated_at"])
-    if proposal.lenses_answered >= proposal.lenses_asked:
+    if proposal.all_lenses_answered and enqueue_final_step:
         # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
         transaction.on_commit(lambda: _enqueue_finalize(proposal.pk), robust=True)
 
@@ -78,59 +102,68 @@ def judgement_record(
     raw_response: str = "",
     attempts: int = 1,
     requote_rounds: int = 0,
+    enqueue_final_step: bool = True,
 ) -> Judgement | None:
-    """Store one lens's judgement; None if the lens already answered or the proposal is final."""
-    with transaction.atomic():
-        # The proposal row lock serialises lens completions, so the answer
-        # count is exact and exactly one completion sees the last answer.
-        # (A Celery chord would need a result backend and does not survive a
-        # worker killed mid-chord; this survives re-delivery.)
-        proposal = Proposal.objects.select_for_update().get(pk=proposal_id)
-        if proposal.is_final or proposal.lens_failures.filter(lens=lens).exists():
-            return None
-        try:
-            with transaction.atomic():
-                judgement = Judgement.objects.create(
-                    proposal=proposal,
-                    lens=lens,
-                    lens_name=lens.name,
-                    lens_version=lens.version,
-                    verdict=verdict,
-                    rationale=rationale,
-                    raw_response=raw_response,
-                    attempts=attempts,
-                    requote_rounds=requote_rounds,
-                )
-                rows = _claim_rows(claims, dropped_cites)
-                for row in rows:
-                    row.judgement = judgement
-                Claim.objects.bulk_create(rows)
-        except IntegrityError:
-            return None  # a re-delivered task; the first delivery's judgement stands
-        _after_answer(proposal)
+    """Store one lens's judgement; None if the lens already answered or the proposal is final.
+
+    `judgement.proposal.all_lenses_answered` tells the caller whether this was
+    the last answer. With `enqueue_final_step` the last answer enqueues the
+    final step; a worker that runs it right away passes False.
+    """
+    try:
+        with transaction.atomic():
+            proposal = _lock_unanswered(proposal_id, lens)
+            if proposal is None:
+                return None
+            judgement = Judgement.objects.create(
+                proposal=proposal,
+                lens=lens,
+                lens_name=lens.name,
+                lens_version=lens.version,
+                verdict=verdict,
+                rationale=rationale,
+                raw_response=raw_response,
+                attempts=attempts,
+                requote_rounds=requote_rounds,
+            )
+            rows = _claim_rows(claims, dropped_cites)
+            for row in rows:
+                row.judgement = judgement
+            Claim.objects.bulk_create(rows)
+            _count_answer(proposal, enqueue_final_step=enqueue_final_step)
+    except IntegrityError:
+        # Only a writer that skipped the lock could get here; the unique
+        # constraint kept its judgement and rolled back all of ours.
+        return None
     return judgement
 
 
-def lens_failure_record(*, proposal_id: int, lens: Lens, error: str, attempts: int) -> bool:
-    """Record that a lens never answered; False if it had already answered or failed."""
-    with transaction.atomic():
-        proposal = Proposal.objects.select_for_update().get(pk=proposal_id)
-        if proposal.is_final or proposal.judgements.filter(lens=lens).exists():
-            return False
-        try:
-            with transaction.atomic():
-                LensFailure.objects.create(
-                    proposal=proposal,
-                    lens=lens,
-                    lens_name=lens.name,
-                    lens_version=lens.version,
-                    error=error[:4000],
-                    attempts=attempts,
-                )
-        except IntegrityError:
-            return False
-        _after_answer(proposal)
-    return True
+def lens_failure_record(
+    *,
+    proposal_id: int,
+    lens: Lens,
+    error: str,
+    attempts: int,
+    enqueue_final_step: bool = True,
+) -> LensFailure | None:
+    """Record that a lens never answered; None if it had already answered or failed."""
+    try:
+        with transaction.atomic():
+            proposal = _lock_unanswered(proposal_id, lens)
+            if proposal is None:
+                return None
+            failure = LensFailure.objects.create(
+                proposal=proposal,
+                lens=lens,
+                lens_name=lens.name,
+                lens_version=lens.version,
+                error=error[:4000],
+                attempts=attempts,
+            )
+            _count_answer(proposal, enqueue_final_step=enqueue_final_step)
+    except IntegrityError:
+        return None
+    return failure
 
 
 def external_judgement_submit(

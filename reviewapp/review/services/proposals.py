@@ -4,13 +4,13 @@ import hashlib
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
-from ..models import ApiClient, Lens, Panel, Proposal
+from ..models import ApiClient, Judgement, Lens, LensFailure, Panel, Proposal
 
 
 class SubmissionConflict(Exception):
@@ -85,6 +85,8 @@ def proposal_submit(
         Quorum(snapshot["need"], [entry["name"] for entry in snapshot["lenses"]])
     except QuorumError as exc:
         raise PanelUnavailable(f"{panel_name}: {exc}") from exc
+    worker_lenses = worker_lens_ids(snapshot)
+    now = timezone.now()
     try:
         with transaction.atomic():
             proposal = Proposal.objects.create(
@@ -101,10 +103,15 @@ def proposal_submit(
                 content_sha256=hashlib.sha256(content.encode()).hexdigest(),
                 request_sha256=request_sha256,
                 lenses_asked=len(snapshot["lenses"]),
+                # With no lens for the worker to run, evaluation has begun:
+                # the external lenses are already being waited for.
+                status=Proposal.Status.QUEUED if worker_lenses else Proposal.Status.EVALUATING,
+                evaluation_started_at=None if worker_lenses else now,
+                external_deadline_at=_external_deadline(snapshot, now),
             )
             # robust: the proposal is stored either way; if the broker is down
             # the client still gets its 202 and the sweeper enqueues it later.
-            transaction.on_commit(lambda: _enqueue_evaluation(proposal.pk), robust=True)
+            transaction.on_commit(lambda: _enqueue_lenses(proposal.pk, worker_lenses), robust=True)
     except IntegrityError:
         # Two identical submissions raced past the lookup; the unique
         # constraint let exactly one in.
@@ -128,35 +135,56 @@ def _same_or_conflict(existing: Proposal, request_sha256: str) -> Proposal:
     return existing
 
 
-def _enqueue_evaluation(proposal_id: int) -> None:
-    from ..tasks import evaluate_proposal
+def worker_lens_ids(snapshot: dict) -> list[int]:
+    """The snapshot's lenses that the worker runs (external lenses answer through the API)."""
+    return [e["id"] for e in snapshot["lenses"] if e["backend"] != Lens.Backend.EXTERNAL]
 
-    evaluate_proposal.delay(proposal_id)
+
+def _external_deadline(snapshot: dict, now):
+    if any(e["backend"] == Lens.Backend.EXTERNAL for e in snapshot["lenses"]):
+        return now + timedelta(seconds=snapshot["external_deadline_seconds"])
+    return None
 
 
-def proposal_begin_evaluation(*, proposal_id: int) -> Proposal | None:
-    """Mark a queued proposal as evaluating; None once it is final."""
+def _enqueue_lenses(proposal_id: int, lens_ids: list[int]) -> None:
+    # Each lens is its own task, straight from submission: a separate fan-out
+    # task per proposal would cost a broker round trip and a worker slot.
+    from ..tasks import run_lens
+
+    for lens_id in lens_ids:
+        run_lens.delay(proposal_id, lens_id)
+
+
+def proposal_begin_evaluation(*, proposal_id: int) -> None:
+    """Mark a queued proposal as evaluating: a worker has started on its first lens."""
     now = timezone.now()
-    proposal = Proposal.objects.filter(pk=proposal_id).first()
-    if proposal is None:
-        return None
-    snapshot = proposal.panel_snapshot
-    waits_for_external = any(e["backend"] == Lens.Backend.EXTERNAL for e in snapshot["lenses"])
-    # Conditional update: a re-delivered task finds the status already moved
-    # and carries on without resetting the start time or the deadline.
+    # Conditional update: the lenses start in parallel, and only the first
+    # one to get here sets the start time.
     Proposal.objects.filter(pk=proposal_id, status=Proposal.Status.QUEUED).update(
-        status=Proposal.Status.EVALUATING,
-        evaluation_started_at=now,
-        external_deadline_at=(
-            now + timedelta(seconds=snapshot["external_deadline_seconds"])
-            if waits_for_external
-            else None
-        ),
-        updated_at=now,
+        status=Proposal.Status.EVALUATING, evaluation_started_at=now, updated_at=now
     )
-    proposal.refresh_from_db()
-    if proposal.is_final:
+
+
+def proposal_for_lens(*, proposal_id: int, lens_id: int) -> Proposal | None:
+    """The proposal for a lens to judge, or None: gone, final, or that lens answered.
+
+    The answered check here only saves re-running a lens on a re-delivered
+    task; the exact check is taken again under the row lock when recording.
+    """
+    proposal = (
+        Proposal.objects.filter(pk=proposal_id)
+        .annotate(
+            lens_judged=Exists(Judgement.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)),
+            lens_failed=Exists(
+                LensFailure.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)
+            ),
+        )
+        .first()
+    )
+    if proposal is None or proposal.is_final or proposal.lens_judged or proposal.lens_failed:
         return None
+    if proposal.status == Proposal.Status.QUEUED:
+        proposal_begin_evaluation(proposal_id=proposal_id)
     return proposal
 
 
@@ -176,11 +204,7 @@ def lenses_to_run(proposal: Proposal) -> list[Lens]:
     answered = set(proposal.judgements.values_list("lens_id", flat=True)) | set(
         proposal.lens_failures.values_list("lens_id", flat=True)
     )
-    ids = [
-        entry["id"]
-        for entry in proposal.panel_snapshot["lenses"]
-        if entry["backend"] != Lens.Backend.EXTERNAL and entry["id"] not in answered
-    ]
+    ids = [i for i in worker_lens_ids(proposal.panel_snapshot) if i not in answered]
     by_id = Lens.objects.in_bulk(ids)
     return [by_id[i] for i in ids if i in by_id]
 
