@@ -43,9 +43,14 @@ def evaluate_proposal(proposal_id: int) -> None:
 @shared_task
 def run_lens(proposal_id: int, lens_id: int) -> None:
     """Judge the proposal with one lens; the lens that answers last runs the final step."""
-    proposal = proposal_for_lens(proposal_id=proposal_id, lens_id=lens_id)
     lens = Lens.objects.filter(pk=lens_id).first()
-    if proposal is None or lens is None:
+    if lens is None:
+        return
+    proposal = proposal_for_lens(proposal_id=proposal_id, lens=lens)
+    if proposal is None:
+        # Final, or a re-delivered task whose lens answered: if the worker that
+        # recorded the last answer died before the final step, run it now.
+        proposal_finalize(proposal_id=proposal_id)
         return
     try:
         outcome = evaluate_lens(lens=lens, proposal=proposal)
@@ -74,9 +79,11 @@ def run_lens(proposal_id: int, lens_id: int) -> None:
             enqueue_final_step=False,
         )
     # The answer is committed; the final step runs here rather than as one
-    # more task. If this worker dies first, the sweeper finds the proposal
-    # with every lens answered and enqueues the final step.
-    if answer is not None and answer.proposal.all_lenses_answered:
+    # more task. If this worker dies first, the task's re-delivery or the
+    # sweeper finds every lens answered and runs it.
+    if answer is None:
+        proposal_finalize(proposal_id=proposal_id)
+    elif answer.proposal.all_lenses_answered:
         proposal_finalize(proposal_id=proposal_id, loaded=proposal)
 
 

@@ -190,6 +190,22 @@ def test_submission_enqueues_one_task_per_lens_the_worker_runs(
     assert sorted(sent) == sorted((proposal.pk, lens.pk) for lens in inside)
 
 
+def test_a_re_delivered_lens_task_runs_the_final_step_its_first_delivery_never_reached(
+    monkeypatch,
+):
+    panel = three_lens_panel(["pass"], need=1)
+    proposal = submit(panel, CONTENT)
+    lens = panel.lenses.get()
+    with monkeypatch.context() as died:
+        # The worker died right after committing the last answer.
+        died.setattr("reviewapp.review.tasks.proposal_finalize", lambda **kwargs: None)
+        run_lens(proposal.pk, lens.pk)
+    run_lens(proposal.pk, lens.pk)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    assert Judgement.objects.filter(proposal=proposal).count() == 1
+
+
 def test_the_sweepers_evaluation_enqueues_only_the_lenses_yet_to_answer(monkeypatch):
     panel = three_lens_panel(["pass", "pass", "pass"])
     proposal = submit(panel, CONTENT)

@@ -2,8 +2,7 @@
 
 from collections.abc import Iterable
 
-from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db import IntegrityError, connection, transaction
 
 from reviewapp.core.cite import ClaimInput, GroundedClaim, GroundingPolicy, ground_claims
 
@@ -53,6 +52,23 @@ def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -
 _COUNTER_FIELDS = ("id", "status", "lenses_asked", "lenses_answered")
 
 
+def lens_has_answered(proposal_id: int, lens_id: int) -> bool:
+    """Whether `lens` has a judgement or a recorded failure on the proposal.
+
+    Raw SQL: it runs for nearly every lens answer, and the ORM spends longer
+    composing two EXISTS subqueries than the database spends answering them.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {Judgement._meta.db_table}"
+            " WHERE proposal_id = %s AND lens_id = %s)"
+            f" OR EXISTS (SELECT 1 FROM {LensFailure._meta.db_table}"
+            " WHERE proposal_id = %s AND lens_id = %s)",
+            [proposal_id, lens_id, proposal_id, lens_id],
+        )
+        return bool(cursor.fetchone()[0])
+
+
 def _lock_unanswered(proposal_id: int, lens: Lens) -> Proposal | None:
     """Lock the proposal for counting one more answer; None if it is final or `lens` answered.
 
@@ -69,11 +85,7 @@ def _lock_unanswered(proposal_id: int, lens: Lens) -> Proposal | None:
         return None
     if proposal.lenses_answered == 0:  # exact under the lock: no lens has answered
         return proposal
-    answered = Proposal.objects.filter(pk=proposal_id).filter(
-        Exists(Judgement.objects.filter(proposal=OuterRef("pk"), lens=lens))
-        | Exists(LensFailure.objects.filter(proposal=OuterRef("pk"), lens=lens))
-    )
-    return None if answered.exists() else proposal
+    return None if lens_has_answered(proposal_id, lens.pk) else proposal
 
 
 def _count_answer(proposal: Proposal, *, enqueue_final_step: bool) -> None:

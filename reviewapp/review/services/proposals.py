@@ -4,13 +4,14 @@ import hashlib
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
-from ..models import ApiClient, Judgement, Lens, LensFailure, Panel, Proposal
+from ..models import ApiClient, Lens, Panel, Proposal
+from .judgements import lens_has_answered
 
 
 class SubmissionConflict(Exception):
@@ -165,23 +166,21 @@ def proposal_begin_evaluation(*, proposal_id: int) -> None:
     )
 
 
-def proposal_for_lens(*, proposal_id: int, lens_id: int) -> Proposal | None:
-    """The proposal for a lens to judge, or None: gone, final, or that lens answered.
+def proposal_for_lens(*, proposal_id: int, lens: Lens) -> Proposal | None:
+    """The proposal for `lens` to judge, or None: gone, final, or (LLM lenses) already answered.
 
-    The answered check here only saves re-running a lens on a re-delivered
-    task; the exact check is taken again under the row lock when recording.
+    The answered check only saves paying for an LLM call twice on a
+    re-delivered task, so cheap lenses skip it; the exact check is taken
+    again under the row lock when the answer is recorded.
     """
-    proposal = (
-        Proposal.objects.filter(pk=proposal_id)
-        .annotate(
-            lens_judged=Exists(Judgement.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)),
-            lens_failed=Exists(
-                LensFailure.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)
-            ),
-        )
-        .first()
-    )
-    if proposal is None or proposal.is_final or proposal.lens_judged or proposal.lens_failed:
+    proposal = Proposal.objects.filter(pk=proposal_id).first()
+    if proposal is None or proposal.is_final:
+        return None
+    if (
+        lens.backend == Lens.Backend.LLM
+        and proposal.lenses_answered
+        and lens_has_answered(proposal_id, lens.pk)
+    ):
         return None
     if proposal.status == Proposal.Status.QUEUED:
         proposal_begin_evaluation(proposal_id=proposal_id)
