@@ -27,6 +27,7 @@ from html.parser import HTMLParser
 import pytest
 from django.test import Client
 
+from reviewapp.review.keys import server_signer
 from reviewapp.review.models import (
     CheckerConfig,
     Claim,
@@ -39,7 +40,6 @@ from reviewapp.review.models import (
 )
 from reviewapp.review.services.clients import api_client_create
 from reviewapp.review.services.escalations import escalation_decide
-from reviewapp.review.keys import server_signer
 from reviewapp.review.services.finalize import checker_evidence, proposal_finalize
 from reviewapp.review.tasks import run_lens
 from tests.factories import LensFactory, PanelFactory, ReviewerFactory, UserFactory, recorded
