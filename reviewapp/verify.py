@@ -96,6 +96,34 @@ def _label(kind: str, signed: Any) -> str:
     return f"evidence from {signed['checker']}" if signed.get("checker") else ""
 
 
+# A decision row's columns that restate its signed payload, and the fact each restates.
+DECISION_ROW_COLUMNS = (
+    ("outcome", "outcome"),
+    ("basis", "basis"),
+    ("rationale", "rationale"),
+    ("decided_by_name", "decided_by"),
+    ("proposal_id", "proposal"),
+    ("prev_hash", "prev_hash"),
+    ("hash", "hash"),
+)
+
+
+def decision_facts(payload_bytes: bytes, signed: dict) -> dict[str, Any]:
+    """What a decision's signed bytes say about the columns that restate them."""
+    proposal = signed.get("proposal")
+    return {
+        "hash": sha256_hex(payload_bytes),
+        "prev_hash": signed.get("prev_hash"),
+        "proposal": proposal.get("id") if isinstance(proposal, dict) else None,
+        **{k: signed.get(k) for k in ("outcome", "basis", "rationale", "decided_by")},
+    }
+
+
+def decision_row_mismatches(row: Mapping[str, Any], facts: Mapping[str, Any]) -> list[str]:
+    """Columns of a decision row (by column name) that no longer say what was signed."""
+    return [column for column, fact in DECISION_ROW_COLUMNS if row[column] != facts[fact]]
+
+
 def check_entry(
     kind: str, payload: str, signature: str, key_id: str, keys: Mapping[str, bytes]
 ) -> tuple[Checked, dict[str, Any]]:
@@ -135,13 +163,7 @@ def check_entry(
             return Checked(
                 leaf, f"a decision entry whose payload is not a {DECISION_TYPE}", label
             ), {}
-        proposal = signed.get("proposal")
-        facts = {
-            "hash": sha256_hex(payload_bytes),
-            "prev_hash": signed.get("prev_hash"),
-            "proposal": proposal.get("id") if isinstance(proposal, dict) else None,
-            **{k: signed.get(k) for k in ("outcome", "basis", "rationale", "decided_by")},
-        }
+        facts = decision_facts(payload_bytes, signed)
         return Checked(leaf, None, label, facts["prev_hash"], facts["hash"]), facts
     if signed.get("schema") != EVIDENCE_SCHEMA:
         return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}", label), {}
@@ -327,14 +349,8 @@ def _row_problem(kind: str, row: tuple, item: tuple[str, str, str, str], facts: 
     if differs:
         return f"{prefix} {row_id} differs from its ledger entry in {', '.join(differs)}"
     if kind == "decision":
-        columns = (
-            ("outcome", r["decision__outcome"], facts["outcome"]),
-            ("basis", r["decision__basis"], facts["basis"]),
-            ("rationale", r["decision__rationale"], facts["rationale"]),
-            ("decided_by", r["decision__decided_by_name"], facts["decided_by"]),
-            ("proposal", r["decision__proposal_id"], facts["proposal"]),
-            ("prev_hash", r["decision__prev_hash"], facts["prev_hash"]),
-            ("hash", r["decision__hash"], facts["hash"]),
+        mismatched = decision_row_mismatches(
+            {column: r[f"decision__{column}"] for column, _ in DECISION_ROW_COLUMNS}, facts
         )
     else:
         columns = (
@@ -343,7 +359,7 @@ def _row_problem(kind: str, row: tuple, item: tuple[str, str, str, str], facts: 
             ("verdict", r["evidence__verdict"], facts["verdict"]),
             ("reason", r["evidence__reason"], facts["reason"]),
         )
-    mismatched = [name for name, stored, signed in columns if stored != signed]
+        mismatched = [name for name, stored, signed in columns if stored != signed]
     if mismatched:
         return f"{prefix} {row_id} differs from its signed bytes in {', '.join(mismatched)}"
     return None

@@ -1,6 +1,7 @@
 """The REST API: one NinjaAPI at /api/, a router per area, errors always JSON `{"detail"}`."""
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, Throttled
@@ -55,6 +56,23 @@ def _throttled(request, exc: Throttled):
 def _too_big(request, exc: RequestDataTooBig):
     # Django's own DATA_UPLOAD_MAX_MEMORY_SIZE, if it is ever below ours.
     return _rejected(request, too_large())
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def _database_unavailable(request, exc):
+    # A restart or failover of the database is transient: say so, and how to
+    # retry safely, rather than answer a bare 500.
+    response = api.create_response(
+        request,
+        {
+            "detail": "the database is unavailable, so this request may not have been applied; "
+            "retry shortly (a submission retried with the same external_ref is stored once)"
+        },
+        status=503,
+    )
+    response["Retry-After"] = "5"
+    return response
 
 
 api.add_decorator(size_guard(_rejected), mode="view")

@@ -31,3 +31,17 @@ def test_requests_are_served_when_the_rate_limit_cache_is_down(api, panel, monke
     monkeypatch.setattr(cache, "add", cache_down)
     response = api.post("/api/proposals", {**BODY, "panel": panel.name})
     assert response.status_code == 202
+
+
+def test_a_database_outage_is_answered_503_with_how_to_retry(api, panel, monkeypatch):
+    from django.db import OperationalError
+
+    def database_down(token):
+        raise OperationalError("connection to server at 127.0.0.1, port 5432 failed")
+
+    monkeypatch.setattr("reviewapp.api.auth.api_client_for_token", database_down)
+    response = api.post("/api/proposals", {**BODY, "panel": panel.name})
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert "external_ref" in response.json()["detail"]
+    assert not Proposal.objects.exists()

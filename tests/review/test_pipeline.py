@@ -291,6 +291,14 @@ def test_verify_decisions_names_an_edited_outcome():
         call_command("verify_decisions")
 
 
+def test_verify_decisions_names_an_edited_decider():
+    decision = evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)).decision
+    with tampering():
+        Decision.objects.filter(pk=decision.pk).update(decided_by_name="a reviewer")
+    with pytest.raises(CommandError, match=f"decision {decision.pk} .*decided_by_name"):
+        call_command("verify_decisions")
+
+
 def test_verify_decisions_catches_edited_signed_bytes():
     decision = evaluate_in_process(submit(three_lens_panel(["pass"], need=1), CONTENT)).decision
     with tampering():

@@ -398,6 +398,31 @@ def test_inbox_refreshes_itself_when_an_escalation_arrives(open_as, reviewer, pa
     assert page.locator("[data-count='all']").inner_text() == "1"
 
 
+HIDE_TAB = """() => Object.defineProperty(document, 'visibilityState',
+                                      {value: 'hidden', configurable: true})"""
+SHOW_TAB = """() => {
+    Object.defineProperty(document, 'visibilityState', {value: 'visible', configurable: true});
+    document.dispatchEvent(new Event('visibilitychange'));
+}"""
+
+
+def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(open_as, reviewer, panel):
+    page = open_as(reviewer, "/")
+    page.wait_for_selector("text=Nothing is waiting")
+    polls = []
+    page.on(
+        "request",
+        lambda request: polls.append(request.url) if request.headers.get("hx-request") else None,
+    )
+    page.evaluate(HIDE_TAB)
+    split_panel_proposal(panel, title="Arrived while hidden")
+    page.wait_for_timeout(6_000)  # longer than the 5 s poll interval
+    assert polls == []
+    page.evaluate(SHOW_TAB)
+    page.wait_for_selector("#inbox-results >> text=Arrived while hidden", timeout=4_000)
+    assert polls
+
+
 def test_progress_indicator_follows_a_running_proposal(open_as, reviewer, panel):
     from reviewapp.review.services.proposals import proposal_submit
     from reviewapp.review.tasks import finalize_proposal, run_lens

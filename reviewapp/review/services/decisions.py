@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
 from reviewapp.ledger.services import decision_entry, evidence_entry, ledger_append
+from reviewapp.verify import DECISION_ROW_COLUMNS, decision_facts, decision_row_mismatches
 
 from ..keys import public_key_for, server_signer
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
@@ -190,18 +191,10 @@ def decision_check(decision: Decision) -> DecisionCheck:
         signed, canonical_ok = {}, False
     if not isinstance(signed, dict):
         signed = {}
-    mismatched = [
-        field
-        for field, stored in (
-            ("outcome", decision.outcome),
-            ("basis", decision.basis),
-            ("rationale", decision.rationale),
-            ("prev_hash", decision.prev_hash),
-        )
-        if signed.get(field) != stored
-    ]
-    if (signed.get("proposal") or {}).get("id") != decision.proposal_id:
-        mismatched.append("proposal")
+    mismatched = decision_row_mismatches(
+        {column: getattr(decision, column) for column, _ in DECISION_ROW_COLUMNS},
+        decision_facts(payload_bytes, signed),
+    )
     return DecisionCheck(
         signature_ok=decision_signature_valid(decision),
         hash_ok=sha256_hex(payload_bytes) == decision.hash,
