@@ -184,7 +184,7 @@ def test_submission_enqueues_one_task_per_lens_the_worker_runs(
     inside = [LensFactory(), LensFactory()]
     panel = PanelFactory(lenses=[*inside, LensFactory(backend=Lens.Backend.EXTERNAL)], need=3)
     sent = []
-    monkeypatch.setattr(run_lens, "delay", lambda *args: sent.append(args))
+    monkeypatch.setattr(run_lens, "apply_async", lambda args, **kwargs: sent.append(args))
     with django_capture_on_commit_callbacks(execute=True):
         proposal = submit(panel, CONTENT)
     assert sorted(sent) == sorted((proposal.pk, lens.pk) for lens in inside)
