@@ -43,8 +43,9 @@ def evaluate_proposal(proposal_id: int) -> None:
 @shared_task
 def run_lens(proposal_id: int, lens_id: int) -> None:
     """Judge the proposal with one lens; the lens that answers last runs the final step."""
-    lens = Lens.objects.filter(pk=lens_id).first()
-    if lens is None:
+    try:
+        lens = Lens.objects.get(pk=lens_id)
+    except Lens.DoesNotExist:
         return
     proposal = proposal_for_lens(proposal_id=proposal_id, lens=lens)
     if proposal is None:

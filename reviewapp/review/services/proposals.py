@@ -176,8 +176,11 @@ def proposal_for_lens(*, proposal_id: int, lens: Lens) -> Proposal | None:
     re-delivered task, so cheap lenses skip it; the exact check is taken
     again under the row lock when the answer is recorded.
     """
-    proposal = Proposal.objects.filter(pk=proposal_id).first()
-    if proposal is None or proposal.is_final:
+    try:
+        proposal = Proposal.objects.get(pk=proposal_id)
+    except Proposal.DoesNotExist:
+        return None
+    if proposal.is_final:
         return None
     if (
         lens.backend == Lens.Backend.LLM
