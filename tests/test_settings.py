@@ -6,9 +6,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_settings(**env) -> subprocess.CompletedProcess:
+def _load_settings(then: str = "", **env) -> subprocess.CompletedProcess:
+    """Set Django up in a fresh process with exactly `env`, then run the code `then`."""
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
+        [sys.executable, "-c", f"import django; django.setup(); {then}"],
         cwd=ROOT,
         env={
             "PATH": os.environ["PATH"],
@@ -51,3 +52,28 @@ def test_an_unsupported_broker_is_refused():
 def test_valid_settings_load():
     result = _load_settings()
     assert result.returncode == 0, result.stderr
+
+
+POSTGRES_URL = "postgres://app@db.example:5432/reviewapp"
+
+
+def _server_side_binding(**env) -> str:
+    result = _load_settings(
+        "from django.conf import settings; "
+        "print(settings.DATABASES['default'].get('OPTIONS', {}).get('server_side_binding'))",
+        DATABASE_URL=POSTGRES_URL,
+        **env,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_postgresql_prepares_statements_unless_told_not_to():
+    assert _server_side_binding() == "True"
+    assert _server_side_binding(DATABASE_PREPARED_STATEMENTS="false") == "None"
+
+
+def test_an_unparseable_prepared_statements_flag_is_refused():
+    result = _load_settings(DATABASE_URL=POSTGRES_URL, DATABASE_PREPARED_STATEMENTS="sometimes")
+    assert result.returncode != 0
+    assert "DATABASE_PREPARED_STATEMENTS" in result.stderr
