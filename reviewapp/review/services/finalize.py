@@ -16,7 +16,7 @@ from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from .decisions import decision_append
 
-FAILED = "failed"  # not a verdict: marks a lens failure among the answers
+_FAILURE = "lens-failure"  # not a verdict: marks a lens failure among the answers
 
 
 def checker_evidence(
@@ -182,12 +182,12 @@ def _answers(proposal_id: int) -> tuple[list[tuple[str, int, str]], list[str]]:
     failures = (
         LensFailure.objects.filter(proposal_id=proposal_id)
         .order_by()
-        .values_list("lens_name", "lens_version", Value(FAILED))
+        .values_list("lens_name", "lens_version", Value(_FAILURE))
     )
     judgements, failed = [], []
     # One round trip for both: this runs for every proposal.
     for name, version, verdict in rows.union(failures, all=True).order_by():
-        if verdict == FAILED:
+        if verdict == _FAILURE:
             failed.append(name)
         else:
             judgements.append((name, version, verdict))

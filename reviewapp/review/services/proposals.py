@@ -172,9 +172,10 @@ def proposal_begin_evaluation(*, proposal_id: int) -> None:
 def proposal_for_lens(*, proposal_id: int, lens: Lens) -> Proposal | None:
     """The proposal for `lens` to judge, or None: gone, final, or (LLM lenses) already answered.
 
-    The answered check only saves paying for an LLM call twice on a
-    re-delivered task, so cheap lenses skip it; the exact check is taken
-    again under the row lock when the answer is recorded.
+    A queued proposal is marked evaluating: a worker has started on it. The
+    answered check only saves paying for an LLM call twice on a re-delivered
+    task, so cheap lenses skip it; the exact check is taken again under the
+    row lock when the answer is recorded.
     """
     try:
         proposal = Proposal.objects.get(pk=proposal_id)
