@@ -97,6 +97,26 @@ def _count_answer(proposal: Proposal, *, enqueue_final_step: bool) -> None:
         transaction.on_commit(lambda: _enqueue_finalize(proposal.pk), robust=True)
 
 
+def _record_answer(proposal_id: int, lens: Lens, write, *, enqueue_final_step: bool):
+    """Lock, `write(proposal)` the lens's answer and count it; None if it may not answer.
+
+    Each lens answers once, with a judgement or a failure: both paths take
+    the same lock and the same check.
+    """
+    try:
+        with transaction.atomic():
+            proposal = _lock_unanswered(proposal_id, lens)
+            if proposal is None:
+                return None
+            answer = write(proposal)
+            _count_answer(proposal, enqueue_final_step=enqueue_final_step)
+    except IntegrityError:
+        # Only a writer that skipped the lock could get here; the unique
+        # constraint kept its answer and rolled back all of ours.
+        return None
+    return answer
+
+
 def _enqueue_finalize(proposal_id: int) -> None:
     from ..tasks import finalize_proposal
 
@@ -122,32 +142,26 @@ def judgement_record(
     the last answer. With `enqueue_final_step` the last answer enqueues the
     final step; a worker that runs it right away passes False.
     """
-    try:
-        with transaction.atomic():
-            proposal = _lock_unanswered(proposal_id, lens)
-            if proposal is None:
-                return None
-            judgement = Judgement.objects.create(
-                proposal=proposal,
-                lens=lens,
-                lens_name=lens.name,
-                lens_version=lens.version,
-                verdict=verdict,
-                rationale=rationale,
-                raw_response=raw_response,
-                attempts=attempts,
-                requote_rounds=requote_rounds,
-            )
-            rows = _claim_rows(claims, dropped_cites)
-            for row in rows:
-                row.judgement = judgement
-            Claim.objects.bulk_create(rows)
-            _count_answer(proposal, enqueue_final_step=enqueue_final_step)
-    except IntegrityError:
-        # Only a writer that skipped the lock could get here; the unique
-        # constraint kept its judgement and rolled back all of ours.
-        return None
-    return judgement
+
+    def write(proposal: Proposal) -> Judgement:
+        judgement = Judgement.objects.create(
+            proposal=proposal,
+            lens=lens,
+            lens_name=lens.name,
+            lens_version=lens.version,
+            verdict=verdict,
+            rationale=rationale,
+            raw_response=raw_response,
+            attempts=attempts,
+            requote_rounds=requote_rounds,
+        )
+        rows = _claim_rows(claims, dropped_cites)
+        for row in rows:
+            row.judgement = judgement
+        Claim.objects.bulk_create(rows)
+        return judgement
+
+    return _record_answer(proposal_id, lens, write, enqueue_final_step=enqueue_final_step)
 
 
 def lens_failure_record(
@@ -159,23 +173,18 @@ def lens_failure_record(
     enqueue_final_step: bool = True,
 ) -> LensFailure | None:
     """Record that a lens never answered; None if it had already answered or failed."""
-    try:
-        with transaction.atomic():
-            proposal = _lock_unanswered(proposal_id, lens)
-            if proposal is None:
-                return None
-            failure = LensFailure.objects.create(
-                proposal=proposal,
-                lens=lens,
-                lens_name=lens.name,
-                lens_version=lens.version,
-                error=error[:4000],
-                attempts=attempts,
-            )
-            _count_answer(proposal, enqueue_final_step=enqueue_final_step)
-    except IntegrityError:
-        return None
-    return failure
+
+    def write(proposal: Proposal) -> LensFailure:
+        return LensFailure.objects.create(
+            proposal=proposal,
+            lens=lens,
+            lens_name=lens.name,
+            lens_version=lens.version,
+            error=error[:4000],
+            attempts=attempts,
+        )
+
+    return _record_answer(proposal_id, lens, write, enqueue_final_step=enqueue_final_step)
 
 
 def external_judgement_submit(
