@@ -1,7 +1,10 @@
 """Who changed the configuration, when, and how; and trial runs of lenses and checkers."""
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class AuditEntry(models.Model):
@@ -85,6 +88,7 @@ class Trial(models.Model):
         related_name="+",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -96,3 +100,17 @@ class Trial(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def is_lost(self) -> bool:
+        """Running for longer than any task may run: the worker running it died."""
+        return (
+            self.status == self.Status.RUNNING
+            and self.started_at is not None
+            and self.started_at < lost_before()
+        )
+
+
+def lost_before():
+    """A trial still running since before this was abandoned by its worker (SIGKILL, OOM)."""
+    return timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)

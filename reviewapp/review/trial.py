@@ -11,9 +11,10 @@ import logging
 
 from celery import shared_task
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from reviewapp.audit.models import Trial
+from reviewapp.audit.models import Trial, lost_before
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import LensFailed
@@ -120,9 +121,19 @@ def trial_start(
 
 
 def trial_run(trial_id: int) -> Trial | None:
-    """Run a pending trial once and store what came of it. Safe to call twice."""
-    claimed = Trial.objects.filter(pk=trial_id, status=Trial.Status.PENDING).update(
-        status=Trial.Status.RUNNING
+    """Run a pending trial once and store what came of it. Safe to call twice.
+
+    A trial still running past the task time limit lost its worker; a later
+    delivery of its task (the broker hands back unacknowledged work) runs it.
+    """
+    # Conditional update: of two deliveries, exactly one claims the trial.
+    claimed = (
+        Trial.objects.filter(pk=trial_id)
+        .filter(
+            Q(status=Trial.Status.PENDING)
+            | Q(status=Trial.Status.RUNNING, started_at__lt=lost_before())
+        )
+        .update(status=Trial.Status.RUNNING, started_at=timezone.now())
     )
     if not claimed:
         return Trial.objects.filter(pk=trial_id).first()

@@ -1,9 +1,11 @@
 """Trying a lens (or checker) on a pasted sample: Celery task, htmx-polled result."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from reviewapp.audit.models import Trial
 from reviewapp.review.models import Judgement, Lens, Proposal
@@ -163,3 +165,48 @@ def test_try_this_lens_through_a_real_worker(worker, client, openai_server):
     trial.refresh_from_db()
     assert trial.status == "done" and trial.result["claims"][0]["anchor"]["kind"] == "answer_body"
     assert openai_server.requests, "the lens never called the model"
+
+
+def _running_trial(lens, *, started_seconds_ago: float) -> Trial:
+    return Trial.objects.create(
+        kind="lens",
+        target_id=lens.pk,
+        target_name=lens.name,
+        sample="No money back.",
+        status=Trial.Status.RUNNING,
+        started_at=timezone.now() - timedelta(seconds=started_seconds_ago),
+    )
+
+
+@pytest.mark.django_db
+def test_a_trial_running_past_the_task_time_limit_is_shown_as_lost(admin_client_ada, settings):
+    lens = LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate='must contain "refund"')
+    trial = _running_trial(lens, started_seconds_ago=settings.CELERY_TASK_TIME_LIMIT + 1)
+    fragment = admin_client_ada.get(
+        reverse("admin:audit_trial_status", args=[trial.pk]), HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "hx-get" not in fragment  # polling stops
+    assert "stopped before it finished" in fragment
+    assert reverse("admin:review_lens_try", args=[lens.pk]) in fragment
+
+
+@pytest.mark.django_db
+def test_a_lost_trial_runs_when_its_task_is_delivered_again(settings):
+    lens = LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate='must contain "refund"')
+    trial = _running_trial(lens, started_seconds_ago=settings.CELERY_TASK_TIME_LIMIT + 1)
+    trial_run(trial.pk)
+    trial.refresh_from_db()
+    assert trial.status == "done" and trial.result["verdict"] == "fail"
+
+
+@pytest.mark.django_db
+def test_a_trial_still_running_within_the_time_limit_is_left_to_its_worker(admin_client_ada):
+    lens = LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate='must contain "refund"')
+    trial = _running_trial(lens, started_seconds_ago=5)
+    trial_run(trial.pk)
+    trial.refresh_from_db()
+    assert trial.status == "running" and trial.result is None
+    fragment = admin_client_ada.get(
+        reverse("admin:audit_trial_status", args=[trial.pk]), HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "Running…" in fragment and "hx-get" in fragment
