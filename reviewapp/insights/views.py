@@ -110,6 +110,19 @@ def _day_label(day: date) -> str:
     return day.strftime("%b %d")
 
 
+def _kappa_chart(*, chart_id: str, title: str, desc: str, rows: list[tuple[str, float | None]]):
+    """Kappa values on a fixed −1…1 axis; an undefined kappa is no bar and shows as —."""
+    return charts.bars(
+        chart_id=chart_id,
+        title=title,
+        desc=desc,
+        rows=[BarRow(label, [kappa], [_kappa(kappa)]) for label, kappa in rows],
+        series=[Series("kappa", "kappa", charts.BLUE)],
+        domain=(-1.0, 1.0),
+        fmt=lambda v: f"{v:g}",
+    )
+
+
 def _charts(data: queries.Dashboard) -> dict:
     days = _filled_days(data.days)
     labels = [_day_label(d.day) for d in days]
@@ -119,7 +132,6 @@ def _charts(data: queries.Dashboard) -> dict:
     if scale < 180:
         unit, divisor = "seconds", 1
     median_values = [m.median.total_seconds() / divisor if m.median else None for m in data.medians]
-    kappa_series = [Series("kappa", "kappa", charts.BLUE)]
     workload_series = [
         Series("open", "Open", charts.SKY),
         Series("claimed", "Claimed", charts.ORANGE),
@@ -182,31 +194,19 @@ def _charts(data: queries.Dashboard) -> dict:
             domain=(0.0, charts.nice_max(failures_max)),
             fmt=charts.integer,
         ),
-        "cohen": charts.bars(
+        "cohen": _kappa_chart(
             chart_id="chart-cohen",
             title="Cohen's kappa between pairs of lenses",
             desc="Agreement between two lenses beyond chance, from −1 to 1, over the "
             "proposals both judged. Undefined values are drawn as no bar and shown as —.",
-            rows=[
-                BarRow(f"{p.panel}: {p.first} × {p.second}", [p.kappa], [_kappa(p.kappa)])
-                for p in data.pairs
-            ],
-            series=kappa_series,
-            domain=(-1.0, 1.0),
-            fmt=lambda v: f"{v:g}",
+            rows=[(f"{p.panel}: {p.first} × {p.second}", p.kappa) for p in data.pairs],
         ),
-        "fleiss": charts.bars(
+        "fleiss": _kappa_chart(
             chart_id="chart-fleiss",
             title="Fleiss' kappa per panel",
             desc="Agreement among all of a panel's lenses beyond chance, from −1 to 1, over "
             "the proposals every lens judged. Undefined values are shown as —.",
-            rows=[
-                BarRow(f"{p.panel} ({p.raters} lenses)", [p.kappa], [_kappa(p.kappa)])
-                for p in data.panels
-            ],
-            series=kappa_series,
-            domain=(-1.0, 1.0),
-            fmt=lambda v: f"{v:g}",
+            rows=[(f"{p.panel} ({p.raters} lenses)", p.kappa) for p in data.panels],
         ),
         "larger_side": charts.bars(
             chart_id="chart-larger-side",
