@@ -86,21 +86,16 @@ def audit_change(
 ) -> AuditEntry | None:
     """Record a create (before is None) or an update (only if something differs)."""
     if before is None:
+        action = AuditEntry.Action.CREATE
         changes = {name: {"old": None, "new": value} for name, value in after.items()}
-        return audit_record(
-            actor=actor,
-            action=AuditEntry.Action.CREATE,
-            target_type=target_type,
-            target=target,
-            changes=changes,
-            note=note,
-        )
-    changes = field_diff(before, after)
-    if not changes:
-        return None
+    else:
+        action = AuditEntry.Action.UPDATE
+        changes = field_diff(before, after)
+        if not changes:
+            return None
     return audit_record(
         actor=actor,
-        action=AuditEntry.Action.UPDATE,
+        action=action,
         target_type=target_type,
         target=target,
         changes=changes,
