@@ -62,6 +62,12 @@ def _int_param(request, name: str) -> int | None:
     return value if value in _ID_RANGE else None
 
 
+def _choice_param(request, name: str, choices) -> str:
+    """The query parameter if it is one of `choices`, else "" (no filter)."""
+    value = request.GET.get(name, "")
+    return value if value in choices else ""
+
+
 def _query_without(request, *names: str) -> str:
     """The current query string minus `names`, for links that change one filter."""
     query = request.GET.copy()
@@ -82,9 +88,7 @@ def _reason_q(reason: str) -> Q:
 @require_GET
 @reviewer_required
 def inbox(request):
-    reason = request.GET.get("reason", "")
-    if reason not in REASON_LABELS:
-        reason = ""
+    reason = _choice_param(request, "reason", REASON_LABELS)
     panel_id = _int_param(request, "panel")
 
     base = Escalation.objects.filter(status__in=OPEN_STATUSES)
@@ -142,9 +146,7 @@ def inbox(request):
 @require_GET
 @reviewer_required
 def proposal_list(request):
-    status = request.GET.get("status", "")
-    if status not in Proposal.Status.values:
-        status = ""
+    status = _choice_param(request, "status", Proposal.Status.values)
     panel_id = _int_param(request, "panel")
     # PostgreSQL text cannot hold NUL; a search for it can only match nothing.
     q = request.GET.get("q", "").replace("\x00", "").strip()
@@ -360,12 +362,8 @@ def escalation_decide_view(request, pk: int):
 @require_GET
 @reviewer_required
 def decision_list(request):
-    outcome = request.GET.get("outcome", "")
-    if outcome not in Decision.Outcome.values:
-        outcome = ""
-    basis = request.GET.get("basis", "")
-    if basis not in Decision.Basis.values:
-        basis = ""
+    outcome = _choice_param(request, "outcome", Decision.Outcome.values)
+    basis = _choice_param(request, "basis", Decision.Basis.values)
     rows = Decision.objects.select_related("proposal").defer(
         "payload", *(f"proposal__{name}" for name in PROPOSAL_HEAVY)
     )
