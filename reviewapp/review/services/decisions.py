@@ -40,7 +40,7 @@ def decision_payload(
     if evidence is None:
         evidence = proposal.evidence.all()
     if lenses is None:
-        lenses = list(proposal.judgements.values("lens_name", "lens_version"))
+        lenses = list(proposal.judgements.order_by().values("lens_name", "lens_version"))
     evidence_part = [
         {
             "checker": e.checker_name,

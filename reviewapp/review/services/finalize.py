@@ -15,6 +15,7 @@ from reviewapp.ledger.services import evidence_entry, ledger_append
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from .decisions import decision_append
+from .judgements import answered_lens_ids
 
 _FAILURE = "lens-failure"  # not a verdict: marks a lens failure among the answers
 
@@ -196,9 +197,7 @@ def _answers(proposal_id: int) -> tuple[list[tuple[str, int, str]], list[str]]:
 
 def _record_missing_lenses(proposal: Proposal) -> None:
     """External lenses that did not answer by the deadline never answered."""
-    answered = set(proposal.judgements.values_list("lens_id", flat=True)) | set(
-        proposal.lens_failures.values_list("lens_id", flat=True)
-    )
+    answered = answered_lens_ids(proposal.pk)
     missing = [e["id"] for e in proposal.panel_snapshot["lenses"] if e["id"] not in answered]
     for lens in Lens.objects.filter(pk__in=missing):
         LensFailure.objects.create(

@@ -69,6 +69,16 @@ def lens_has_answered(proposal_id: int, lens_id: int) -> bool:
         return bool(cursor.fetchone()[0])
 
 
+def answered_lens_ids(proposal_id: int) -> set[int]:
+    """Lenses with a judgement or a recorded failure on the proposal."""
+    # order_by(): the models' default ordering would join the proposal for nothing.
+    judged = Judgement.objects.filter(proposal_id=proposal_id).order_by()
+    failed = LensFailure.objects.filter(proposal_id=proposal_id).order_by()
+    return set(judged.values_list("lens_id", flat=True)) | set(
+        failed.values_list("lens_id", flat=True)
+    )
+
+
 def _lock_unanswered(proposal_id: int, lens: Lens) -> Proposal | None:
     """Lock the proposal for counting one more answer; None if it is final or `lens` answered.
 

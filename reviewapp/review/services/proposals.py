@@ -11,7 +11,7 @@ from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
 from ..models import ApiClient, Lens, Panel, Proposal
-from .judgements import lens_has_answered
+from .judgements import answered_lens_ids, lens_has_answered
 
 
 class SubmissionConflict(Exception):
@@ -207,9 +207,7 @@ def proposals_past_external_deadline() -> list[int]:
 
 def lenses_to_run(proposal: Proposal) -> list[Lens]:
     """Lenses of the snapshot that the worker runs and that have not answered yet."""
-    answered = set(proposal.judgements.values_list("lens_id", flat=True)) | set(
-        proposal.lens_failures.values_list("lens_id", flat=True)
-    )
+    answered = answered_lens_ids(proposal.pk)
     ids = [i for i in worker_lens_ids(proposal.panel_snapshot) if i not in answered]
     by_id = Lens.objects.in_bulk(ids)
     return [by_id[i] for i in ids if i in by_id]
