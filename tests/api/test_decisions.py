@@ -2,6 +2,8 @@ import base64
 import hashlib
 import json
 
+import pytest
+
 from reviewapp.core.signing import canonical_json, verify
 from reviewapp.review.models import Decision
 
@@ -84,3 +86,18 @@ def test_keys_list_public_keys_only(api, decided):
     assert set(key) == {"key_id", "public_key", "created_at", "retired_at"}
     assert len(base64.b64decode(key["public_key"])) == 32
     assert key["key_id"] == Decision.objects.get().key_id
+
+
+@pytest.mark.parametrize("count", [1, 6])
+def test_export_takes_the_same_queries_however_many_decisions(
+    api, db, count, django_assert_num_queries
+):
+    for i in range(count):
+        evaluated(f"Answer {i}.")
+    api.get("/api/decisions")  # the first use of a token records last_used_at
+
+    # The token lookup, the page, the page's public keys.
+    with django_assert_num_queries(3):
+        response = api.get("/api/decisions")
+
+    assert len(response.json()["items"]) == count

@@ -7,7 +7,7 @@ from reviewapp.review.models import Decision, Escalation, Proposal
 from reviewapp.review.services.escalations import escalation_claim
 from tests.factories import ReviewerFactory
 
-from .conftest import api_with
+from .conftest import api_with, evaluated
 
 
 @pytest.fixture
@@ -108,3 +108,21 @@ def test_review_scope_is_needed_to_decide(escalation):
 
     assert response.status_code == 403
     assert not Decision.objects.exists()
+
+
+@pytest.mark.parametrize("count", [1, 6])
+def test_the_list_takes_the_same_queries_however_many_escalations(
+    api, db, count, django_assert_num_queries
+):
+    reviewer = ReviewerFactory()
+    for i in range(count):
+        proposal = evaluated(f"Ship build {i} on Friday.", requires_sign_off=True)
+        escalation_claim(escalation_id=proposal.escalations.get().pk, user=reviewer)
+    api.get("/api/escalations")  # the first use of a token records last_used_at
+
+    # The token lookup, then the page with its claimants joined.
+    with django_assert_num_queries(2):
+        response = api.get("/api/escalations")
+
+    items = response.json()["items"]
+    assert len(items) == count and {i["claimed_by"] for i in items} == {reviewer.username}
