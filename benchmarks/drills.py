@@ -200,6 +200,36 @@ class Submitter(threading.Thread):
         return "; ".join(parts)
 
 
+class PageProber(threading.Thread):
+    """A reviewer's browser: GETs the inbox every 50 ms and records each answer."""
+
+    def __init__(self, port: int, session_cookie: str):
+        super().__init__(daemon=True)
+        self.url = f"http://127.0.0.1:{port}/"
+        self.cookies = {"sessionid": session_cookie}
+        self.answers: Counter[str] = Counter()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        import httpx
+
+        with httpx.Client(cookies=self.cookies, timeout=10) as client:
+            while not self.stopping.wait(0.05):
+                try:
+                    response = client.get(self.url)
+                    key = str(response.status_code)
+                    if response.status_code == 503 and "Retry-After" not in response.headers:
+                        key += " without Retry-After"
+                except httpx.HTTPError as exc:
+                    key = type(exc).__name__
+                self.answers[key] += 1
+
+    def stop(self) -> str:
+        self.stopping.set()
+        self.join(15)
+        return ", ".join(f"{k}×{v}" for k, v in sorted(self.answers.items()))
+
+
 def recorded_and_llm_panel(stub_url: str):
     """2 recorded lenses + 1 slow LLM lens (need 2) + a constraints checker."""
     from reviewapp.review.models import CheckerConfig, Lens
@@ -330,8 +360,12 @@ def pipeline_drill(stack: Stack, name: str, n: int) -> bool:
                 stack.redis.restart(down_seconds=2)
                 notes.append("restarted Redis at t=3 s (down 2 s; queued messages lost)")
             elif name == "restart-postgres":
+                _, cookie = s.reviewer_session()
+                prober = PageProber(port, cookie)
+                prober.start()
                 stack.pg.restart(down_seconds=2)
                 notes.append("fast-restarted PostgreSQL at t=3 s (down 2 s)")
+                notes.append(f"inbox page while it was down and coming back: {prober.stop()}")
             back_at = time.monotonic()
             submitter.join(300)
             wait_settled(len(submitter.accepted), timeout=300)
