@@ -866,19 +866,22 @@ def noop_round_trips(count: int) -> list[float]:
     return timings
 
 
-def noop_throughput(count: int, timeout: float = 300.0) -> float:
-    """Enqueue `count` no-op tasks at once; tasks per second until the worker ran them all."""
+def noop_throughput(count: int, timeout: float = 300.0) -> tuple[float, float]:
+    """Enqueue `count` no-op tasks at once: (tasks per second until the worker ran them
+    all, this process's CPU seconds per message sent)."""
     key = f"bench-noop-count-{secrets.token_hex(4)}"
     r = _redis()
     started = time.perf_counter()
+    cpu_before = time.process_time()
     for _ in range(count):
         noop_count.delay(key)
+    publish_cpu = (time.process_time() - cpu_before) / count
     deadline = time.monotonic() + timeout
     while int(r.get(key) or 0) < count:
         if time.monotonic() > deadline:
             raise TimeoutError("no-op tasks did not finish")
         time.sleep(0.01)
-    return count / (time.perf_counter() - started)
+    return count / (time.perf_counter() - started), publish_cpu
 
 
 def env_from_args(pairs: Iterable[str]) -> dict[str, str]:

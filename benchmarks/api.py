@@ -14,7 +14,8 @@ and are flushed at the end.
 
 Prints, per connection count: requests/s, wrk's latency percentiles, gunicorn's
 own server-time percentiles (from its access log, %(D)s), non-202 responses,
-rows written, and gunicorn CPU per request.
+rows written, and gunicorn CPU per request; then, as a floor, the same
+figures for a request that touches no database (an unknown /api/ path).
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def access_log_times(path: Path, offset: int) -> list[float]:
     return out
 
 
-def run_wrk(port: int, script: Path, connections: int, duration: int) -> dict:
+def wrk(port: int, connections: int, duration: int, *, path: str, script: Path | None = None):
     threads = min(connections, 2)
     result = subprocess.run(
         [
@@ -104,22 +105,37 @@ def run_wrk(port: int, script: Path, connections: int, duration: int) -> dict:
             f"{duration}s",
             "--timeout",
             "30s",
-            "-s",
-            str(script),
-            f"http://127.0.0.1:{port}/api/proposals",
+            *(["-s", str(script)] if script else []),
+            f"http://127.0.0.1:{port}{path}",
         ],
         capture_output=True,
         text=True,
         check=True,
     )
+    return result.stdout
+
+
+def run_wrk(port: int, script: Path, connections: int, duration: int) -> dict:
+    output = wrk(port, connections, duration, path="/api/proposals", script=script)
     figures = {}
-    for raw in result.stdout.splitlines():
+    for raw in output.splitlines():
         if raw.startswith("RESULT "):
             for pair in raw.split()[1:]:
                 key, _, value = pair.partition("=")
                 figures[key] = int(value)
-    figures["raw"] = result.stdout
+    figures["raw"] = output
     return figures
+
+
+def floor_cpu_per_request(port: int, web_pid: int, duration: int) -> tuple[float, float]:
+    """(requests/s, gunicorn CPU s per request) for a request that touches no database:
+    an unknown /api/ path, answered by Django's middleware and URL routing with a JSON 404."""
+    meter = s.CpuMeter(web=web_pid)
+    meter.start()
+    output = wrk(port, 2, duration, path="/api/no-such-endpoint")
+    cpu = meter.stop()["web"]
+    requests = int(next(ln for ln in output.splitlines() if "requests in" in ln).split()[0])
+    return requests / duration, cpu / max(requests, 1)
 
 
 def main() -> None:
@@ -178,6 +194,7 @@ def main() -> None:
                 figures["cpu"] = cpu
                 results.append((connections, figures))
                 s.flush_redis(env["CELERY_BROKER_URL"])
+        floor_rate, floor_cpu = floor_cpu_per_request(port, web.pid, args.duration)
     finally:
         web.stop()
 
@@ -204,6 +221,9 @@ def main() -> None:
             f"{1000 * cpu_web / max(f['requests'], 1):.1f} ms / "
             f"{1000 * cpu_pg / max(f['requests'], 1):.1f} ms",
         )
+    s.heading("floor: the same server answering a request that touches no database")
+    s.line("requests/s (GET /api/no-such-endpoint, -c 2)", f"{floor_rate:.0f}")
+    s.line("gunicorn CPU per request", f"{1000 * floor_cpu:.2f} ms")
     s.line("load average at end", s.load_average())
 
 

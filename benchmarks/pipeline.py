@@ -89,6 +89,8 @@ class Profiler:
                 "--output",
                 str(out),
                 "--nonblocking",
+                # Only samples holding the GIL: CPU, not time spent waiting on a socket.
+                "--gil",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -155,7 +157,7 @@ def summarise_profile(path: Path, top: int = 15) -> None:
                 if key not in seen:
                     seen.add(key)
                     inclusive[key] += n
-    print(f"  samples (py-spy, idle excluded): {total}")
+    print(f"  samples (py-spy, holding the GIL): {total}")
     for label, n in by_category.most_common():
         print(f"  {100 * n / max(total, 1):5.1f}%  {label}")
     print("  heaviest project functions (inclusive):")
@@ -228,12 +230,22 @@ def main() -> None:
         s.noop_round_trips(20)  # warm the pool processes' connections
         trips = s.noop_round_trips(args.noop_round_trips)
         noop_tasks = TASKS_PER_PROPOSAL * args.n
-        noop_rate = s.noop_throughput(noop_tasks)
+        noop_meter = s.CpuMeter(worker=worker.pid)
+        noop_meter.start()
+        noop_rate, publish_cpu = s.noop_throughput(noop_tasks)
+        consume_cpu = noop_meter.stop()["worker"] / noop_tasks
         s.line(
             "round trip p50 / p95 (sequential)",
             f"{s.percentile(trips, 50):.2f} ms / {s.percentile(trips, 95):.2f} ms",
         )
         s.line(f"throughput ({noop_tasks} tasks at once)", f"{noop_rate:.0f} tasks/s")
+        s.line(
+            "CPU per no-op task: send / worker",
+            f"{1000 * publish_cpu:.2f} ms / {1000 * consume_cpu:.2f} ms "
+            f"(× {TASKS_PER_PROPOSAL} per proposal = "
+            f"{1000 * TASKS_PER_PROPOSAL * (publish_cpu + consume_cpu):.1f} ms "
+            f"of the {1000 * os.cpu_count() / TARGET_PER_SECOND:.0f} ms a proposal may use)",
+        )
 
         if args.profile:
             prof_dir = Path(env["REVIEWAPP_VAR_DIR"]) / "profiles"
@@ -380,7 +392,7 @@ def main() -> None:
     s.line("load average at end", s.load_average())
     if profilers:
         for profiler in profilers:
-            s.heading(f"profile: {profiler.out.name} (inclusive share of busy samples)")
+            s.heading(f"profile: {profiler.out.name} (share of samples holding the GIL)")
             summarise_profile(profiler.out)
     sys.stdout.flush()
 
