@@ -102,12 +102,13 @@ def _count_request(client: ApiClient) -> None:
     # Keyed by the random prefix, never the row id: ids can be reused.
     key = f"api-rate:{client.token_prefix}:{window}"
     try:
-        cache.add(key, 0, timeout=_WINDOW_SECONDS * 2)
         try:
-            count = cache.incr(key)
-        except ValueError:  # the window expired between add and incr
-            cache.set(key, 1, timeout=_WINDOW_SECONDS * 2)
-            count = 1
+            count = cache.incr(key)  # the common case: the window's key exists
+        except ValueError:  # the window's first request
+            if cache.add(key, 1, timeout=_WINDOW_SECONDS * 2):
+                count = 1
+            else:  # another request created it first
+                count = cache.incr(key)
     except Exception:
         # The cache (Redis) is down: fail open. Refusing every request would
         # turn a cache outage into an API outage; the limit is a courtesy.

@@ -24,7 +24,16 @@ class PanelUnavailable(Exception):
 
 def panel_snapshot(panel: Panel) -> dict:
     """The panel as it is now: what a proposal is judged with, frozen at submission."""
-    lenses = panel.ordered_lenses()
+    # Only the columns the snapshot keeps: lens and checker rows carry
+    # instructions, mandates and settings that every submission would decode.
+    lenses = panel.panel_lenses.order_by("position").values_list(
+        "lens_id", "lens__name", "lens__version", "lens__backend"
+    )
+    checkers = (
+        panel.checkers.filter(active=True)
+        .order_by("name")
+        .values_list("pk", "name", "version", "kind")
+    )
     return {
         "id": panel.pk,
         "name": panel.name,
@@ -34,12 +43,12 @@ def panel_snapshot(panel: Panel) -> dict:
         "requires_sign_off": panel.requires_sign_off,
         "external_deadline_seconds": panel.external_deadline_seconds,
         "lenses": [
-            {"id": lens.pk, "name": lens.name, "version": lens.version, "backend": lens.backend}
-            for lens in lenses
+            {"id": pk, "name": name, "version": version, "backend": backend}
+            for pk, name, version, backend in lenses
         ],
         "checkers": [
-            {"id": c.pk, "name": c.name, "version": c.version, "kind": c.kind}
-            for c in panel.checkers.filter(active=True).order_by("name")
+            {"id": pk, "name": name, "version": version, "kind": kind}
+            for pk, name, version, kind in checkers
         ],
     }
 
@@ -152,9 +161,10 @@ def _enqueue_lenses(proposal_id: int, lens_ids: list[int]) -> None:
     # task per proposal would cost a broker round trip and a worker slot.
     from ..tasks import run_lens
 
-    # One producer for all of them: acquiring one per message costs the web
-    # process more than building the message does.
-    with run_lens.app.producer_or_acquire() as producer:
+    # One producer and one broker round trip for all of them: acquiring a
+    # producer, or a Redis client, per message costs the web process more than
+    # building the message does. On the filesystem broker the batch is a no-op.
+    with run_lens.app.producer_or_acquire() as producer, producer.batch():
         for lens_id in lens_ids:
             run_lens.apply_async((proposal_id, lens_id), producer=producer)
 
