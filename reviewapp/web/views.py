@@ -103,7 +103,10 @@ def inbox(request):
     )
     rows = base.filter(_reason_q(reason)) if reason else base
     ids = rows.order_by("-created_at", "-id").values_list("pk", flat=True)
-    page = Paginator(ids, INBOX_PAGE_SIZE).get_page(request.GET.get("page"))
+    paginator = Paginator(ids, INBOX_PAGE_SIZE)
+    # The reason counts above already counted these rows: no second COUNT.
+    paginator.count = counts[reason or "all"]
+    page = paginator.get_page(request.GET.get("page"))
     # Ids first, then the page's rows: a deep page skips over the escalation
     # index alone instead of sorting and skipping joined proposal rows.
     by_id = (
