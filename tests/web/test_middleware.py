@@ -64,7 +64,8 @@ def test_post_during_an_outage_answers_503(reviewer_client, database_down):
 
 def test_pages_work_again_once_the_database_is_back(reviewer_client, database_down):
     assert reviewer_client.get("/").status_code == 503
+    end_outage = database_down
 
-    database_down()  # bring it back
+    end_outage()
 
     assert reviewer_client.get("/").status_code == 200
