@@ -81,6 +81,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and _read(
     # which measured 40 % less database CPU per proposal. Turn off behind a
     # transaction-mode pooler (PgBouncer < 1.21), which cannot keep them.
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 INSTALLED_APPS = [

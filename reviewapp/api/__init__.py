@@ -1,12 +1,12 @@
 """The REST API: one NinjaAPI at /api/, a router per area, errors always JSON `{"detail"}`."""
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, Throttled
 
 from reviewapp.ledger.api import router as ledger_router
+from reviewapp.outages import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 
 from . import cite, decisions, escalations, proposals
 from .parsing import BodyRejected, GuardedParser, size_guard, too_large
@@ -58,8 +58,6 @@ def _too_big(request, exc: RequestDataTooBig):
     return _rejected(request, too_large())
 
 
-@api.exception_handler(OperationalError)
-@api.exception_handler(InterfaceError)
 def _database_unavailable(request, exc):
     # A restart or failover of the database is transient: say so, and how to
     # retry safely, rather than answer a bare 500.
@@ -71,8 +69,12 @@ def _database_unavailable(request, exc):
         },
         status=503,
     )
-    response["Retry-After"] = "5"
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
+
+
+for _error in DATABASE_UNAVAILABLE:
+    api.add_exception_handler(_error, _database_unavailable)
 
 
 api.add_decorator(size_guard(_rejected), mode="view")

@@ -1,10 +1,9 @@
 """Answer a database outage on an HTML page with a 503 that says what to do."""
 
-from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
 from django.template.loader import render_to_string
 
-RETRY_AFTER_SECONDS = 5
+from reviewapp.outages import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 
 
 class DatabaseUnavailableMiddleware:
@@ -22,7 +21,7 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(exception, OperationalError | InterfaceError):
+        if not isinstance(exception, DATABASE_UNAVAILABLE):
             return None
         response = HttpResponse(render_to_string("503.html"), status=503)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
