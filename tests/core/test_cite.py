@@ -1,8 +1,7 @@
 """Cite resolution and grounding, ported test by test from
-`reference/quorum-rs_cite.rs`, plus the shared conformance vectors."""
+quorum-rs's `cite.rs`, plus its published conformance vectors."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -31,12 +30,8 @@ def resolved_text(source: str, cite: str) -> str | None:
 # ─── Conformance vectors ─────────────────────────────────────────────────────
 
 
-def _shared_dir() -> Path:
-    override = os.environ.get("REVIEWAPP_SHARED_DIR")
-    return Path(override) if override else Path(__file__).resolve().parents[3] / "shared"
-
-
-VECTORS = json.loads((_shared_dir() / "conformance" / "cite_vectors.json").read_text("utf-8"))
+# quorum-rs's published corpus, kept in the repository (origin: data/README.md).
+VECTORS = json.loads((Path(__file__).parent / "data" / "cite_vectors.json").read_text("utf-8"))
 
 
 @pytest.mark.parametrize("case", VECTORS["cases"], ids=lambda case: case["name"])
