@@ -30,6 +30,16 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class RawCompletion:
+    """A completion whose choice carries ``message`` and ``finish_reason`` as given,
+    for the shapes reasoning models and refusals take (``reasoning_content``,
+    ``refusal`` with null content, ``finish_reason: "length"``)."""
+
+    message: dict
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
 class HttpError:
     status: int
     body: str = '{"error": {"message": "scripted error"}}'
@@ -74,7 +84,7 @@ class CloseConnection:
     """Read the request, then hang up without any response."""
 
 
-Step = Answer | HttpError | RateLimited | Slow | Trickle | MalformedBody | CloseConnection
+Step = Answer | RawCompletion | HttpError | RateLimited | Slow | Trickle | MalformedBody | CloseConnection
 
 
 @dataclass(frozen=True)
@@ -189,6 +199,10 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                     self._send(400, b'{"error": {"message": "openai_stub: script exhausted"}}')
                 case Answer(content):
                     self._send_json(200, completion(content, model))
+                case RawCompletion(message, finish_reason):
+                    body = completion("", model)
+                    body["choices"][0].update(message=message, finish_reason=finish_reason)
+                    self._send_json(200, body)
                 case HttpError(status, text):
                     self._send(status, text.encode())
                 case RateLimited(retry_after):
