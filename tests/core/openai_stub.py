@@ -84,7 +84,16 @@ class CloseConnection:
     """Read the request, then hang up without any response."""
 
 
-Step = Answer | RawCompletion | HttpError | RateLimited | Slow | Trickle | MalformedBody | CloseConnection
+Step = (
+    Answer
+    | RawCompletion
+    | HttpError
+    | RateLimited
+    | Slow
+    | Trickle
+    | MalformedBody
+    | CloseConnection
+)
 
 
 @dataclass(frozen=True)

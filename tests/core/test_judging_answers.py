@@ -6,15 +6,25 @@ import pytest
 from reviewapp.core.judging import (
     LensFailed,
     MalformedJudgement,
+    OpenAIChatTransport,
     build_messages,
     fence_markers,
     parse_judgement,
 )
 from tests.core.openai_stub import RawCompletion
-from tests.core.test_judging import CONTENT, GOOD_CITE, http, judge, judgement  # noqa: F401
+from tests.core.test_judging import CONTENT, GOOD_CITE, judge, judgement
 
 DRAFT_PASS = judgement("pass", GOOD_CITE, rationale="draft: looks fine")
 FINAL_FAIL = judgement("fail", GOOD_CITE, rationale="on reflection the column breaks reads")
+
+
+@pytest.fixture
+def http(openai_server):
+    transport = OpenAIChatTransport(
+        openai_server.base_url, model="judge-model", api_key=None, temperature=0.0, timeout=5.0
+    )
+    yield lambda: transport
+    transport.close()
 
 
 # ---- reasoning in the content ----
@@ -58,7 +68,11 @@ def test_think_inside_a_rationale_string_is_not_mistaken_for_reasoning():
 
 def test_a_separate_reasoning_content_field_is_ignored(openai_server, http):
     openai_server.script(
-        [RawCompletion({"role": "assistant", "reasoning_content": DRAFT_PASS, "content": FINAL_FAIL})]
+        [
+            RawCompletion(
+                {"role": "assistant", "reasoning_content": DRAFT_PASS, "content": FINAL_FAIL}
+            )
+        ]
     )
 
     assert judge(http()).verdict == "fail"
