@@ -17,6 +17,7 @@ from django.db.models import Q
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core import constraints as core_constraints
 from reviewapp.core.cite import GroundingPolicy
+from reviewapp.core.whitespace import is_blank
 
 
 class Lens(models.Model):
@@ -54,6 +55,21 @@ class Lens(models.Model):
     temperature = models.FloatField(default=0.0)
     timeout_seconds = models.FloatField(default=60.0)
     mandate = models.TextField(blank=True, help_text="Constraint text for the constraints backend.")
+    # Who may answer for an external lens: holding `judge` is not enough.
+    judge_clients = models.ManyToManyField(
+        "ApiClient",
+        blank=True,
+        related_name="judged_lenses",
+        verbose_name="clients that may judge",
+        help_text="External lenses only: the API clients allowed to post this lens's "
+        "judgements. A lens naming no client accepts no judgement.",
+    )
+    allow_self_judgement = models.BooleanField(
+        default=False,
+        verbose_name="submitter may judge",
+        help_text="External lenses only: let a client judge proposals it submitted itself. "
+        "Off keeps separation of duties.",
+    )
     active = models.BooleanField(default=True)
     version = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -79,7 +95,7 @@ class Lens(models.Model):
         super().save(*args, **kwargs)
 
     def clean(self) -> None:
-        if not self.name.strip():
+        if is_blank(self.name):
             raise ValidationError({"name": "A lens needs a name."})
         if self.backend == self.Backend.LLM:
             errors = {}
@@ -247,6 +263,8 @@ class ApiClient(models.Model):
         SUBMIT = "submit"
         JUDGE = "judge"
         READ = "read"
+        # Lifts the visibility rule: see every client's proposals, not just your own.
+        READ_ALL = "read:all"
         REVIEW = "review"
 
     name = models.CharField(max_length=100, unique=True)
@@ -336,6 +354,25 @@ class Proposal(models.Model):
     @property
     def all_lenses_answered(self) -> bool:
         return self.lenses_answered >= self.lenses_asked
+
+
+class AwaitedLens(models.Model):
+    """An external lens a proposal's snapshot awaits, as a row so visibility can join on it.
+
+    Written at submission from the snapshot; never edited afterwards.
+    """
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="awaited_lenses")
+    # PROTECT: a lens a proposal awaits cannot be deleted out from under it.
+    lens = models.ForeignKey(Lens, on_delete=models.PROTECT, related_name="awaited_by")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["proposal", "lens"], name="awaited_lens_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.proposal_id} awaits {self.lens_id}"
 
 
 class Judgement(models.Model):

@@ -10,7 +10,7 @@ from django.utils import timezone
 from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
-from ..models import ApiClient, Lens, Panel, Proposal
+from ..models import ApiClient, AwaitedLens, Lens, Panel, Proposal
 from .judgements import answered_lens_ids, lens_has_answered
 
 
@@ -119,6 +119,11 @@ def proposal_submit(
                 evaluation_started_at=None if worker_lenses else now,
                 external_deadline_at=_external_deadline(snapshot, now),
             )
+            # As rows, so "which proposals may this client judge" is a join.
+            AwaitedLens.objects.bulk_create(
+                AwaitedLens(proposal=proposal, lens_id=lens_id)
+                for lens_id in external_lens_ids(snapshot)
+            )
             # robust: the proposal is stored either way; if the broker is down
             # the client still gets its 202 and the sweeper enqueues it later.
             transaction.on_commit(lambda: _enqueue_lenses(proposal.pk, worker_lenses), robust=True)
@@ -150,8 +155,13 @@ def worker_lens_ids(snapshot: dict) -> list[int]:
     return [e["id"] for e in snapshot["lenses"] if e["backend"] != Lens.Backend.EXTERNAL]
 
 
+def external_lens_ids(snapshot: dict) -> list[int]:
+    """The snapshot's lenses whose judgements arrive through the API."""
+    return [e["id"] for e in snapshot["lenses"] if e["backend"] == Lens.Backend.EXTERNAL]
+
+
 def _external_deadline(snapshot: dict, now):
-    if any(e["backend"] == Lens.Backend.EXTERNAL for e in snapshot["lenses"]):
+    if external_lens_ids(snapshot):
         return now + timedelta(seconds=snapshot["external_deadline_seconds"])
     return None
 

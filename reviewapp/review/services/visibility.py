@@ -1,0 +1,46 @@
+"""Which proposals an API client may see: the one rule every API door applies.
+
+A client sees the proposals it submitted and those it is bound to judge (an
+external lens in the proposal's snapshot names it among its judging clients).
+A client holding `read:all` sees every proposal. Browser sessions (reviewers
+and staff) are not API clients and see everything; callers pass `client=None`
+for them. Anything derived from a proposal (judgements, escalations,
+decisions, evidence, webhook events) is visible exactly when its proposal is.
+"""
+
+from django.db.models import Q, QuerySet
+
+from ..models import ApiClient, AwaitedLens, Lens, Proposal
+
+
+def sees_everything(client: ApiClient | None) -> bool:
+    return client is None or ApiClient.Scope.READ_ALL in (client.scopes or [])
+
+
+def visible_q(client: ApiClient | None, *, prefix: str = "") -> Q:
+    """A filter on proposals (or, with `prefix="proposal__"`, on rows that name one).
+
+    One SQL statement: the bound lenses are a subquery, not a list fetched first.
+    """
+    if sees_everything(client):
+        return Q()
+    bound_lenses = Lens.objects.filter(backend=Lens.Backend.EXTERNAL, judge_clients=client).values(
+        "pk"
+    )
+    awaiting = AwaitedLens.objects.filter(lens__in=bound_lenses).values("proposal_id")
+    return Q(**{f"{prefix}client": client}) | Q(**{f"{prefix}pk__in": awaiting})
+
+
+def proposals_visible_to(client: ApiClient | None) -> QuerySet[Proposal]:
+    """Every proposal `client` may see (all of them for a browser session or `read:all`)."""
+    return Proposal.objects.filter(visible_q(client))
+
+
+def client_may_see(*, client: ApiClient | None, proposal: Proposal | int) -> bool:
+    """Whether `client` may see `proposal` (a row or its id); costs at most one query."""
+    if sees_everything(client):
+        return True
+    if isinstance(proposal, Proposal) and proposal.client_id == client.pk:
+        return True
+    proposal_id = proposal.pk if isinstance(proposal, Proposal) else proposal
+    return proposals_visible_to(client).filter(pk=proposal_id).exists()
