@@ -5,6 +5,8 @@ cannot be used stops the process at start-up with a message naming the
 variable: a typo must never silently fall back to a default in production.
 """
 
+import ipaddress
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -95,6 +97,7 @@ INSTALLED_APPS = [
     "reviewapp.audit",
     "reviewapp.ledger",
     "reviewapp.insights",
+    "reviewapp.webhooks",
 ]
 
 MIDDLEWARE = [
@@ -212,6 +215,26 @@ REVIEWAPP_SIGNING_KEY_FILE = _read(
 REVIEWAPP_SIGNING_KEY_AUTOCREATE = _read(
     env.bool, "REVIEWAPP_SIGNING_KEY_AUTOCREATE", default=DEBUG
 )
+# The keys verifiers trust (the ledger's trust anchors), kept outside the
+# database: comma-separated base64 ed25519 public keys and/or paths of files
+# holding them (`manage.py ledger_keys` output, or GET /api/keys JSON).
+# REVIEWAPP_TRUST_OWN_KEY (default: DEBUG) also trusts this host's own key
+# files, so `make run` and the tests need no anchors configured.
+REVIEWAPP_TRUSTED_KEYS = _read(env.list, "REVIEWAPP_TRUSTED_KEYS", default=[])
+REVIEWAPP_TRUST_OWN_KEY = _read(env.bool, "REVIEWAPP_TRUST_OWN_KEY", default=DEBUG)
+
+
+def _check_trusted_keys(values: list[str]) -> None:
+    from reviewapp.verify import load_public_keys
+
+    for value in values:
+        try:
+            load_public_keys(value)
+        except (ValueError, OSError) as exc:
+            raise ImproperlyConfigured(f"REVIEWAPP_TRUSTED_KEYS: {exc}") from exc
+
+
+_check_trusted_keys(REVIEWAPP_TRUSTED_KEYS)
 
 LOGGING = {
     "version": 1,
@@ -225,6 +248,17 @@ REVIEWAPP_CLAIM_TTL_MINUTES = _read(env.int, "REVIEWAPP_CLAIM_TTL_MINUTES", defa
 REVIEWAPP_STUCK_AFTER_SECONDS = _read(env.int, "REVIEWAPP_STUCK_AFTER_SECONDS", default=120)
 REVIEWAPP_SWEEP_EVERY_SECONDS = _read(env.float, "REVIEWAPP_SWEEP_EVERY_SECONDS", default=30.0)
 REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEMPTS", default=4)
+# The environment variables an LLM lens may name as its API key: names, or
+# prefixes ending in "*" (review/llm_keys.py says why there is a list at all).
+REVIEWAPP_LLM_KEY_ENV_ALLOW = _read(
+    env.list, "REVIEWAPP_LLM_KEY_ENV_ALLOW", default=["LLM_API_KEY*"]
+)
+for _entry in REVIEWAPP_LLM_KEY_ENV_ALLOW:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", _entry):
+        raise ImproperlyConfigured(
+            f"REVIEWAPP_LLM_KEY_ENV_ALLOW: {_entry!r} is neither a variable name nor a prefix "
+            "ending in '*' (e.g. LLM_API_KEY*)"
+        )
 REVIEWAPP_API_MAX_BODY_BYTES = _read(
     env.int, "REVIEWAPP_API_MAX_BODY_BYTES", default=2 * 1024 * 1024
 )
@@ -265,7 +299,66 @@ REVIEWAPP_LEDGER_ORIGIN = _read(
 REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS = _read(
     env.float, "REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS", default=300.0
 )
+# Every checkpoint the server signs is also appended to a witness log outside
+# the database (a file; empty turns it off) and/or POSTed to a witness URL, so
+# `verify_ledger` notices history rewritten together with its checkpoints.
+REVIEWAPP_LEDGER_WITNESS_FILE = _read(
+    env.str, "REVIEWAPP_LEDGER_WITNESS_FILE", default=str(VAR_DIR / "ledger-witness.jsonl")
+)
+_witness_url = _read(
+    env.url, "REVIEWAPP_LEDGER_WITNESS_URL", default=None, schemes={"http", "https"}
+)
+REVIEWAPP_LEDGER_WITNESS_URL = _witness_url.geturl() if _witness_url else ""
+# Raw ledger entries and the ledger export need an authenticated reader unless this is true.
+REVIEWAPP_LEDGER_PUBLIC = _read(env.bool, "REVIEWAPP_LEDGER_PUBLIC", default=False)
 CELERY_BEAT_SCHEDULE["ledger-checkpoint"] = {
     "task": "reviewapp.ledger.tasks.ledger_checkpoint",
     "schedule": REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS,
+}
+
+# --- Webhooks ---------------------------------------------------------------
+# The secrets that sign webhooks are derived from this key (see
+# reviewapp/webhooks/models.py); changing it changes every endpoint's secret.
+REVIEWAPP_WEBHOOK_SECRET_KEY = _read(env.str, "REVIEWAPP_WEBHOOK_SECRET_KEY", default=SECRET_KEY)
+# http:// URLs and loopback addresses: for the one-command run and the tests only.
+REVIEWAPP_WEBHOOK_ALLOW_LOCAL = _read(env.bool, "REVIEWAPP_WEBHOOK_ALLOW_LOCAL", default=DEBUG)
+# Private ranges an operator allows webhooks to reach, e.g. "10.20.0.0/16,fd00:1::/64".
+REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS = _read(env.list, "REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS", default=[])
+for _network in REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS: {_exc}") from _exc
+REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS = _read(
+    env.float, "REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS", default=3.0
+)
+REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS = _read(
+    env.float, "REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS", default=10.0
+)
+# Seconds before each retry (±20 % jitter): about 26 hours in all, then the delivery fails.
+REVIEWAPP_WEBHOOK_RETRY_DELAYS = [
+    float(d)
+    for d in _read(
+        env.list,
+        "REVIEWAPP_WEBHOOK_RETRY_DELAYS",
+        default=["5", "30", "120", "600", "1800", "3600", "7200", "14400", "28800", "36000"],
+    )
+]
+REVIEWAPP_WEBHOOK_DISABLE_AFTER_FAILURES = _read(
+    env.int, "REVIEWAPP_WEBHOOK_DISABLE_AFTER_FAILURES", default=50
+)
+# How long a sender holds a delivery; past it a sender that died is presumed dead.
+REVIEWAPP_WEBHOOK_LEASE_SECONDS = _read(env.float, "REVIEWAPP_WEBHOOK_LEASE_SECONDS", default=60.0)
+if REVIEWAPP_WEBHOOK_LEASE_SECONDS <= (
+    REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS + REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS
+):
+    raise ImproperlyConfigured(
+        "REVIEWAPP_WEBHOOK_LEASE_SECONDS must exceed the connect plus read timeouts."
+    )
+REVIEWAPP_WEBHOOK_SWEEP_EVERY_SECONDS = _read(
+    env.float, "REVIEWAPP_WEBHOOK_SWEEP_EVERY_SECONDS", default=15.0
+)
+CELERY_BEAT_SCHEDULE["webhook-sweep"] = {
+    "task": "reviewapp.webhooks.tasks.sweep_webhook_deliveries",
+    "schedule": REVIEWAPP_WEBHOOK_SWEEP_EVERY_SECONDS,
 }

@@ -77,3 +77,11 @@ def test_an_unparseable_prepared_statements_flag_is_refused():
     result = _load_settings(DATABASE_URL=POSTGRES_URL, DATABASE_PREPARED_STATEMENTS="sometimes")
     assert result.returncode != 0
     assert "DATABASE_PREPARED_STATEMENTS" in result.stderr
+
+
+def test_an_api_key_allowlist_entry_that_is_no_name_is_refused():
+    result = _load_settings(REVIEWAPP_LLM_KEY_ENV_ALLOW="LLM_API_KEY*,*")
+    assert result.returncode != 0
+    assert "REVIEWAPP_LLM_KEY_ENV_ALLOW: '*' is neither a variable name nor a prefix" in (
+        result.stderr
+    )

@@ -1,7 +1,6 @@
 """Lens backends: each turns (lens, proposal) into a JudgeOutcome or raises LensFailed."""
 
 import json
-import os
 
 from django.conf import settings
 
@@ -15,6 +14,7 @@ from reviewapp.core.judging import (
     run_judge,
 )
 
+from . import llm_keys
 from .models import Lens, Proposal, RecordedResponse
 
 
@@ -24,7 +24,10 @@ def evaluate_lens(*, lens: Lens, proposal: Proposal) -> JudgeOutcome:
         case Lens.Backend.CONSTRAINTS:
             return _evaluate_mandate(lens, proposal)
         case Lens.Backend.LLM:
-            api_key = os.environ.get(lens.api_key_env) if lens.api_key_env else None
+            try:
+                api_key = llm_keys.read(lens.api_key_env)
+            except PermissionError as refused:
+                raise LensFailed(str(refused), 0, []) from refused
             with OpenAIChatTransport(
                 base_url=lens.base_url,
                 model=lens.model,

@@ -7,7 +7,6 @@ IntegrityError instead of a duplicate.
 """
 
 import hashlib
-import os
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -18,6 +17,8 @@ from reviewapp.core import checkers as core_checkers
 from reviewapp.core import constraints as core_constraints
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.whitespace import is_blank
+
+from . import llm_keys
 
 
 class Lens(models.Model):
@@ -115,7 +116,7 @@ class Lens(models.Model):
 
     @property
     def api_key_is_set(self) -> bool:
-        return bool(self.api_key_env and os.environ.get(self.api_key_env))
+        return llm_keys.is_set(self.api_key_env)
 
 
 class CheckerConfig(models.Model):
@@ -418,7 +419,9 @@ class Claim(models.Model):
     cite = models.TextField(help_text="The cite as submitted.")
     # NULL means "did not resolve"; "" would be a resolved empty span.
     text = models.TextField(null=True, blank=True, help_text="The resolved original span.")  # noqa: DJ001
-    assessment = models.CharField(max_length=10, choices=Assessment.choices)
+    # The lens's own word, for unresolved cites too. Blank only on cites dropped
+    # before it was recorded whose answer no longer says (see migration 0005).
+    assessment = models.CharField(max_length=10, choices=Assessment.choices, blank=True)
     note = models.TextField(blank=True)
     anchor_kind = models.CharField(max_length=16, choices=AnchorKind.choices)
     start_utf16 = models.PositiveIntegerField(null=True, blank=True)

@@ -71,27 +71,27 @@ def test_old_judgements_keep_the_version_they_were_made_with(admin_client_ada):
 def test_the_form_says_whether_the_key_variable_is_set_never_its_value(
     admin_client_ada, monkeypatch
 ):
-    monkeypatch.setenv("REVIEWAPP_TEST_KEY", "sk-very-secret-value")
-    monkeypatch.delenv("REVIEWAPP_ABSENT_KEY", raising=False)
+    monkeypatch.setenv("LLM_API_KEY_TEST", "sk-very-secret-value")
+    monkeypatch.delenv("LLM_API_KEY_ABSENT", raising=False)
     set_lens = LensFactory(
         name="with-key",
         backend="llm",
         base_url="http://127.0.0.1:9/v1",
         model="m",
-        api_key_env="REVIEWAPP_TEST_KEY",
+        api_key_env="LLM_API_KEY_TEST",
     )
     unset_lens = LensFactory(
         name="without-key",
         backend="llm",
         base_url="http://127.0.0.1:9/v1",
         model="m",
-        api_key_env="REVIEWAPP_ABSENT_KEY",
+        api_key_env="LLM_API_KEY_ABSENT",
     )
     page = admin_client_ada.get(change_url("lens", set_lens.pk)).content.decode()
-    assert "REVIEWAPP_TEST_KEY is set on the server." in page
+    assert "LLM_API_KEY_TEST is set on the server." in page
     assert "sk-very-secret-value" not in page
     page = admin_client_ada.get(change_url("lens", unset_lens.pk)).content.decode()
-    assert "REVIEWAPP_ABSENT_KEY is NOT set on the server" in page
+    assert "LLM_API_KEY_ABSENT is NOT set on the server" in page
     listing = admin_client_ada.get("/admin/review/lens/").content.decode()
     assert "sk-very-secret-value" not in listing
 
@@ -109,6 +109,35 @@ def test_a_key_pasted_instead_of_a_variable_name_is_refused(admin_client_ada):
     assert response.status_code == 200
     assert "never the key itself" in errors_of(response)
     assert not Lens.objects.exists()
+
+
+def test_a_variable_holding_the_servers_own_secrets_is_refused(admin_client_ada, monkeypatch):
+    monkeypatch.setenv("REVIEWAPP_SIGNING_KEY", "seed")
+    response = admin_client_ada.post(
+        add_url("lens"),
+        lens_data(
+            backend="llm",
+            base_url="http://127.0.0.1:9/v1",
+            model="m",
+            api_key_env="REVIEWAPP_SIGNING_KEY",
+        ),
+    )
+    assert response.status_code == 200
+    assert "REVIEWAPP_SIGNING_KEY is not a variable lenses may read" in errors_of(response)
+    assert "REVIEWAPP_LLM_KEY_ENV_ALLOW" in errors_of(response)
+    assert not Lens.objects.exists()
+
+
+def test_the_status_of_a_refused_variable_never_says_whether_it_is_set(
+    admin_client_ada, monkeypatch
+):
+    monkeypatch.setenv("SECRET_KEY", "x")
+    lens = LensFactory(
+        backend="llm", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="SECRET_KEY"
+    )
+    page = admin_client_ada.get(change_url("lens", lens.pk)).content.decode()
+    assert "Refused: SECRET_KEY is not a variable lenses may read" in page
+    assert "SECRET_KEY is set on the server" not in page
 
 
 def test_backend_rules_are_form_errors(admin_client_ada):

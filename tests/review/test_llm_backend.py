@@ -19,7 +19,7 @@ def llm_panel(openai_server, settings):
         backend=Lens.Backend.LLM,
         base_url=openai_server.base_url,
         model="judge-1",
-        api_key_env="REVIEWAPP_TEST_LLM_KEY",
+        api_key_env="LLM_API_KEY_TEST",
         timeout_seconds=2,
     )
     return PanelFactory(lenses=[lens], need=1)
@@ -28,7 +28,7 @@ def llm_panel(openai_server, settings):
 def test_an_llm_lens_judges_through_the_chat_completions_protocol(
     llm_panel, openai_server, monkeypatch
 ):
-    monkeypatch.setenv("REVIEWAPP_TEST_LLM_KEY", "sk-loopback")
+    monkeypatch.setenv("LLM_API_KEY_TEST", "sk-loopback")
     openai_server.script([Answer(judgement("pass", "Paris is the capital of France."))])
     proposal = evaluate_in_process(submit(llm_panel, CONTENT))
     assert proposal.decision.outcome == "approved"
@@ -88,3 +88,25 @@ def test_requoting_does_not_spend_the_transport_budget(llm_panel, openai_server,
     proposal = evaluate_in_process(submit(llm_panel, CONTENT))
     assert proposal.judgements.get().requote_rounds == 2
     assert not LensFailure.objects.filter(proposal=proposal).exists()
+
+
+@pytest.mark.parametrize("name", ["SECRET_KEY", "REVIEWAPP_SIGNING_KEY", "DATABASE_URL", "HOME"])
+def test_a_variable_the_allowlist_does_not_admit_is_never_read_nor_sent(
+    llm_panel, openai_server, monkeypatch, name
+):
+    monkeypatch.setenv(name, "the-servers-own-secret")
+    Lens.objects.update(api_key_env=name)  # as a database edit would, past the admin's check
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+    failure = LensFailure.objects.get(proposal=proposal)
+    assert f"{name} is not a variable lenses may read" in failure.error
+    assert "the-servers-own-secret" not in failure.error
+    assert openai_server.requests == []  # nothing was sent anywhere
+
+
+def test_the_allowlist_setting_admits_other_names(llm_panel, openai_server, monkeypatch, settings):
+    settings.REVIEWAPP_LLM_KEY_ENV_ALLOW = ["TEAM_KEY_*"]
+    monkeypatch.setenv("TEAM_KEY_JUDGE", "sk-team")
+    Lens.objects.update(api_key_env="TEAM_KEY_JUDGE")
+    openai_server.script([Answer(judgement("pass", "Paris is the capital of France."))])
+    evaluate_in_process(submit(llm_panel, CONTENT))
+    assert openai_server.requests[0].authorization == "Bearer sk-team"

@@ -1,7 +1,6 @@
 """Lens configuration as the admin sees it: what is audited, what refuses a delete."""
 
-import re
-
+from .. import llm_keys
 from ..models import Judgement, Lens, LensFailure, Panel
 
 # What an audit entry records about a lens: every configured field, and the version.
@@ -15,25 +14,18 @@ BACKEND_FIELDS = {
     Lens.Backend.RECORDED: (),
 }
 
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def env_name_problem(name: str) -> str | None:
-    """Why `name` cannot be the name of an environment variable, or None."""
-    if not name:
-        return None
-    if ENV_NAME.fullmatch(name):
-        return None
-    return (
-        "Enter the name of an environment variable (letters, digits and underscores, "
-        "e.g. OPENAI_API_KEY), never the key itself."
-    )
+    """Why `name` cannot be a lens's API-key variable, or None."""
+    return llm_keys.problem(name)
 
 
 def api_key_status(lens: Lens) -> str:
     """Whether the named variable is set on this server, in words; never its value."""
     if not lens.api_key_env:
         return "No variable named: requests are sent without an API key."
+    refusal = llm_keys.problem(lens.api_key_env)
+    if refusal:
+        return f"Refused: {refusal}"
     if lens.api_key_is_set:
         return f"{lens.api_key_env} is set on the server."
     return f"{lens.api_key_env} is NOT set on the server: requests will carry no API key."
