@@ -200,6 +200,7 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
                     "api_key_status",
                     "temperature",
                     "timeout_seconds",
+                    "response_format",
                 ),
             },
         ),

@@ -77,6 +77,7 @@ class LensAdminForm(forms.ModelForm):
             "api_key_env",
             "temperature",
             "timeout_seconds",
+            "response_format",
             "mandate",
         )
         widgets = {

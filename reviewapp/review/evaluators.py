@@ -34,6 +34,7 @@ def evaluate_lens(*, lens: Lens, proposal: Proposal) -> JudgeOutcome:
                 api_key=api_key,
                 temperature=lens.temperature,
                 timeout=lens.timeout_seconds,
+                response_format=lens.response_format,
             ) as transport:
                 return _judge(transport, lens, proposal, policy)
         case Lens.Backend.RECORDED:

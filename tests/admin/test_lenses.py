@@ -24,6 +24,7 @@ def lens_data(**overrides) -> dict:
         "api_key_env": "",
         "temperature": "0.0",
         "timeout_seconds": "60",
+        "response_format": "json_schema",
         "mandate": "",
         "_save": "Save",
     }

@@ -34,7 +34,7 @@ def test_an_llm_lens_judges_through_the_chat_completions_protocol(
     assert proposal.decision.outcome == "approved"
     request = openai_server.requests[0]
     assert request.body["model"] == "judge-1"
-    assert request.body["response_format"] == {"type": "json_object"}
+    assert request.body["response_format"]["type"] == "json_schema"
     assert request.authorization == "Bearer sk-loopback"
     assert CONTENT in request.body["messages"][-1]["content"]
 

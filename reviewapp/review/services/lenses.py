@@ -8,7 +8,14 @@ LENS_AUDIT_FIELDS = (*Lens.VERSIONED_FIELDS, "description", "version")
 
 # The fields each backend reads; the admin shows only the chosen backend's.
 BACKEND_FIELDS = {
-    Lens.Backend.LLM: ("base_url", "model", "api_key_env", "temperature", "timeout_seconds"),
+    Lens.Backend.LLM: (
+        "base_url",
+        "model",
+        "api_key_env",
+        "temperature",
+        "timeout_seconds",
+        "response_format",
+    ),
     Lens.Backend.CONSTRAINTS: ("mandate",),
     Lens.Backend.EXTERNAL: (),
     Lens.Backend.RECORDED: (),
