@@ -28,6 +28,11 @@ class Lens(models.Model):
         EXTERNAL = "external", "External (judgements arrive over the API)"
         RECORDED = "recorded", "Recorded (replays stored responses)"
 
+    class ResponseFormat(models.TextChoices):
+        JSON_SCHEMA = "json_schema", "JSON schema (strict structured output)"
+        JSON_OBJECT = "json_object", "JSON object"
+        TEXT = "text", "Plain text (no response_format sent)"
+
     # Changing any of these changes what the lens judges, so it bumps the version.
     VERSIONED_FIELDS = (
         "name",
@@ -38,6 +43,7 @@ class Lens(models.Model):
         "api_key_env",
         "temperature",
         "timeout_seconds",
+        "response_format",
         "mandate",
         "active",
     )
@@ -55,6 +61,26 @@ class Lens(models.Model):
     )
     temperature = models.FloatField(default=0.0)
     timeout_seconds = models.FloatField(default=60.0)
+    response_format = models.CharField(
+        max_length=20,
+        choices=ResponseFormat.choices,
+        default=ResponseFormat.JSON_SCHEMA,
+        help_text=(
+            "How the judgement is asked for. Choose JSON object or plain text for a server "
+            "that refuses structured output; the answer is checked the same way in every mode."
+        ),
+    )
+    # Limits of the endpoint (base_url) this lens calls, held across every
+    # worker process: see reviewapp/review/endpoint_limits.py. Not versioned:
+    # they change how fast the lens judges, not what it judges.
+    max_concurrent_calls = models.PositiveIntegerField(
+        default=64,
+        help_text="LLM only: calls in flight at once at this endpoint, across all workers.",
+    )
+    calls_per_minute = models.PositiveIntegerField(
+        default=6000,
+        help_text="LLM only: calls started per minute at this endpoint, across all workers.",
+    )
     mandate = models.TextField(blank=True, help_text="Constraint text for the constraints backend.")
     # Who may answer for an external lens: holding `judge` is not enough.
     judge_clients = models.ManyToManyField(
