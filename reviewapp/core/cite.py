@@ -23,15 +23,12 @@ from functools import cached_property
 from itertools import compress
 from typing import ClassVar
 
-# Rust's `char::is_whitespace` and `str::trim` (the Unicode White_Space
-# property). `str.isspace()` also accepts U+001C..U+001F, which would let cites
-# resolve that the reference rejects.
-_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
-_WHITESPACE_SET = frozenset(_WHITESPACE)
+# The reference's whitespace, not `str.isspace()`'s, which would let cites resolve
+# that the reference rejects.
+from reviewapp.core.whitespace import WHITESPACE as _WHITESPACE
+from reviewapp.core.whitespace import WHITESPACE_SET as _WHITESPACE_SET
+from reviewapp.core.whitespace import trim as _trim
+
 _WHITESPACE_RUN = re.compile(f"[{re.escape(_WHITESPACE)}]+")
 _INNER_WHITESPACE = re.compile(f"[{re.escape(_WHITESPACE)}]{{2,}}")
 _ASTERISK_RUN = re.compile(r"\*+")
@@ -47,10 +44,6 @@ _QUOTE_PAIRS = frozenset(
     }
 )
 _LABEL_SEPARATORS = (": ", " \u2014 ", " - ", " \u2013 ")
-
-
-def _trim(s: str) -> str:
-    return s.strip(_WHITESPACE)
 
 
 @dataclass(frozen=True, slots=True)

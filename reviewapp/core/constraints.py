@@ -17,40 +17,26 @@ caller; this module only answers how far off the response is, and why.
 """
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import regex
+from reviewapp.core import regex_dialect
+from reviewapp.core.regex_dialect import PatternError
 
-# Upper bound on one pattern match. The reference relies on a linear-time regex engine;
-# Python's backtracking engines can take exponential time, so every match is cut off.
-REGEX_TIMEOUT_SECONDS = 0.5
+# Unicode White_Space, which the reference trims and splits words on (not str.split()'s).
+from reviewapp.core.whitespace import WHITESPACE as _WHITESPACE
+from reviewapp.core.whitespace import trim as _trim
 
-# VERSION1 is the dialect closest to the reference's: scoped inline flags, nested
-# character classes and class set operations.
-_REGEX_FLAGS = regex.VERSION1
-
-# regex raises RecursionError, not its own error, for very deeply nested groups.
-_PATTERN_ERRORS = (regex.error, RecursionError)
-
-# Unicode White_Space, which the reference trims and splits words on. str.strip() and
-# str.split() also treat U+001C..U+001F as whitespace, so they are not used for this.
-_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
-    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-_WORD = regex.compile(f"[^{regex.escape(_WHITESPACE)}]+")
+_WORD = re.compile(f"[^{re.escape(_WHITESPACE)}]+")
 
 # The reference parses counts as a 64-bit unsigned integer; anything larger does not lower.
 _MAX_COUNT = 2**64 - 1
 
-
-def _trim(text: str) -> str:
-    return text.strip(_WHITESPACE)
-
-
-def _compile(pattern: str) -> regex.Pattern:
-    return regex.compile(pattern, _REGEX_FLAGS)
+# Patterns are the reference's dialect (Rust's regex), run by RE2: linear time, so a
+# match needs no time-out; regex_dialect bounds the size of the text instead.
+_compile = regex_dialect.compile
+_PATTERN_ERRORS = (PatternError,)
 
 
 # ---- the closed predicate catalogue ----
@@ -66,9 +52,9 @@ def _compile(pattern: str) -> regex.Pattern:
 
 
 class Undecided(str):
-    """A failure detail for a clause that could not be evaluated at all (a regex that
-    timed out). It is still a failure for the score, never a pass; a checker turns it
-    into Inconclusive, because nothing about the response was shown."""
+    """A failure detail for a clause that could not be evaluated at all (a response too
+    large to match a pattern against). It is still a failure for the score, never a
+    pass; a checker turns it into Inconclusive, because nothing about the response was shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +100,9 @@ class Matches:
         except _PATTERN_ERRORS as exc:
             return f"the pattern /{self.pattern}/ is not a valid regular expression ({exc})"
         try:
-            found = compiled.search(response, timeout=REGEX_TIMEOUT_SECONDS)
-        except TimeoutError:
-            return Undecided(
-                f"matching /{self.pattern}/ timed out after {REGEX_TIMEOUT_SECONDS} s, "
-                "so the response could not be shown to match"
-            )
+            found = regex_dialect.search(compiled, response)
+        except regex_dialect.InputTooLarge as exc:
+            return Undecided(f"{exc}, so it could not be shown to match /{self.pattern}/")
         if found is None:
             return f"no part of the response matches /{self.pattern}/"
         return None
@@ -286,7 +269,7 @@ class MandateVerdict:
 
     @property
     def undecided(self) -> tuple[Violation, ...]:
-        """Violations that are really "could not evaluate" (a regex timed out)."""
+        """Violations that are really "could not evaluate" (a response too large to match)."""
         return tuple(v for v in self.violated if isinstance(v.detail, Undecided))
 
     def within(self, epsilon: float) -> bool:

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from reviewapp.core.whitespace import is_blank
+
 
 class Verdict(StrEnum):
     """One judge's answer."""
@@ -148,7 +150,8 @@ class Quorum:
             if lens in seen:
                 raise RepeatedLens(lens)
             seen.add(lens)
-        if any(not lens.strip() for lens in declared):
+        # The reference's `trim`: U+001C..U+001F are names, not whitespace.
+        if any(is_blank(lens) for lens in declared):
             raise UnnamedLens()
 
         self._need = need

@@ -115,6 +115,18 @@ def test_an_unnamed_lens_is_refused():
         Quorum(1, ["  "])
 
 
+@pytest.mark.parametrize("blank", ["\u3000", "\t\n", "\x85", "\u2028", "\u205f"])
+def test_a_lens_named_only_with_unicode_white_space_is_refused(blank):
+    with pytest.raises(UnnamedLens):
+        Quorum(1, [blank])
+
+
+@pytest.mark.parametrize("separator", ["\x1c", "\x1d", "\x1e", "\x1f", "\x1c\x1f"])
+def test_a_lens_named_with_information_separators_is_named_as_in_the_reference(separator):
+    # Rust's `trim` strips Unicode White_Space only; U+001C..U+001F are not in it.
+    assert Quorum(1, [separator]).lenses == (separator,)
+
+
 # ---- the Python surface ----
 
 

@@ -45,6 +45,10 @@ def test_a_blank_lens_name_is_refused():
         LensFactory(name="   ")
 
 
+def test_a_lens_named_with_an_information_separator_is_a_name_like_in_the_quorum():
+    assert LensFactory(name="\x1e").name == "\x1e"
+
+
 def test_an_llm_lens_without_endpoint_is_refused():
     with pytest.raises(ValidationError, match="base URL"):
         LensFactory(backend=Lens.Backend.LLM, base_url="", model="m")
