@@ -16,12 +16,11 @@ What to do about a non-zero e (retry, rewrite the prompt, escalate) belongs to t
 caller; this module only answers how far off the response is, and why.
 """
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reviewapp.core import regex_dialect
+from reviewapp.core import regex_dialect, serde_json
 from reviewapp.core.regex_dialect import PatternError
 
 # Unicode White_Space, which the reference trims and splits words on (not str.split()'s).
@@ -133,21 +132,17 @@ class WordCount:
         return None
 
 
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 @dataclass(frozen=True, slots=True)
 class ParsesAsJson:
     def describe(self) -> str:
         return "must be valid JSON"
 
     def failure(self, response: str, lowered: str) -> str | None:
-        # Surrounding whitespace is tolerated, nothing else. Python's parser would accept
-        # NaN and Infinity, which JSON does not have, and recurses on nesting.
+        # Surrounding whitespace is tolerated, nothing else; read as the reference's
+        # serde_json reads it, which refuses more than Python's parser.
         try:
-            json.loads(_trim(response), parse_constant=_refuse_constant)
-        except (ValueError, RecursionError) as exc:
+            serde_json.loads(_trim(response))
+        except serde_json.NotJson as exc:
             return f"the response does not parse as JSON: {exc}"
         return None
 

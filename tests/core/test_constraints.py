@@ -325,6 +325,38 @@ def test_json_means_json():
     assert not deep.is_satisfied
 
 
+@pytest.mark.parametrize(
+    ("document", "why"),
+    [
+        ("1e400", "number out of range"),
+        ("[-1e309]", "number out of range"),
+        ("1" + "0" * 400, "number out of range"),
+        ("[" * 128 + "]" * 128, "recursion limit"),
+        ('{"a": ' * 128 + "1" + "}" * 128, "recursion limit"),
+        ('"\\ud800"', "lone surrogate"),
+        ('{"\\udc00": 1}', "lone surrogate"),
+    ],
+)
+def test_json_the_reference_parser_refuses_is_not_valid_json(document, why):
+    (violation,) = make_set(ParsesAsJson()).evaluate(document).violated
+    assert why in violation.detail
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "[" * 127 + "]" * 127,
+        "1.7976931348623157e308",
+        "1e-400",  # underflows to zero, as in serde_json
+        "18446744073709551615",
+        "-9223372036854775808",
+        '"\\ud83d\\ude00"',  # an escaped pair is one character
+    ],
+)
+def test_json_the_reference_parser_accepts_is_valid_json(document):
+    assert make_set(ParsesAsJson()).evaluate(document).is_satisfied
+
+
 def test_words_are_split_on_unicode_whitespace_only():
     c = make_set(WordCount(max=1))
     assert not c.evaluate("one\u3000two").is_satisfied
