@@ -17,6 +17,8 @@ os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 os.environ.setdefault("SESSION_COOKIE_SECURE", "false")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "false")
 os.environ.setdefault("ALLOWED_HOSTS", "localhost,127.0.0.1,testserver")
+# Test receivers listen on loopback over http://, as under DEBUG.
+os.environ.setdefault("REVIEWAPP_WEBHOOK_ALLOW_LOCAL", "true")
 
 from reviewapp.settings import *  # noqa: E402,F403
 from reviewapp.settings import DATABASES, VAR_DIR  # noqa: E402

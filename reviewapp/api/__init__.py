@@ -8,7 +8,7 @@ from ninja.errors import HttpError, Throttled
 from reviewapp.ledger.api import router as ledger_router
 from reviewapp.outages import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 
-from . import cite, decisions, escalations, proposals
+from . import cite, decisions, escalations, proposals, webhooks
 from .parsing import BodyRejected, GuardedParser, size_guard, too_large
 
 api = NinjaAPI(
@@ -82,6 +82,7 @@ api.add_router("", proposals.router)
 api.add_router("", escalations.router)
 api.add_router("", decisions.router)
 api.add_router("", cite.router)
+api.add_router("", webhooks.router)
 # Public verifiability: the ledger endpoints take no authentication.
 api.add_router("/ledger", ledger_router)
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
 from reviewapp.ledger.services import decision_entry, evidence_entry, ledger_append
 from reviewapp.verify import DECISION_ROW_COLUMNS, decision_facts, decision_row_mismatches
+from reviewapp.webhooks.events import webhook_record_decided
 
 from ..keys import public_key_for, server_signer
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
@@ -130,6 +131,7 @@ def decision_append(
         ledger_append([*new_entries, decision_entry(decision)])
         head.last_hash = decision.hash
         head.save(update_fields=["last_hash"])
+        webhook_record_decided(decision=decision)  # the outbox row commits with the decision
     return decision
 
 

@@ -7,6 +7,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
+
 from ..models import Decision, Escalation, Proposal
 from .decisions import decision_append
 
@@ -34,16 +36,19 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
     now = timezone.now()
     # One conditional UPDATE decides the race inside the database: only the
     # first statement to run still sees the row open (or its claim expired).
-    won = (
-        Escalation.objects.filter(pk=escalation_id)
-        .filter(
-            Q(status=Escalation.Status.OPEN)
-            | Q(status=Escalation.Status.CLAIMED, claimed_by=user)
-            | Q(status=Escalation.Status.CLAIMED, claimed_at__lt=_claim_expiry_cutoff())
+    with transaction.atomic():  # the claim and its outbox row commit together
+        won = (
+            Escalation.objects.filter(pk=escalation_id)
+            .filter(
+                Q(status=Escalation.Status.OPEN)
+                | Q(status=Escalation.Status.CLAIMED, claimed_by=user)
+                | Q(status=Escalation.Status.CLAIMED, claimed_at__lt=_claim_expiry_cutoff())
+            )
+            .update(status=Escalation.Status.CLAIMED, claimed_by=user, claimed_at=now)
         )
-        .update(status=Escalation.Status.CLAIMED, claimed_by=user, claimed_at=now)
-    )
-    escalation = Escalation.objects.select_related("claimed_by").get(pk=escalation_id)
+        escalation = Escalation.objects.select_related("claimed_by").get(pk=escalation_id)
+        if won:
+            webhook_record_claimed(escalation=escalation)
     if not won:
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
@@ -53,11 +58,13 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
 
 def escalation_release(*, escalation_id: int, user) -> bool:
     """Give a claim back; only its holder can."""
-    return bool(
-        Escalation.objects.filter(
+    with transaction.atomic():  # the release and its outbox row commit together
+        released = Escalation.objects.filter(
             pk=escalation_id, status=Escalation.Status.CLAIMED, claimed_by=user
         ).update(status=Escalation.Status.OPEN, claimed_by=None, claimed_at=None)
-    )
+        if released:
+            webhook_record_released(escalation=Escalation.objects.get(pk=escalation_id))
+    return bool(released)
 
 
 def escalation_decide(

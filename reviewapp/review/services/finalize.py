@@ -11,6 +11,7 @@ from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import route
 from reviewapp.core.signing import Signer
 from reviewapp.ledger.services import evidence_entry, ledger_append
+from reviewapp.webhooks.events import webhook_record_escalated
 
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
@@ -137,7 +138,7 @@ def proposal_finalize(
         )
         proposal.finalized_at = timezone.now()
         if decided.escalates:
-            Escalation.objects.create(
+            escalation = Escalation.objects.create(
                 proposal=proposal,
                 reasons=list(decided.reasons),
                 detail={
@@ -158,6 +159,7 @@ def proposal_finalize(
         )
         if decided.escalates:
             ledger_append(evidence_entry(row) for row in evidence)
+            webhook_record_escalated(escalation=escalation)  # commits with the escalation
         else:
             decision_append(
                 proposal=proposal,

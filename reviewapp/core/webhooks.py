@@ -1,0 +1,117 @@
+"""Outgoing webhooks, as plain logic: Standard Webhooks signing, which addresses we
+may call, and when to try again.
+
+Standard Webhooks (https://www.standardwebhooks.com): the signed content is
+`{webhook-id}.{webhook-timestamp}.{body}`, HMAC-SHA256 under the secret's
+base64-decoded bytes (after the `whsec_` prefix), sent as `v1,<base64>`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+SECRET_PREFIX = "whsec_"
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def secret_text(secret: bytes) -> str:
+    return SECRET_PREFIX + base64.b64encode(secret).decode()
+
+
+def secret_bytes(secret: str) -> bytes:
+    return base64.b64decode(secret.removeprefix(SECRET_PREFIX))
+
+
+def signature(*, secret: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The `webhook-signature` header value for one attempt."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret, signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Which resolved addresses a webhook may connect to.
+
+    Only globally routable unicast addresses, unless `allow_loopback` (the
+    one-command run and the tests) or an address falls in one of the
+    explicitly `allowed_networks` (an operator's named private ranges).
+    """
+
+    allow_loopback: bool = False
+    allowed_networks: tuple[IpNetwork, ...] = ()
+
+    @classmethod
+    def from_names(cls, *, allow_loopback: bool, networks: Iterable[str]) -> AddressPolicy:
+        return cls(
+            allow_loopback=allow_loopback,
+            allowed_networks=tuple(ipaddress.ip_network(n, strict=False) for n in networks),
+        )
+
+    def refusal(self, address: str) -> str | None:
+        """Why `address` may not be called, or None."""
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+        if any(ip in network for network in self.allowed_networks):
+            return None
+        if ip.is_loopback:
+            return None if self.allow_loopback else f"{ip} is a loopback address"
+        if ip.is_unspecified:
+            return f"{ip} is the unspecified address"
+        if ip.is_multicast:
+            return f"{ip} is a multicast address"
+        if ip.is_link_local:  # 169.254.169.254, the cloud metadata service, is here
+            return f"{ip} is a link-local address (cloud metadata lives there)"
+        if not ip.is_global:  # private, CGNAT, reserved, documentation ranges
+            return f"{ip} is a private or reserved address"
+        return None
+
+
+def url_refusal(url: str, *, allow_http: bool) -> str | None:
+    """Why `url` cannot be a webhook endpoint (before any address is resolved), or None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"not a URL: {exc}"
+    schemes = ("https", "http") if allow_http else ("https",)
+    if parts.scheme not in schemes:
+        return "the URL must start with " + " or ".join(f"{s}://" for s in schemes)
+    if not parts.hostname:
+        return "the URL names no host"
+    if parts.username or parts.password:
+        return "the URL must not carry credentials; authenticate with the webhook signature"
+    if parts.fragment:
+        return "the URL must not have a #fragment"
+    if port == 0:
+        return "port 0 cannot be called"
+    return None
+
+
+def retry_delay(
+    attempts: int, delays: Sequence[float], *, rng: random.Random | None = None
+) -> float | None:
+    """Seconds to wait after the `attempts`-th failed attempt, or None: give up.
+
+    Exponential-ish steps (the schedule) with ±20 % jitter, so endpoints that
+    failed together do not all come back at the same instant.
+    """
+    if attempts < 1 or attempts > len(delays):
+        return None
+    base = delays[attempts - 1]
+    return max(0.0, base * (rng or random).uniform(0.8, 1.2))
+
+
+def excerpt(data: bytes, limit: int = 300) -> str:
+    """A short, printable beginning of a receiver's answer: never the whole body."""
+    text = data[:limit].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    return text + ("…" if len(data) > limit else "")

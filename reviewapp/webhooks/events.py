@@ -1,0 +1,185 @@
+"""Recording events in the outbox, inside the transaction that makes them true.
+
+Each `webhook_record_*` is called by the service that writes the event (a
+decision, an escalation, a claim, a submission) before it commits: the
+delivery rows commit or roll back with the event, so an event is never
+announced that did not happen, and never happens unannounced. Sending starts
+after commit; if the broker is down then, the sweeper sends later.
+"""
+
+import json
+import secrets
+
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from reviewapp.review.models import Decision, Escalation, Lens, Proposal
+from reviewapp.review.services.visibility import client_may_see
+
+from .models import PING, Delivery, Endpoint, Event
+
+
+def webhook_record_decided(*, decision: Decision) -> None:
+    proposal = decision.proposal
+    data = {
+        "proposal": _proposal_part(proposal),
+        # The signed bytes exactly as stored, with the signature and key id: a
+        # receiver verifies the decision itself with the public key.
+        "decision": {
+            "id": decision.pk,
+            "outcome": decision.outcome,
+            "basis": decision.basis,
+            "decided_by": decision.decided_by_name,
+            "payload": decision.payload,
+            "signature": decision.signature,
+            "key_id": decision.key_id,
+            "hash": decision.hash,
+        },
+    }
+    _record(
+        Event.PROPOSAL_DECIDED, data, _watchers(Event.PROPOSAL_DECIDED, proposal), proposal=proposal
+    )
+
+
+def webhook_record_escalated(*, escalation: Escalation) -> None:
+    proposal = escalation.proposal
+    data = {
+        "proposal": _proposal_part(proposal),
+        "escalation": {
+            "id": escalation.pk,
+            "status": escalation.status,
+            "reasons": list(escalation.reasons),
+            "explanation": (escalation.detail or {}).get("explanation", ""),
+        },
+    }
+    _record(
+        Event.PROPOSAL_ESCALATED,
+        data,
+        _watchers(Event.PROPOSAL_ESCALATED, proposal),
+        proposal=proposal,
+    )
+
+
+def webhook_record_claimed(*, escalation: Escalation) -> None:
+    """For dashboards mirroring the queue."""
+    _record_escalation_change(escalation, Event.ESCALATION_CLAIMED)
+
+
+def webhook_record_released(*, escalation: Escalation) -> None:
+    _record_escalation_change(escalation, Event.ESCALATION_RELEASED)
+
+
+def _record_escalation_change(escalation: Escalation, event_type: str) -> None:
+    proposal = escalation.proposal
+    data = {
+        "proposal": _proposal_part(proposal),
+        "escalation": {
+            "id": escalation.pk,
+            "status": escalation.status,
+            "reasons": list(escalation.reasons),
+            "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
+        },
+    }
+    _record(event_type, data, _watchers(event_type, proposal), proposal=proposal)
+
+
+def webhook_record_judgement_requested(*, proposal: Proposal) -> None:
+    """Tell the clients bound to each external lens that this proposal awaits their judgement."""
+    lens_ids = [e["id"] for e in proposal.panel_snapshot["lenses"] if e["backend"] == "external"]
+    if not lens_ids:
+        return  # the common case costs no query
+    endpoints = _subscribed(Event.JUDGEMENT_REQUESTED)
+    if not endpoints:
+        return
+    bound = Lens.judge_clients.through.objects.filter(lens_id__in=lens_ids).values_list(
+        "lens_id", "apiclient_id"
+    )
+    clients_of: dict[int, set[int]] = {}
+    for lens_id, client_id in bound:
+        clients_of.setdefault(lens_id, set()).add(client_id)
+    lenses = {e["id"]: e for e in proposal.panel_snapshot["lenses"]}
+    deadline = proposal.external_deadline_at.isoformat() if proposal.external_deadline_at else None
+    judge_url = reverse("api:proposal_detail", args=[proposal.pk]) + "/judgements"
+    for lens_id in lens_ids:
+        targets = [e for e in endpoints if e.client_id in clients_of.get(lens_id, ())]
+        lens = lenses[lens_id]
+        data = {
+            "proposal": _proposal_part(proposal),
+            "lens": {"id": lens_id, "name": lens["name"], "version": lens["version"]},
+            "deadline": deadline,
+            "judge_url": judge_url,
+        }
+        _record(Event.JUDGEMENT_REQUESTED, data, targets, proposal=proposal)
+
+
+def webhook_record_ping(*, endpoint: Endpoint) -> Delivery:
+    data = {"endpoint": {"id": endpoint.pk, "url": endpoint.url}}
+    return _record(PING, data, [endpoint], proposal=None)[0]
+
+
+def _proposal_part(proposal: Proposal) -> dict:
+    return {
+        "id": proposal.pk,
+        "status": proposal.status,
+        "url": reverse("api:proposal_detail", args=[proposal.pk]),
+    }
+
+
+def _subscribed(event_type: str) -> list[Endpoint]:
+    # Filtered here, not with a JSON lookup: SQLite has no `contains` on JSON,
+    # and the active endpoints are few.
+    endpoints = Endpoint.objects.filter(
+        disabled_at__isnull=True, client__revoked_at__isnull=True
+    ).select_related("client")
+    return [e for e in endpoints if event_type in e.events]
+
+
+def _watchers(event_type: str, proposal: Proposal) -> list[Endpoint]:
+    """Subscribed endpoints whose client may see the proposal (the API's visibility rule)."""
+    return [
+        e for e in _subscribed(event_type) if client_may_see(client=e.client, proposal=proposal)
+    ]
+
+
+def _record(
+    event_type: str, data: dict, endpoints: list[Endpoint], *, proposal: Proposal | None
+) -> list[Delivery]:
+    if not endpoints:
+        return []
+    now = timezone.now()
+    rows = []
+    for endpoint in endpoints:
+        part = data
+        if (
+            proposal is not None
+            and proposal.external_ref
+            and proposal.client_id == endpoint.client_id
+        ):
+            # The submitter's own label for the proposal; other clients never see it.
+            part = {**data, "proposal": {**data["proposal"], "external_ref": proposal.external_ref}}
+        body = {"type": event_type, "timestamp": now.isoformat(), "data": part}
+        rows.append(
+            Delivery(
+                endpoint=endpoint,
+                webhook_id="msg_" + secrets.token_urlsafe(18),
+                event_type=event_type,
+                body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+                next_attempt_at=now,
+            )
+        )
+    # No savepoint: the rows belong to the caller's transaction.
+    with transaction.atomic(savepoint=False):
+        created = Delivery.objects.bulk_create(rows)
+        ids = [row.pk for row in created]
+        # robust: a broker outage must not fail the event; the sweeper sends later.
+        transaction.on_commit(lambda: _enqueue(ids), robust=True)
+    return created
+
+
+def _enqueue(delivery_ids: list[int]) -> None:
+    from .tasks import deliver_webhook
+
+    with deliver_webhook.app.producer_or_acquire() as producer:
+        for delivery_id in delivery_ids:
+            deliver_webhook.apply_async((delivery_id,), producer=producer)

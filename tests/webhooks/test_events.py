@@ -1,0 +1,147 @@
+"""Outbox rows are written with the events they report, for the clients that may see them."""
+
+import json
+
+import pytest
+from django.db import transaction
+
+from reviewapp.review.models import Escalation, Lens, Proposal
+from reviewapp.review.services.escalations import escalation_claim, escalation_release
+from reviewapp.review.services.proposals import proposal_submit
+from reviewapp.webhooks.models import Delivery
+from tests.factories import LensFactory, PanelFactory, ReviewerFactory
+
+from .helpers import api_client, submitted_and_decided, subscribe
+
+pytestmark = pytest.mark.django_db
+
+URL = "http://127.0.0.1:9/hook"  # never called here: these tests only read the outbox
+
+
+def bodies(endpoint) -> list[dict]:
+    return [json.loads(d.body) for d in Delivery.objects.filter(endpoint=endpoint).order_by("id")]
+
+
+def test_a_system_decision_writes_one_delivery_with_the_signed_decision():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["proposal.decided"])
+    proposal = submitted_and_decided(client)
+    [body] = bodies(endpoint)
+    assert body["type"] == "proposal.decided"
+    decision = proposal.decision
+    assert body["data"]["decision"]["payload"] == decision.payload
+    assert body["data"]["decision"]["signature"] == decision.signature
+    assert body["data"]["decision"]["key_id"] == decision.key_id
+    assert body["data"]["proposal"] == {
+        "id": proposal.pk,
+        "status": "decided",
+        "url": f"/api/proposals/{proposal.pk}",
+        "external_ref": proposal.external_ref,
+    }
+    assert set(body) == {"type", "timestamp", "data"}
+
+
+def test_a_decision_rolled_back_leaves_no_delivery():
+    client, _ = api_client()
+    subscribe(client, URL, ["proposal.decided"])
+    with pytest.raises(RuntimeError), transaction.atomic():
+        submitted_and_decided(client)
+        assert Delivery.objects.count() == 1
+        raise RuntimeError("the decision's transaction fails after the outbox write")
+    assert Delivery.objects.count() == 0
+
+
+def test_an_escalation_names_every_reason():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["proposal.escalated", "proposal.decided"])
+    proposal = submitted_and_decided(client, requires_sign_off=True)
+    assert proposal.status == Proposal.Status.ESCALATED
+    [body] = bodies(endpoint)
+    assert body["type"] == "proposal.escalated"
+    assert body["data"]["escalation"]["reasons"] == ["sign_off"]
+    assert body["data"]["escalation"]["explanation"]
+
+
+def test_claim_and_release_are_announced():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["escalation.claimed", "escalation.released"])
+    proposal = submitted_and_decided(client, requires_sign_off=True)
+    escalation = Escalation.objects.get(proposal=proposal)
+    reviewer = ReviewerFactory(username="rhea")
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)
+    escalation_release(escalation_id=escalation.pk, user=reviewer)
+    claimed, released = bodies(endpoint)
+    assert claimed["type"] == "escalation.claimed"
+    assert claimed["data"]["escalation"]["claimed_by"] == "rhea"
+    assert released["type"] == "escalation.released"
+    assert released["data"]["escalation"]["status"] == "open"
+
+
+def test_a_release_by_someone_not_holding_the_claim_announces_nothing():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["escalation.released"])
+    proposal = submitted_and_decided(client, requires_sign_off=True)
+    escalation = Escalation.objects.get(proposal=proposal)
+    escalation_claim(escalation_id=escalation.pk, user=ReviewerFactory(username="rhea"))
+    escalation_release(escalation_id=escalation.pk, user=ReviewerFactory(username="sol"))
+    assert bodies(endpoint) == []
+
+
+def test_only_subscribed_events_are_delivered():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["proposal.escalated"])
+    submitted_and_decided(client)
+    assert bodies(endpoint) == []
+
+
+def test_a_client_never_receives_another_clients_events():
+    mine, _ = api_client()
+    theirs, _ = api_client()
+    auditor, _ = api_client("read", "read:all")
+    my_endpoint, _ = subscribe(mine, URL)
+    their_endpoint, _ = subscribe(theirs, URL)
+    auditor_endpoint, _ = subscribe(auditor, URL)
+    proposal = submitted_and_decided(mine)
+    assert [b["data"]["proposal"]["id"] for b in bodies(my_endpoint)] == [proposal.pk]
+    assert bodies(their_endpoint) == []
+    # read:all lifts the rule, but the submitter's own reference stays the submitter's.
+    [seen] = bodies(auditor_endpoint)
+    assert "external_ref" not in seen["data"]["proposal"]
+
+
+def test_judgement_requested_goes_to_the_clients_bound_to_the_external_lens():
+    submitter, _ = api_client()
+    judge, _ = api_client("judge")
+    bystander, _ = api_client("judge")
+    outside = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+    outside.judge_clients.add(judge)
+    panel = PanelFactory(lenses=[LensFactory(), outside], need=2, external_deadline_seconds=600)
+    judge_endpoint, _ = subscribe(judge, URL, ["judgement.requested"])
+    bystander_endpoint, _ = subscribe(bystander, URL, ["judgement.requested"])
+    proposal, _ = proposal_submit(panel_name=panel.name, content="Judge me.", client=submitter)
+    [body] = bodies(judge_endpoint)
+    assert body["type"] == "judgement.requested"
+    assert body["data"]["lens"]["name"] == "outside"
+    assert body["data"]["deadline"] == proposal.external_deadline_at.isoformat()
+    assert body["data"]["judge_url"] == f"/api/proposals/{proposal.pk}/judgements"
+    assert bodies(bystander_endpoint) == []
+
+
+def test_a_disabled_endpoint_or_revoked_client_gets_no_new_deliveries():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL)
+    endpoint.disabled_at = endpoint.created_at
+    endpoint.save()
+    submitted_and_decided(client)
+    assert bodies(endpoint) == []
+
+
+def test_a_decision_with_no_endpoint_writes_nothing_and_costs_one_query(
+    django_assert_num_queries,
+):
+    from reviewapp.webhooks.events import webhook_record_decided
+
+    decision = submitted_and_decided(None).decision
+    with django_assert_num_queries(1):
+        webhook_record_decided(decision=decision)
+    assert Delivery.objects.count() == 0
