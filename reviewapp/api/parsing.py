@@ -3,22 +3,29 @@
 Python's json module accepts things the rest of the pipeline cannot: NUL
 characters and lone surrogates (PostgreSQL refuses them; UTF-8 cannot encode
 them), NaN and Infinity (not JSON, refused by RFC 8785 canonicalisation),
-integers beyond 2**53 (refused by RFC 8785, lossy in every JS client) and
-nesting deep enough to blow the recursion limit. Each is a 422 here, naming
-where in the body it sits, before any service sees the data.
+numbers beyond the double range (1e309 reads as infinity), integers beyond
+2**53 that no double spells (RFC 8785 numbers are doubles) and nesting deep
+enough to blow the recursion limit. Each is a 422 here, naming where in the
+body it sits, before any service sees the data.
+
+Integer literals beyond 2**53 that spell a double (1e20 written out, as a
+JavaScript RFC 8785 encoder does) are read as that double, so whatever the
+API accepts re-canonicalises to the same bytes.
 """
 
 import json
+import math
 import re
 from functools import wraps
 
 from django.conf import settings
 from ninja.parser import Parser
 
+from reviewapp.core.signing import MAX_SAFE_INTEGER, integer_as_double
+
 # Where django-ninja locates body fields; every endpoint names its body `payload`.
 BODY_LOC = ["body", "payload"]
 MAX_DEPTH = 64
-MAX_SAFE_INTEGER = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -72,13 +79,22 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _integer(literal: str) -> int | float:
+    value = int(literal)
+    if abs(value) > MAX_SAFE_INTEGER:
+        # Left an int when no double spells it; _check_values then says where.
+        double = integer_as_double(value)
+        return value if double is None else double
+    return value
+
+
 def parse_json(raw: bytes, loc_prefix: list):
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise invalid(loc_prefix, f"body is not valid UTF-8: {exc.reason}", "json_invalid") from exc
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, parse_int=_integer)
     except RecursionError as exc:
         raise _too_deep(loc_prefix) from exc
     except ValueError as exc:
@@ -101,7 +117,19 @@ def _check_values(data, loc_prefix: list) -> None:
             continue
         elif isinstance(value, int):
             if abs(value) > MAX_SAFE_INTEGER:
-                raise invalid(loc, "integers must lie within ±(2**53 - 1)", "int_unsafe")
+                raise invalid(
+                    loc,
+                    "integers beyond ±(2**53 - 1) must be exactly a double "
+                    "(JSON numbers here are IEEE doubles, as in RFC 8785)",
+                    "int_unsafe",
+                )
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise invalid(
+                    loc,
+                    "numbers must lie within the double range (about ±1.8e308)",
+                    "number_out_of_range",
+                )
         elif isinstance(value, dict):
             for key, item in value.items():
                 if problem := string_problem(key):

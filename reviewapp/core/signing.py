@@ -39,15 +39,55 @@ class KeyFileError(Exception):
     """A seed file is unsafe to use or does not hold a seed."""
 
 
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
 def canonical_json(obj: Any) -> bytes:
     """Encode ``obj`` as RFC 8785 (JCS) canonical JSON.
 
     Key order, whitespace and number formatting are fixed by the RFC, so equal
     values always give equal bytes. Raises ``rfc8785.CanonicalizationError``
     (a ``ValueError``) for values JSON cannot represent exactly: NaN, infinities,
-    integers beyond 2**53, non-string keys, non-JSON types.
+    integers beyond 2**53 that are no double's spelling, non-string keys,
+    non-JSON types.
+
+    RFC 8785 numbers are IEEE doubles, and the encoder writes an integer-valued
+    double of 2**53 or more as plain digits (1e20 as ``100000000000000000000``);
+    reading that back gives a Python int, which is taken as the double it spells,
+    so re-encoding decoded output always gives the same bytes.
     """
-    return rfc8785.dumps(obj)
+    return rfc8785.dumps(_big_integers_as_doubles(obj))
+
+
+def integer_as_double(value: int) -> float | None:
+    """The double an integer literal beyond 2**53 stands for, or None if it is none's.
+
+    It is one when it equals the double exactly, or when it is how RFC 8785 (and
+    JavaScript) writes that double (2**60 is written ``1152921504606847000``).
+    Anything else would change value on the way in, so it is refused, not rounded.
+    """
+    try:
+        double = float(value)
+    except OverflowError:
+        return None
+    if int(double) == value or rfc8785.dumps(double) == str(value).encode("ascii"):
+        return double
+    return None
+
+
+def _big_integers_as_doubles(obj: Any) -> Any:
+    if isinstance(obj, bool):
+        return obj
+    if isinstance(obj, int):
+        if abs(obj) > MAX_SAFE_INTEGER:
+            double = integer_as_double(obj)
+            return obj if double is None else double
+        return obj
+    if isinstance(obj, dict):
+        return {key: _big_integers_as_doubles(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_big_integers_as_doubles(value) for value in obj]
+    return obj
 
 
 def sha256_hex(data: bytes) -> str:

@@ -139,13 +139,14 @@ def test_non_json_numbers_are_422(api, panel, literal):
     assert raw_post(api, body).status_code == 422
 
 
-def test_integer_beyond_two_to_the_53_is_422(api, panel):
+def test_an_integer_beyond_two_to_the_53_that_no_double_spells_is_422(api, panel):
     response = api.post(
-        "/api/proposals", {"panel": panel.name, "content": "ok", "metadata": {"n": 2**60}}
+        "/api/proposals", {"panel": panel.name, "content": "ok", "metadata": {"n": 2**53 + 1}}
     )
 
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["body", "payload", "metadata", "n"]
+    assert "exactly a double" in response.json()["detail"][0]["msg"]
 
 
 def test_over_long_title_is_422(api, panel):

@@ -1,10 +1,13 @@
 import base64
 import hashlib
+import json
 import os
 import pickle
 import stat
 
 import pytest
+import rfc8785
+from hypothesis import given
 
 from reviewapp.core.signing import (
     KeyFileError,
@@ -16,6 +19,7 @@ from reviewapp.core.signing import (
     verify,
     verify_b64,
 )
+from tests.support.json_values import JSON_VALUES
 
 SEED = bytes(range(32))
 
@@ -26,6 +30,24 @@ def signer() -> Signer:
 
 
 # ── canonical JSON ───────────────────────────────────────────────────────────
+
+@given(JSON_VALUES)
+def test_canonical_json_reads_back_its_own_output_to_the_same_bytes(value):
+    encoded = canonical_json(value)
+    assert canonical_json(json.loads(encoded)) == encoded
+
+
+def test_an_integer_valued_double_beyond_two_to_the_53_round_trips():
+    encoded = canonical_json({"x": 1e20, "y": float(2**60)})
+    assert encoded == b'{"x":100000000000000000000,"y":1152921504606847000}'
+    assert canonical_json(json.loads(encoded)) == encoded
+
+
+@pytest.mark.parametrize("value", [2**53 + 1, 10**400, float("nan"), float("inf")])
+def test_numbers_no_double_spells_exactly_are_still_refused(value):
+    with pytest.raises(rfc8785.CanonicalizationError):
+        canonical_json({"x": value})
+
 
 
 def test_canonical_json_does_not_depend_on_key_order():
@@ -81,7 +103,7 @@ def test_canonical_json_writes_unicode_as_utf8_not_escapes():
 
 
 def test_canonical_json_refuses_what_json_cannot_represent_exactly():
-    for value in (float("nan"), float("inf"), 2**60, {1: "non-string key"}):
+    for value in (float("nan"), float("inf"), 2**60 + 1, {1: "non-string key"}):
         with pytest.raises(ValueError):
             canonical_json(value)
 
