@@ -10,11 +10,11 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
 from ninja.errors import AuthenticationError, AuthorizationError, Throttled
 from ninja.security.http import HttpAuthBase
 from ninja.utils import check_csrf
 
+from reviewapp.api.rate_counter import count_hit
 from reviewapp.review.models import ApiClient
 from reviewapp.review.services.clients import api_client_for_token, api_client_touch
 
@@ -95,24 +95,17 @@ class ApiAuth(HttpAuthBase):
 
 
 def _count_request(client: ApiClient) -> None:
-    """A fixed one-minute window per token, counted in the shared cache."""
+    """A fixed one-minute window per token, counted exactly (Redis, or a SQLite file)."""
     limit = settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE
     now = time.time()
     window = int(now // _WINDOW_SECONDS)
-    # Keyed by the random prefix, never the row id: ids can be reused.
-    key = f"api-rate:{client.token_prefix}:{window}"
     try:
-        try:
-            count = cache.incr(key)  # the common case: the window's key exists
-        except ValueError:  # the window's first request
-            if cache.add(key, 1, timeout=_WINDOW_SECONDS * 2):
-                count = 1
-            else:  # another request created it first
-                count = cache.incr(key)
+        # Keyed by the random prefix, never the row id: ids can be reused.
+        count = count_hit(client.token_prefix, window, ttl_seconds=_WINDOW_SECONDS * 2)
     except Exception:
-        # The cache (Redis) is down: fail open. Refusing every request would
+        # The counter (Redis) is down: fail open. Refusing every request would
         # turn a cache outage into an API outage; the limit is a courtesy.
-        log.warning("rate limit not counted: the cache is unavailable", exc_info=True)
+        log.warning("rate limit not counted: the counter is unavailable", exc_info=True)
         return
     if count > limit:
         raise Throttled(wait=int(_WINDOW_SECONDS - now % _WINDOW_SECONDS) + 1)
