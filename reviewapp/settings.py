@@ -93,6 +93,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Serves Swagger UI's assets from our own static files; without it the docs
+    # page loads them from a CDN and is blank offline.
+    "ninja",
     "reviewapp.review",
     "reviewapp.audit",
     "reviewapp.ledger",
