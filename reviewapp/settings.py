@@ -6,6 +6,7 @@ variable: a typo must never silently fall back to a default in production.
 """
 
 import ipaddress
+import pwd
 import re
 from pathlib import Path
 
@@ -245,6 +246,19 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": _read(env.str, "LOG_LEVEL", default="INFO")},
 }
+
+# A worker running as root runs command checkers as this user (README "Security").
+REVIEWAPP_CHECKER_USER = _read(env.str, "REVIEWAPP_CHECKER_USER", default="nobody")
+try:
+    if pwd.getpwnam(REVIEWAPP_CHECKER_USER).pw_uid == 0:
+        raise ImproperlyConfigured("REVIEWAPP_CHECKER_USER must not be root.")
+except KeyError:
+    raise ImproperlyConfigured(
+        f"REVIEWAPP_CHECKER_USER: no user {REVIEWAPP_CHECKER_USER!r} on this machine."
+    ) from None
+# Further paths a command checker must not see; the data directory, .env, the
+# signing key, the SQLite file and the witness log are always hidden.
+REVIEWAPP_CHECKER_HIDE = _read(env.list, "REVIEWAPP_CHECKER_HIDE", default=[])
 
 REVIEWAPP_CLAIM_TTL_MINUTES = _read(env.int, "REVIEWAPP_CLAIM_TTL_MINUTES", default=30)
 # A proposal still queued or evaluating this long after its last change is re-enqueued.

@@ -19,6 +19,7 @@ from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.whitespace import is_blank
 
 from . import llm_keys
+from .checker_sandbox import checker_sandbox
 
 
 class Lens(models.Model):
@@ -217,6 +218,7 @@ class CheckerConfig(models.Model):
                     list(s.get("argv", [])),
                     float(s.get("timeout_seconds", 10)),
                     grants,
+                    sandbox=checker_sandbox(),
                 )
         raise ValidationError({"kind": f"Unknown checker kind {self.kind!r}."})
 

@@ -5,7 +5,7 @@ is in ``contract``; the authority a checker may hold in ``grants``; each kind
 of checker in a module of its own. The public names are re-exported here.
 """
 
-from .command import COMMAND_ENV, OUTPUT_LIMIT, CommandChecker
+from .command import CommandChecker
 from .constraints import ConstraintsChecker
 from .contract import (
     EVIDENCE_SCHEMA,
@@ -29,6 +29,7 @@ from .errors import (
 from .grants import CHECKER_CEILING, ensure_model_free
 from .json_schema import JsonSchemaChecker
 from .regex import RegexChecker
+from .sandbox import COMMAND_ENV, OUTPUT_LIMIT, Sandbox
 
 __all__ = [
     "CHECKER_CEILING",
@@ -52,6 +53,7 @@ __all__ = [
     "JsonSchemaChecker",
     "Judgement",
     "RegexChecker",
+    "Sandbox",
     "SigningFailed",
     "ensure_model_free",
 ]

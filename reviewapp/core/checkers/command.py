@@ -2,116 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import selectors
 import signal
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from .contract import Checker, CheckInput, Judgement, _positive_seconds
 from .errors import CheckerConfigError
-from .grants import _grant_covers
-
-# The child sees nothing of the parent's environment: no API keys, no proxy
-# settings, no credentials — nothing a model provider could be reached with.
-COMMAND_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-OUTPUT_LIMIT = 64 * 1024
-_POLL_SECONDS = 0.05
-
-
-@dataclass(frozen=True)
-class _Completed:
-    returncode: int | None  # None: killed at the deadline
-    stdout: str
-    stderr: str
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _run_bounded(argv: list[str], stdin: bytes, timeout: float, cwd: str) -> _Completed:
-    """Run ``argv`` with ``stdin``, keeping at most OUTPUT_LIMIT bytes of each stream.
-
-    The child leads its own process group. Once the leader exits, or the
-    deadline passes, the whole group is killed, so nothing it started can
-    hold the pipes open or outlive the check.
-    """
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=COMMAND_ENV,
-        shell=False,
-        start_new_session=True,
-    )
-    captured = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    pending = memoryview(stdin)
-    deadline = time.monotonic() + timeout
-    timed_out = False
-    with selectors.DefaultSelector() as selector:
-        try:
-            for stream in captured:
-                os.set_blocking(stream.fileno(), False)
-                selector.register(stream, selectors.EVENT_READ)
-            if pending:
-                os.set_blocking(proc.stdin.fileno(), False)
-                selector.register(proc.stdin, selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-
-            while selector.get_map():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out = True
-                    break
-                for key, _ in selector.select(min(remaining, _POLL_SECONDS)):
-                    if key.fileobj is proc.stdin:
-                        try:
-                            pending = pending[os.write(proc.stdin.fileno(), pending[:65536]) :]
-                        except BlockingIOError:
-                            continue
-                        except BrokenPipeError:
-                            pending = pending[:0]  # the child stopped reading; that is its call
-                        if not pending:
-                            selector.unregister(proc.stdin)
-                            proc.stdin.close()
-                        continue
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        selector.unregister(key.fileobj)
-                        continue
-                    sink = captured[key.fileobj]
-                    # One byte past the limit is kept only to tell that it was passed.
-                    sink += chunk[: max(0, OUTPUT_LIMIT + 1 - len(sink))]
-                if proc.poll() is not None:
-                    _kill_group(proc.pid)  # stragglers would keep the pipes open
-
-            if not timed_out:
-                try:
-                    proc.wait(max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-        finally:
-            _kill_group(proc.pid)
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                stream.close()
-
-    def text(stream) -> str:
-        data = captured[stream]
-        suffix = "… [truncated]" if len(data) > OUTPUT_LIMIT else ""
-        return data[:OUTPUT_LIMIT].decode("utf-8", "replace").strip() + suffix
-
-    return _Completed(None if timed_out else proc.returncode, text(proc.stdout), text(proc.stderr))
+from .grants import grant_covers_path
+from .sandbox import Sandbox, resolve_executable, run_confined
 
 
 def _signal_name(number: int) -> str:
@@ -124,12 +21,15 @@ def _signal_name(number: int) -> str:
 class CommandChecker(Checker):
     """Run a configured executable on the proposal.
 
-    No shell; the proposal content arrives on stdin (UTF-8). The child gets a
-    clean environment (``COMMAND_ENV`` only) and a fresh temporary working
-    directory that is removed afterwards. Exit 0 passes; exit 1 fails with
+    No shell; the proposal content arrives on stdin (UTF-8). The command runs
+    confined by ``sandbox``: a clean environment (``COMMAND_ENV`` only), a
+    fresh temporary working directory that is removed afterwards, an
+    unprivileged user, resource limits, no network, and nothing it started
+    outlives the check (see ``jail``). Exit 0 passes; exit 1 fails with
     stderr as the reason (stdout if stderr is empty); a timeout, a signal,
     any other exit status or an executable that cannot be started is
-    INCONCLUSIVE. Requires a ``proc:exec`` grant covering ``argv[0]``.
+    INCONCLUSIVE. Requires a ``proc:exec`` grant covering the file
+    ``argv[0]`` resolves to; that resolved file is what runs.
     """
 
     def __init__(
@@ -139,6 +39,8 @@ class CommandChecker(Checker):
         argv: list[str],
         timeout_seconds: float,
         grants: Iterable[str],
+        *,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if (
             not isinstance(argv, list | tuple)
@@ -156,26 +58,34 @@ class CommandChecker(Checker):
         )
         self.argv = list(argv)
         self.timeout_seconds = timeout_seconds
-        if not self._may_exec():
+        self.sandbox = sandbox or Sandbox()
+        if not self._may_exec(resolve_executable(self.argv[0])):
             raise CheckerConfigError(
                 f"checker {name!r}: running {argv[0]!r} needs a proc:exec grant covering it"
             )
 
-    def _may_exec(self) -> bool:
-        return any(_grant_covers(g, "proc:exec", self.argv[0]) for g in self.grants)
+    def _may_exec(self, executable: str | None) -> bool:
+        return any(grant_covers_path(g, "proc:exec", executable) for g in self.grants)
 
     def judge(self, inputs: CheckInput) -> Judgement:
-        if not self._may_exec():
+        # Resolved again on every run: a symlink may have been repointed since.
+        executable = resolve_executable(self.argv[0])
+        if not self._may_exec(executable):
             return Judgement.inconclusive(f"not granted proc:exec for {self.argv[0]!r}")
-        with tempfile.TemporaryDirectory(
-            prefix="reviewapp-check-", ignore_cleanup_errors=True
-        ) as workdir:
-            try:
-                done = _run_bounded(
-                    self.argv, inputs.content.encode("utf-8"), self.timeout_seconds, workdir
-                )
-            except OSError as exc:
-                return Judgement.inconclusive(f"could not run {self.argv[0]!r}: {exc.strerror}")
+        if executable is None:
+            return Judgement.inconclusive(f"could not run {self.argv[0]!r}: not found on PATH")
+        try:
+            done = run_confined(
+                executable,
+                self.argv,
+                inputs.content.encode("utf-8"),
+                self.timeout_seconds,
+                self.sandbox,
+            )
+        except OSError as exc:
+            return Judgement.inconclusive(f"could not run {self.argv[0]!r}: {exc.strerror or exc}")
+        if done.exec_error:
+            return Judgement.inconclusive(f"could not run {self.argv[0]!r}: {done.exec_error}")
         if done.returncode is None:
             return Judgement.inconclusive(
                 f"{self.argv[0]!r} timed out after {self.timeout_seconds}s"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 
@@ -64,19 +65,41 @@ def ensure_model_free(checker_name: str, grants: Iterable[str]) -> None:
         )
 
 
-def _grant_covers(grant: str, domain_action: str, resource: str) -> bool:
-    """Whether ``grant`` authorises ``domain_action`` on ``resource``.
+def _resolved_pattern(resource: str) -> str | None:
+    """``resource`` with its literal directory part resolved, or None if it names no path.
 
-    A grant without a resource covers every resource; in a resource pattern
-    ``**`` matches anything and ``*`` anything but ``/``.
+    Only the part before the first wildcard can be resolved; a ``..`` segment
+    is refused rather than guessed at, so ``/usr/bin/../../bin/**`` covers
+    nothing instead of whatever the text happens to glob.
+    """
+    segments = resource.split("/")
+    if not resource.startswith("/") or ".." in segments:
+        return None
+    wild = next((i for i, s in enumerate(segments) if "*" in s), len(segments))
+    head = os.path.realpath("/".join(segments[:wild]) or "/")
+    return "/".join([head.rstrip("/"), *segments[wild:]]) if wild < len(segments) else head
+
+
+def grant_covers_path(grant: str, domain_action: str, path: str | None) -> bool:
+    """Whether ``grant`` authorises ``domain_action`` on the file at ``path``.
+
+    Both sides are compared resolved (``os.path.realpath``): ``..`` and
+    symlinks are followed to where they lead, so a path that only reads as
+    inside a granted tree, or a symlink inside it that points out, is not
+    covered. ``path`` None (nothing found) is covered only by a grant without
+    a resource. In a resource pattern ``**`` matches anything and ``*``
+    anything but ``/``.
     """
     match = _GRANT.fullmatch(grant)
     if match is None or f"{match['domain']}:{match['action']}" != domain_action:
         return False
     if match["resource"] is None:
         return True
+    resolved = _resolved_pattern(match["resource"])
+    if resolved is None or path is None:
+        return False
     pattern = "".join(
         ".*" if part == "**" else "[^/]*" if part == "*" else re.escape(part)
-        for part in re.split(r"(\*\*|\*)", match["resource"])
+        for part in re.split(r"(\*\*|\*)", resolved)
     )
-    return re.fullmatch(pattern, resource, re.DOTALL) is not None
+    return re.fullmatch(pattern, os.path.realpath(path), re.DOTALL) is not None

@@ -1,3 +1,7 @@
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from reviewapp.core.checkers import CheckInput
@@ -16,3 +20,17 @@ def inputs():
 @pytest.fixture(scope="module")
 def key():
     return Signer.from_seed(bytes([7]) * 32)
+
+
+VISIBLE_ROOT = Path(__file__).resolve().parents[3] / "var" / "test" / "checkers"
+
+
+@pytest.fixture
+def readable_dir():
+    """A directory the sandbox user can read: not tmp_path, which is 0700 for root and
+    under /tmp, which the sandbox empties."""
+    VISIBLE_ROOT.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="checker-", dir=VISIBLE_ROOT))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,7 +1,6 @@
 """The command checker kind."""
 
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +20,8 @@ from reviewapp.core.checkers import (
 # ── command ──────────────────────────────────────────────────────────────────
 
 SH = "/bin/sh"
+# The system interpreter: the sandbox user cannot reach a virtualenv under /root.
+PYTHON = "/usr/bin/python3"
 
 
 def command(script, timeout=10.0, grants=frozenset({"proc:exec"})):
@@ -50,8 +51,8 @@ def test_the_proposal_arrives_on_stdin(key):
     assert checker.check(CheckInput("fix nothing"), key).verdict is CheckVerdict.FAIL
 
 
-def test_a_python_script_checker(tmp_path, key):
-    script = tmp_path / "check_json.py"
+def test_a_python_script_checker(readable_dir, key):
+    script = readable_dir / "check_json.py"
     script.write_text(
         "import json, sys\n"
         "try:\n"
@@ -60,7 +61,7 @@ def test_a_python_script_checker(tmp_path, key):
         "    print(f'not JSON: {e}', file=sys.stderr)\n"
         "    sys.exit(1)\n"
     )
-    checker = CommandChecker("py", 1, [sys.executable, str(script)], 10, frozenset({"proc:exec"}))
+    checker = CommandChecker("py", 1, [PYTHON, str(script)], 10, frozenset({"proc:exec"}))
     assert checker.check(CheckInput('{"ok": true}'), key).permits_commit
     failed = checker.check(CheckInput("{nope"), key)
     assert failed.verdict is CheckVerdict.FAIL
@@ -103,24 +104,46 @@ def test_a_timeout_is_inconclusive_and_quick(key):
     assert time.monotonic() - started < 5
 
 
-def _gone_or_zombie(pid):
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+def running_with(marker):
+    """Live processes whose command line holds ``marker``, seen from outside any namespace."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError, IndexError):
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            pids.append(int(proc.name))
+    return pids
 
 
-def test_a_timeout_kills_the_whole_process_group(key, tmp_path):
-    pidfile = tmp_path / "pid"
-    evidence = command(f"sleep 30 & echo $! > {pidfile}; sleep 30", timeout=0.5).check(
-        CheckInput("x"), key
-    )
-    assert evidence.verdict is CheckVerdict.INCONCLUSIVE
-    pid = int(pidfile.read_text())
+def gone_soon(marker):
     deadline = time.monotonic() + 5
-    while not _gone_or_zombie(pid) and time.monotonic() < deadline:
+    while running_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _gone_or_zombie(pid)
+    return not running_with(marker)
+
+
+def unique_seconds():
+    # A sleep duration no other process on the machine is using: a marker in /proc.
+    return f"{os.getpid()}.{time.monotonic_ns() % 10**6:06d}"
+
+
+def test_a_timeout_kills_every_process_it_started_however_detached(key):
+    marker = unique_seconds()
+    script = f"sleep {marker} & setsid sleep {marker} & setsid sh -c 'sleep {marker} &'; sleep 30"
+    evidence = command(script, timeout=0.5).check(CheckInput("x"), key)
+    assert evidence.verdict is CheckVerdict.INCONCLUSIVE
+    assert "timed out" in evidence.reason
+    assert gone_soon(marker)
+
+
+def test_nothing_a_finished_command_detached_survives_it(key):
+    marker = unique_seconds()
+    script = f"setsid sleep {marker} & setsid sh -c 'sleep {marker} &'; sleep 0.2; exit 0"
+    assert command(script).check(CheckInput("x"), key).permits_commit
+    assert gone_soon(marker)
 
 
 def test_a_background_straggler_does_not_hold_the_verdict(key):
@@ -169,10 +192,60 @@ def test_a_command_checker_needs_proc_exec_covering_its_executable():
     with pytest.raises(CheckerConfigError, match="proc:exec"):
         command("exit 0", grants=frozenset({"fs:read"}))
     with pytest.raises(CheckerConfigError, match="proc:exec"):
-        command("exit 0", grants=frozenset({"proc:exec:/usr/bin/*"}))
+        command("exit 0", grants=frozenset({"proc:exec:/usr/local/bin/*"}))
     assert command("exit 0", grants=frozenset({"proc:exec:/bin/*"}))
     assert command("exit 0", grants=frozenset({"proc:exec:/**"}))
     assert command("exit 0", grants=frozenset({"proc:exec:/bin/sh"}))
+
+
+@pytest.fixture
+def tree(readable_dir):
+    """readable_dir/tree/tool (granted tree) and readable_dir/outside/tool (not granted)."""
+    for part in ("tree", "outside"):
+        (readable_dir / part).mkdir()
+        tool = readable_dir / part / "tool"
+        tool.write_text("#!/bin/sh\nexit 0\n")
+        tool.chmod(0o755)
+    (readable_dir / "tree" / "sub").mkdir()
+    return readable_dir
+
+
+def in_tree(tree, executable):
+    return CommandChecker("t", 1, [executable], 5, frozenset({f"proc:exec:{tree}/tree/**"}))
+
+
+def test_an_exec_grant_covers_its_tree_by_resolved_path(tree, key):
+    assert in_tree(tree, f"{tree}/tree/tool").check(CheckInput("x"), key).permits_commit
+    assert in_tree(tree, f"{tree}/tree/sub/../tool").check(CheckInput("x"), key).permits_commit
+
+
+def test_dot_dot_out_of_a_granted_tree_is_not_covered(tree):
+    with pytest.raises(CheckerConfigError, match="proc:exec"):
+        in_tree(tree, f"{tree}/tree/../outside/tool")
+
+
+def test_a_symlink_out_of_a_granted_tree_is_not_covered(tree):
+    (tree / "tree" / "link").symlink_to(tree / "outside" / "tool")
+    with pytest.raises(CheckerConfigError, match="proc:exec"):
+        in_tree(tree, f"{tree}/tree/link")
+
+
+def test_a_symlink_repointed_out_of_the_tree_after_configuration_does_not_run(tree, key):
+    link = tree / "tree" / "link"
+    link.symlink_to(tree / "tree" / "tool")
+    checker = in_tree(tree, str(link))
+    link.unlink()
+    link.symlink_to(tree / "outside" / "tool")
+    evidence = checker.check(CheckInput("x"), key)
+    assert evidence.verdict is CheckVerdict.INCONCLUSIVE
+    assert "not granted" in evidence.reason
+
+
+def test_a_grant_with_dot_dot_covers_nothing(tree):
+    with pytest.raises(CheckerConfigError, match="proc:exec"):
+        CommandChecker(
+            "t", 1, [f"{tree}/outside/tool"], 5, frozenset({f"proc:exec:{tree}/tree/../**"})
+        )
 
 
 def test_command_grants_above_the_ceiling_are_refused_at_configuration():
