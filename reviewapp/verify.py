@@ -1,15 +1,19 @@
 """Verify reviewapp's signed records offline, with nothing but the public key(s).
 
     python -m reviewapp.verify EXPORT.jsonl --public-key KEY [--public-key KEY2]
-                               [--checkpoint CHECKPOINT] [--proofs PROOFS.jsonl]
+                               [--checkpoint CHECKPOINT] [--witness WITNESS.jsonl]
+                               [--no-checkpoint] [--proofs PROOFS.jsonl]
 
 Two inputs are understood, told apart by their first line:
 
 - a **ledger export** (``manage.py export_decisions``, or the decisions log's
   download): a header line, one line per ledger entry in order, and the
   server's signed checkpoints. Every entry's signature, its leaf hash, the
-  decision hash chain, and every checkpoint (its signature and the root
-  recomputed at its size) are checked.
+  decision hash chain, that every evidence digest a decision signed is an
+  evidence entry before it, and every checkpoint (its signature and the root
+  recomputed at its size) are checked. An export with no checkpoint at all
+  fails unless ``--no-checkpoint`` says that is expected; ``--witness`` adds
+  every checkpoint of a witness log (``ledger-witness.jsonl``).
 - **decisions** as ``GET /api/decisions`` serves them: one decision object per
   line, or the API's pages (``{"items": [...], "next_after": ...}``) one per
   line. Every signature, every hash, the hash chain, and that the readable
@@ -21,7 +25,9 @@ Two inputs are understood, told apart by their first line:
 ``--checkpoint`` is a signed checkpoint (the note text, or the JSON of
 ``GET /api/ledger/checkpoint``) the records must be included in.
 ``--public-key`` is a base64 ed25519 public key or a file holding one; repeat
-it for every key the server has used (key rotation).
+it for every key the server has used (key rotation). These are the only keys
+trusted: a signature by any other key fails, naming it (the keys an export's
+header lists are never used).
 
 Exit status 0 when everything verifies; 1 naming the first bad line; 2 for
 unusable arguments. Imports nothing from Django: only PyNaCl and rfc8785,
@@ -62,6 +68,14 @@ NOT_AN_ENTRY = "neither a ledger entry (index, kind, payload, signature, key_id)
 ENTRY_KEYS = ("kind", "payload", "signature", "key_id")
 
 
+def _loads(text: str | bytes) -> Any:
+    """json.loads, with nesting too deep for the parser reported as bad JSON, not a crash."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to check") from None
+
+
 class Failure(Exception):
     """The first thing that did not verify, and where."""
 
@@ -81,7 +95,9 @@ class Checked(NamedTuple):
     problem: str | None
     label: str = ""  # "decision for proposal 12", "evidence from regex-1"
     prev_hash: str | None = None  # decisions: the chain link the signed bytes claim
-    hash: str | None = None  # decisions: SHA-256 of the signed bytes
+    hash: str | None = None  # SHA-256 of the signed bytes
+    # decisions: (checker, payload SHA-256) of each piece of evidence the decision binds
+    evidence: tuple[tuple[str, str], ...] = ()
 
 
 def _label(kind: str, signed: Any) -> str:
@@ -138,6 +154,8 @@ def check_entry(
         return Checked(None, f"not a ledger entry ({exc})"), {}
     try:
         signed = json.loads(payload_bytes)
+    except RecursionError:
+        return Checked(leaf, "signed bytes are JSON nested too deeply to check"), {}
     except ValueError:
         return Checked(leaf, "signed bytes are not JSON"), {}
     label = _label(kind, signed)
@@ -154,7 +172,7 @@ def check_entry(
         return Checked(leaf, f"signature does not verify with key {key_id}", label), {}
     try:
         canonical = isinstance(signed, dict) and merkle.jcs(signed) == payload_bytes
-    except ValueError:
+    except (ValueError, RecursionError):
         canonical = False
     if not canonical:
         return Checked(leaf, "signed bytes are not a canonical JSON object", label), {}
@@ -164,7 +182,10 @@ def check_entry(
                 leaf, f"a decision entry whose payload is not a {DECISION_TYPE}", label
             ), {}
         facts = decision_facts(payload_bytes, signed)
-        return Checked(leaf, None, label, facts["prev_hash"], facts["hash"]), facts
+        evidence = _bound_evidence(signed.get("evidence"))
+        if evidence is None:
+            return Checked(leaf, "a decision whose evidence list is malformed", label), {}
+        return Checked(leaf, None, label, facts["prev_hash"], facts["hash"], evidence), facts
     if signed.get("schema") != EVIDENCE_SCHEMA:
         return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}", label), {}
     if signed.get("key_id") != key_id:
@@ -172,7 +193,21 @@ def check_entry(
             leaf, "evidence names a different key than the one that signed it", label
         ), {}
     facts = {k: signed.get(k) for k in ("checker", "version", "verdict", "reason")}
-    return Checked(leaf, None, label), facts
+    return Checked(leaf, None, label, hash=sha256_hex(payload_bytes)), facts
+
+
+def _bound_evidence(items: Any) -> tuple[tuple[str, str], ...] | None:
+    """(checker, payload SHA-256) of each evidence item a decision signed, or None if malformed."""
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        return None
+    bound = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("payload_sha256"), str):
+            return None
+        bound.append((str(item.get("checker")), item["payload_sha256"]))
+    return tuple(bound)
 
 
 def ordered_map(
@@ -232,6 +267,10 @@ class LedgerVerifier:
         self.decisions = 0
         self.evidence = 0
         self.checkpoints = 0
+        # Payload digests of the evidence entries so far: every decision's must be among them.
+        self.evidence_seen: set[str] = set()
+        # A partial export cannot show evidence from before its start: counted, not failed.
+        self.evidence_unseen = 0
 
     @property
     def size(self) -> int:
@@ -258,9 +297,21 @@ class LedgerVerifier:
                     f"decision chain broken: it follows {checked.prev_hash}, the previous "
                     f"decision is {self.prev_hash}",
                 )
+            for checker, digest in checked.evidence:
+                if digest in self.evidence_seen:
+                    continue
+                if self.start:
+                    self.evidence_unseen += 1
+                    continue
+                raise Failure(
+                    where,
+                    f"its signed evidence from {checker} (payload SHA-256 {digest}) is not in "
+                    "the ledger before it: evidence was removed",
+                )
             self.prev_hash = checked.hash
             self.decisions += 1
         else:
+            self.evidence_seen.add(checked.hash)
             self.evidence += 1
         return self.compact.append(checked.leaf)
 
@@ -270,7 +321,7 @@ class LedgerVerifier:
         try:
             return merkle.open_checkpoint(note, self.keys.values())
         except merkle.NoteError as exc:
-            raise Failure(where, f"checkpoint rejected: {exc}") from exc
+            raise Failure(where, f"checkpoint rejected: {exc}{_note_signers(note)}") from exc
 
     def check_root(self, where: str, checkpoint: merkle.Checkpoint) -> None:
         """The checkpoint's root must be the tree's root now (its size must be the tree's)."""
@@ -284,6 +335,16 @@ class LedgerVerifier:
                 f"the entries give {root.hex()}",
             )
         self.checkpoints += 1
+
+
+def _note_signers(note: str) -> str:
+    """Name the keys a rejected note was signed by (name and 4-byte key hash)."""
+    try:
+        _, signatures = merkle.parse_note(note)
+    except merkle.NoteError:
+        return ""
+    named = ", ".join(f"{sig.name} key hash {sig.key_hash.hex()}" for sig in signatures)
+    return f" (signed by {named}, not a trusted key)" if named else ""
 
 
 def entry_where(prefix: str, index: Any, checked: Checked | None) -> str:
@@ -323,7 +384,7 @@ LEDGER_ROW_FIELDS = (
 
 def _entry_item(text: str) -> tuple[str, str, str, str] | None:
     try:
-        fields = json.loads(text)
+        fields = _loads(text)
     except ValueError:
         return None
     if not isinstance(fields, dict) or fields.keys() != set(ENTRY_KEYS):
@@ -402,7 +463,7 @@ def _json_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, _loads(line)
         except ValueError as exc:
             yield number, BadLine(f"not JSON ({exc})")
 
@@ -425,7 +486,7 @@ def check_export_lines(
     results = []
     for line in batch:
         try:
-            obj = json.loads(line)
+            obj = _loads(line)
         except ValueError as exc:
             results.append(("bad", f"not JSON ({exc})", None, None))
             continue
@@ -444,11 +505,23 @@ def check_export_lines(
     return results
 
 
+def read_witness_file(path: str) -> list[tuple[str, str]]:
+    """A witness log: one ``{"tree_size", "checkpoint"}`` JSON line per signed checkpoint."""
+    notes = []
+    with open(path, encoding="utf-8") as handle:
+        for number, obj in _json_lines(handle):
+            where = f"witness log {path} line {number}"
+            if not isinstance(obj, dict) or not isinstance(obj.get("checkpoint"), str):
+                raise Failure(where, "not a checkpoint line")
+            notes.append((where, obj["checkpoint"]))
+    return notes
+
+
 def read_checkpoint_file(path: str) -> str:
     text = Path(path).read_text(encoding="utf-8")
     if text.lstrip().startswith("{"):
         try:
-            text = json.loads(text)["checkpoint"]
+            text = _loads(text)["checkpoint"]
         except (ValueError, KeyError, TypeError) as exc:
             raise Failure(path, "not a checkpoint: JSON without a 'checkpoint' field") from exc
     return text
@@ -478,7 +551,7 @@ def load_public_keys(value: str) -> list[bytes]:
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith(("{", "[")):
         try:
-            data = json.loads(text)
+            data = _loads(text)
             items = data if isinstance(data, list) else [data]
             return [_decode_key(item["public_key"], f"{value}") for item in items]
         except (ValueError, KeyError, TypeError) as exc:
@@ -530,9 +603,16 @@ def verify_export(
     *,
     first: tuple[int, Any],
     extra_checkpoints: Iterable[tuple[str, str]] = (),
+    witnessed: Iterable[tuple[str, str]] = (),
+    require_checkpoint: bool = True,
     workers: int = 1,
 ) -> Report:
-    """A ledger export: header, entries in order, checkpoint lines (raw lines after the first)."""
+    """A ledger export: header, entries in order, checkpoint lines (raw lines after the first).
+
+    ``witnessed`` checkpoints (a witness log) are checked like ``extra_checkpoints``,
+    except that those before a partial export's start are skipped. Without any
+    checkpoint at all the export fails, unless ``require_checkpoint`` is false.
+    """
     report = Report("ledger")
     number, header = first
     start = 0
@@ -567,6 +647,13 @@ def verify_export(
 
     for where, note in extra_checkpoints:
         expect(where, verifier.open_checkpoint(where, note))
+    skipped = 0
+    for where, note in witnessed:
+        checkpoint = verifier.open_checkpoint(where, note)
+        if checkpoint.size < start:
+            skipped += 1
+            continue
+        expect(where, checkpoint)
     settle()
 
     records = ((n, line) for n, line in rest if line.strip())
@@ -600,7 +687,22 @@ def verify_export(
             f"partial export from entry {start}: entries before it were not checked, and the "
             "first decision's link to its predecessor was taken on trust"
         )
+    if skipped:
+        report.warnings.append(
+            f"{skipped} witnessed checkpoint(s) precede the partial export's start: not checked"
+        )
+    if evidence_unseen := verifier.evidence_unseen:
+        report.warnings.append(
+            f"{evidence_unseen} evidence digest(s) signed into decisions point before the "
+            "partial export's start: not checked"
+        )
     if not report.checkpoints:
+        if require_checkpoint:
+            raise Failure(
+                "export",
+                "carries no signed checkpoint, so nothing proves it is complete (pass "
+                "--checkpoint or --witness, or --no-checkpoint to check the entries alone)",
+            )
         report.warnings.append(
             "no signed checkpoint: the entries verify, but nothing proves the export is complete"
         )
@@ -746,12 +848,15 @@ def verify_file(
     public_keys: Iterable[bytes],
     *,
     checkpoint_files: Iterable[str] = (),
+    witness_files: Iterable[str] = (),
     proofs_file: str | None = None,
+    require_checkpoint: bool = True,
     workers: int | None = None,
 ) -> Report:
     """Verify one file; raises Failure at the first problem."""
     keys = {key_id_for(k): bytes(k) for k in public_keys}
     extra = [(f"checkpoint {p}", read_checkpoint_file(p)) for p in checkpoint_files]
+    witnessed = [line for p in witness_files for line in read_witness_file(p)]
     if workers is None:
         workers = _default_workers(path)
     with open(path, encoding="utf-8") as handle:
@@ -762,7 +867,7 @@ def verify_file(
         else:
             raise Failure(path, "empty file")
         try:
-            obj = json.loads(line)
+            obj = _loads(line)
         except ValueError as exc:
             raise Failure(f"line {number}", f"not JSON ({exc})") from exc
         first = (number, obj)
@@ -771,7 +876,15 @@ def verify_file(
                 raise Failure(
                     path, "--proofs is for decisions from the API; an export proves itself"
                 )
-            return verify_export(lines, keys, first=first, extra_checkpoints=extra, workers=workers)
+            return verify_export(
+                lines,
+                keys,
+                first=first,
+                extra_checkpoints=extra,
+                witnessed=witnessed,
+                require_checkpoint=require_checkpoint,
+                workers=workers,
+            )
         objects = _unpaged(_chain([first], _json_lines_from(lines)))
         first = next(objects, None)
         if first is None:
@@ -790,7 +903,7 @@ def _json_lines_from(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int,
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, _loads(line)
         except ValueError as exc:
             yield number, BadLine(f"not JSON ({exc})")
 
@@ -814,8 +927,9 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         required=True,
         metavar="KEY",
-        help="base64 ed25519 public key, or a file of them (one per line, or GET /api/keys "
-        "JSON); repeat for rotated keys",
+        help="a trusted base64 ed25519 public key, or a file of them (one per line, or GET "
+        "/api/keys JSON); repeat for rotated keys. Only these are trusted: the keys an export's "
+        "header lists are not",
     )
     parser.add_argument(
         "--checkpoint",
@@ -823,6 +937,20 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="FILE",
         help="a signed checkpoint (note text or the API's JSON) the records must be included in",
+    )
+    parser.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a witness log (the server's ledger-witness.jsonl, or a witness's copy): every "
+        "checkpoint in it must match the export's tree (ledger export input)",
+    )
+    parser.add_argument(
+        "--no-checkpoint",
+        action="store_true",
+        help="accept a ledger export that carries no signed checkpoint (it then proves "
+        "nothing about completeness)",
     )
     parser.add_argument(
         "--proofs", metavar="FILE", help="JSONL of /api/ledger/proof answers (decisions input)"
@@ -840,7 +968,9 @@ def main(argv: list[str] | None = None) -> int:
             args.file,
             keys,
             checkpoint_files=args.checkpoint,
+            witness_files=args.witness,
             proofs_file=args.proofs,
+            require_checkpoint=not args.no_checkpoint,
             workers=args.workers,
         )
     except Failure as failure:
@@ -848,6 +978,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as exc:
         print(f"FAIL {exc}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        # Anything nested too deeply that a check above did not catch first.
+        print(f"FAIL {args.file}: input nested too deeply to check", file=sys.stderr)
         return 1
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -13,6 +13,11 @@ os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 # the worker processes a run starts, so parallel runs never share state.
 os.environ.setdefault("REVIEWAPP_VAR_DIR", str(_var / f"run-{os.getpid()}"))
 os.environ.setdefault("REVIEWAPP_SIGNING_KEY_AUTOCREATE", "true")
+# Trust this run's own generated key (pytest-django runs tests with DEBUG off).
+os.environ.setdefault("REVIEWAPP_TRUST_OWN_KEY", "true")
+# No witness log by default: one file per run would outlive each test's database;
+# the witness tests point REVIEWAPP_LEDGER_WITNESS_FILE at their own tmp_path.
+os.environ.setdefault("REVIEWAPP_LEDGER_WITNESS_FILE", "")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 os.environ.setdefault("SESSION_COOKIE_SECURE", "false")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "false")

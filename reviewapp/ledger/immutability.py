@@ -1,22 +1,31 @@
-"""Database triggers that refuse UPDATE and DELETE on decisions, evidence and the ledger.
+"""Database triggers that refuse UPDATE, DELETE and TRUNCATE on signed records and the ledger.
 
 No code path edits or deletes a signed record; these triggers make the
-database say so too, so a stray ``.update()``, a raw ``UPDATE`` or an admin
-delete fails instead of silently rewriting history. A database owner can
-still drop or disable a trigger — that is what the ledger's signed
-checkpoints and ``verify_ledger`` are for; the trigger only stops the honest
-mistake and forces tampering to be deliberate.
+database say so too, so a stray ``.update()``, a raw ``UPDATE``, a
+``TRUNCATE`` or an admin delete fails instead of silently rewriting history.
+A database owner can still drop or disable a trigger — that is what the
+ledger's signed checkpoints, the witness log outside the database and
+``verify_ledger`` are for; the trigger only stops the honest mistake and
+forces tampering to be deliberate.
 
-- PostgreSQL: one ``BEFORE UPDATE OR DELETE … FOR EACH ROW`` trigger per
-  table, raising SQLSTATE 23001 (restrict_violation, an IntegrityError in
-  Django). ``TRUNCATE`` fires no row trigger, so ``manage.py flush`` and the
-  test suite's between-test flush keep working.
-- SQLite: a ``BEFORE UPDATE`` trigger that always aborts and a
-  ``BEFORE DELETE`` trigger that aborts unless the one-row table
-  ``ledger_sqlite_guard`` says deletes are allowed. Only this app's ``flush``
-  command (which overrides Django's) opens the guard, inside the flush's
-  transaction, because SQLite has no TRUNCATE: Django flushes with
-  ``DELETE FROM``.
+Two tables allow one change each: a signing key may be retired (its
+``retired_at`` set once, nothing else), and the decision chain head may only
+advance to a decision whose ``prev_hash`` is the current head — it can never
+be wound back to hide a deleted tail.
+
+- PostgreSQL: a ``BEFORE UPDATE OR DELETE … FOR EACH ROW`` trigger per table,
+  raising SQLSTATE 23001 (restrict_violation, an IntegrityError in Django),
+  and a statement-level ``BEFORE TRUNCATE`` trigger, which refuses unless the
+  transaction set ``reviewapp.allow_truncate`` to ``on`` (``SET LOCAL``).
+  Only this app's ``flush`` command (which overrides Django's, and which the
+  test suite's between-test flush calls) sets it, for its own transaction.
+- SQLite: ``BEFORE UPDATE`` triggers, and ``BEFORE DELETE`` triggers that
+  abort unless the SQL function ``reviewapp_deletes_allowed()`` answers 1.
+  That function exists only on the app's own connections (registered on
+  ``connection_created``) and answers 1 only inside ``flush`` (SQLite has no
+  TRUNCATE: Django flushes with ``DELETE FROM``). From any other client,
+  e.g. the ``sqlite3`` shell, the function does not exist and every DELETE
+  fails; no row of any table can open the guard.
 
 SQLite rebuilds a table (and drops its triggers) whenever a migration alters
 it, so ``install`` is idempotent and runs again after every ``migrate`` and
@@ -34,11 +43,34 @@ PROTECTED_TABLES = (
     "ledger_node",
     "ledger_checkpoint",
     "ledger_lock",
+    "review_signingkey",
+    "review_chainhead",
 )
-SQLITE_GUARD_TABLE = "ledger_sqlite_guard"
+# The one UPDATE each of these tables allows, as a condition on OLD and NEW
+# (written so that it means the same in PostgreSQL and SQLite).
+ALLOWED_UPDATE = {
+    # Retiring a key: retired_at goes from NULL to a time; nothing else changes.
+    "review_signingkey": (
+        "OLD.retired_at IS NULL AND NEW.retired_at IS NOT NULL AND NEW.id = OLD.id "
+        "AND NEW.key_id = OLD.key_id AND NEW.public_key = OLD.public_key "
+        "AND NEW.created_at = OLD.created_at"
+    ),
+    # Advancing the chain head by exactly one stored decision.
+    "review_chainhead": (
+        "NEW.id = OLD.id AND NEW.singleton = OLD.singleton AND EXISTS ("
+        "SELECT 1 FROM review_decision d "
+        "WHERE d.hash = NEW.last_hash AND d.prev_hash = OLD.last_hash)"
+    ),
+}
 TRIGGER_PREFIX = "reviewapp_append_only"
+TRUNCATE_TRIGGER = f"{TRIGGER_PREFIX}_truncate"
 PG_FUNCTION = "reviewapp_refuse_change"
-MIGRATION = ("ledger", "0003_append_only")
+PG_TRUNCATE_FUNCTION = "reviewapp_refuse_truncate"
+PG_ALLOW_TRUNCATE = "reviewapp.allow_truncate"
+SQLITE_DELETES_ALLOWED = "reviewapp_deletes_allowed"
+# Dropped by migration 0004: one UPDATE of it used to open every DELETE.
+OLD_SQLITE_GUARD_TABLE = "ledger_sqlite_guard"
+MIGRATION = ("ledger", "0004_guarded_keys_chain_head_truncate")
 
 _PG_FUNCTION_SQL = f"""
 CREATE OR REPLACE FUNCTION {PG_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -50,6 +82,38 @@ END;
 $$
 """
 
+_PG_TRUNCATE_FUNCTION_SQL = f"""
+CREATE OR REPLACE FUNCTION {PG_TRUNCATE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('{PG_ALLOW_TRUNCATE}', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
+    RAISE EXCEPTION 'reviewapp: TRUNCATE on % refused: signed records and the ledger are '
+        'append-only', TG_TABLE_NAME
+        USING ERRCODE = 'restrict_violation';
+END;
+$$
+"""
+
+
+def _pg_guard_function(table: str) -> tuple[str, str]:
+    name = f"reviewapp_guard_{table}"
+    return (
+        name,
+        f"""
+CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND ({ALLOWED_UPDATE[table]}) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'reviewapp: % on % refused: signed records and the ledger are append-only',
+        TG_OP, TG_TABLE_NAME
+        USING ERRCODE = 'restrict_violation';
+END;
+$$
+""",
+    )
+
 
 def refusal_message(operation: str, table: str) -> str:
     return (
@@ -59,36 +123,46 @@ def refusal_message(operation: str, table: str) -> str:
 
 def _pg_install(execute: Callable[[str], None]) -> None:
     execute(_PG_FUNCTION_SQL)
+    execute(_PG_TRUNCATE_FUNCTION_SQL)
     for table in PROTECTED_TABLES:
+        function = PG_FUNCTION
+        if table in ALLOWED_UPDATE:
+            function, sql = _pg_guard_function(table)
+            execute(sql)
         execute(f'DROP TRIGGER IF EXISTS {TRIGGER_PREFIX} ON "{table}"')
         execute(
             f'CREATE TRIGGER {TRIGGER_PREFIX} BEFORE UPDATE OR DELETE ON "{table}" '
-            f"FOR EACH ROW EXECUTE FUNCTION {PG_FUNCTION}()"
+            f"FOR EACH ROW EXECUTE FUNCTION {function}()"
+        )
+        execute(f'DROP TRIGGER IF EXISTS {TRUNCATE_TRIGGER} ON "{table}"')
+        execute(
+            f'CREATE TRIGGER {TRUNCATE_TRIGGER} BEFORE TRUNCATE ON "{table}" '
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {PG_TRUNCATE_FUNCTION}()"
         )
 
 
 def _pg_uninstall(execute: Callable[[str], None]) -> None:
     for table in PROTECTED_TABLES:
         execute(f'DROP TRIGGER IF EXISTS {TRIGGER_PREFIX} ON "{table}"')
+        execute(f'DROP TRIGGER IF EXISTS {TRUNCATE_TRIGGER} ON "{table}"')
+        if table in ALLOWED_UPDATE:
+            execute(f"DROP FUNCTION IF EXISTS {_pg_guard_function(table)[0]}()")
     execute(f"DROP FUNCTION IF EXISTS {PG_FUNCTION}()")
+    execute(f"DROP FUNCTION IF EXISTS {PG_TRUNCATE_FUNCTION}()")
 
 
 def _sqlite_install(execute: Callable[[str], None]) -> None:
-    execute(
-        f'CREATE TABLE IF NOT EXISTS "{SQLITE_GUARD_TABLE}" '
-        "(id INTEGER PRIMARY KEY CHECK (id = 1), allow_delete INTEGER NOT NULL DEFAULT 0)"
-    )
-    execute(f'INSERT OR IGNORE INTO "{SQLITE_GUARD_TABLE}" (id, allow_delete) VALUES (1, 0)')
     for table in PROTECTED_TABLES:
+        when = f"WHEN NOT ({ALLOWED_UPDATE[table]}) " if table in ALLOWED_UPDATE else ""
         execute(
             f"CREATE TRIGGER IF NOT EXISTS {TRIGGER_PREFIX}_update_{table} "
-            f'BEFORE UPDATE ON "{table}" '
+            f'BEFORE UPDATE ON "{table}" {when}'
             f"BEGIN SELECT RAISE(ABORT, '{refusal_message('UPDATE', table)}'); END"
         )
         execute(
             f"CREATE TRIGGER IF NOT EXISTS {TRIGGER_PREFIX}_delete_{table} "
             f'BEFORE DELETE ON "{table}" '
-            f'WHEN (SELECT allow_delete FROM "{SQLITE_GUARD_TABLE}" WHERE id = 1) IS NOT 1 '
+            f"WHEN {SQLITE_DELETES_ALLOWED}() IS NOT 1 "
             f"BEGIN SELECT RAISE(ABORT, '{refusal_message('DELETE', table)}'); END"
         )
 
@@ -97,7 +171,7 @@ def _sqlite_uninstall(execute: Callable[[str], None]) -> None:
     for table in PROTECTED_TABLES:
         execute(f"DROP TRIGGER IF EXISTS {TRIGGER_PREFIX}_update_{table}")
         execute(f"DROP TRIGGER IF EXISTS {TRIGGER_PREFIX}_delete_{table}")
-    execute(f'DROP TABLE IF EXISTS "{SQLITE_GUARD_TABLE}"')
+    execute(f'DROP TABLE IF EXISTS "{OLD_SQLITE_GUARD_TABLE}"')
 
 
 def install(vendor: str, execute: Callable[[str], None]) -> None:
@@ -122,13 +196,17 @@ def installed_triggers(connection) -> set[str]:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                "SELECT c.relname, t.tgenabled FROM pg_trigger t "
-                "JOIN pg_class c ON c.oid = t.tgrelid WHERE t.tgname = %s",
-                [TRIGGER_PREFIX],
+                "SELECT c.relname, t.tgname, t.tgenabled FROM pg_trigger t "
+                "JOIN pg_class c ON c.oid = t.tgrelid WHERE t.tgname IN (%s, %s)",
+                [TRIGGER_PREFIX, TRUNCATE_TRIGGER],
             )
             found = set()
-            for table, enabled in cursor.fetchall():
-                if enabled != "D":
+            for table, name, enabled in cursor.fetchall():
+                if enabled == "D":
+                    continue
+                if name == TRUNCATE_TRIGGER:
+                    found.add(f"{table}:truncate")
+                else:
                     found |= {f"{table}:update", f"{table}:delete"}
             return found
         if connection.vendor == "sqlite":
@@ -147,10 +225,13 @@ def installed_triggers(connection) -> set[str]:
 def missing_triggers(connection) -> list[str]:
     """Protected ``table:operation`` pairs with no active trigger (empty when all is well)."""
     present = installed_triggers(connection)
+    operations = ("update", "delete")
+    if connection.vendor == "postgresql":
+        operations += ("truncate",)
     return [
         f"{table}:{op}"
         for table in PROTECTED_TABLES
-        for op in ("update", "delete")
+        for op in operations
         if f"{table}:{op}" not in present
     ]
 
@@ -168,32 +249,44 @@ def reinstall_after_migrate(sender, using="default", **kwargs) -> None:
     existing = set(connection.introspection.table_names())
     if not set(PROTECTED_TABLES) <= existing:
         return
-    if not missing_triggers(connection) and (
-        connection.vendor != "sqlite" or SQLITE_GUARD_TABLE in existing
-    ):
+    if not missing_triggers(connection):
         return
     with connection.cursor() as cursor:
         install(connection.vendor, cursor.execute)
 
 
-class SqliteDeletesAllowed:
-    """Open the SQLite delete guard for the enclosing transaction (flush only)."""
+def register_sqlite_function(sender, connection, **kwargs) -> None:
+    """connection_created: give the app's SQLite connections the delete-guard function."""
+    if connection.vendor != "sqlite":
+        return
+    connection.connection.create_function(
+        SQLITE_DELETES_ALLOWED,
+        0,
+        lambda: 1 if getattr(connection, "_reviewapp_deletes_allowed", False) else 0,
+        deterministic=False,
+    )
+
+
+class FlushAllowed:
+    """Let the enclosing transaction empty the protected tables (``flush`` only).
+
+    PostgreSQL: ``SET LOCAL reviewapp.allow_truncate = on``, which the
+    transaction's end resets. SQLite: this connection's
+    ``reviewapp_deletes_allowed()`` answers 1 until the block ends.
+    """
 
     def __init__(self, connection) -> None:
         self.connection = connection
-        self.active = (
-            connection.vendor == "sqlite"
-            and SQLITE_GUARD_TABLE in connection.introspection.table_names()
-        )
 
     def __enter__(self):
-        if self.active:
+        if self.connection.vendor == "postgresql":
             with self.connection.cursor() as cursor:
-                cursor.execute(f'UPDATE "{SQLITE_GUARD_TABLE}" SET allow_delete = 1 WHERE id = 1')
+                cursor.execute(f"SET LOCAL {PG_ALLOW_TRUNCATE} = 'on'")
+        elif self.connection.vendor == "sqlite":
+            self.connection._reviewapp_deletes_allowed = True
         return self
 
     def __exit__(self, *exc):
-        if self.active:
-            with self.connection.cursor() as cursor:
-                cursor.execute(f'UPDATE "{SQLITE_GUARD_TABLE}" SET allow_delete = 0 WHERE id = 1')
+        if self.connection.vendor == "sqlite":
+            self.connection._reviewapp_deletes_allowed = False
         return False

@@ -20,10 +20,11 @@ from django.utils import timezone
 
 from reviewapp.core import merkle
 from reviewapp.core.signing import verify
-from reviewapp.review.keys import public_key_for, server_signer
+from reviewapp.review.keys import public_key_for, server_signer, trusted_keys, untrusted_key_problem
 from reviewapp.review.models import Decision, Evidence
 
 from .models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
+from .witness import checkpoint_witness
 
 DEFAULT_ORIGIN = "reviewapp.local/ledger"
 EXPORT_FORMAT = "reviewapp.ledger-export/1"
@@ -196,7 +197,7 @@ def checkpoint_create(*, only_if_grown: bool = False) -> LedgerCheckpoint | None
         stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         checkpoint = merkle.Checkpoint(origin, size, root, (f"timestamp {stamp}",))
         note = merkle.sign_checkpoint(checkpoint, signer.public_key, signer.sign_bytes)
-        return LedgerCheckpoint.objects.create(
+        row = LedgerCheckpoint.objects.create(
             origin=origin,
             tree_size=size,
             root_hash=root.hex(),
@@ -204,6 +205,8 @@ def checkpoint_create(*, only_if_grown: bool = False) -> LedgerCheckpoint | None
             note=note,
             key_id=signer.key_id,
         )
+        checkpoint_witness(checkpoint_id=row.pk, tree_size=size, note=note)
+        return row
 
 
 def latest_checkpoint() -> LedgerCheckpoint | None:
@@ -253,9 +256,9 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
     if entry.entry.encode() != expected or merkle.leaf_hash(expected).hex() != entry.leaf_hash:
         return DecisionLedgerStatus(position, False, None, "differs from its ledger entry")
     public_key = public_key_for(decision.key_id)
-    if public_key is None or not verify(
-        decision.payload.encode(), _b64(decision.signature), public_key
-    ):
+    if public_key is None:
+        return DecisionLedgerStatus(position, False, None, untrusted_key_problem(decision.key_id))
+    if not verify(decision.payload.encode(), _b64(decision.signature), public_key):
         return DecisionLedgerStatus(position, False, None, "signature does not verify")
     checkpoint = latest_checkpoint()
     if checkpoint is None or checkpoint.tree_size <= position:
@@ -263,7 +266,7 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
             position, True, None, "signature verified; not yet covered by a checkpoint"
         )
     try:
-        signed = merkle.open_checkpoint(checkpoint.note, _public_keys())
+        signed = merkle.open_checkpoint(checkpoint.note, trusted_keys().values())
         proof = inclusion_proof(position, signed.size)
     except (merkle.NoteError, merkle.ProofError, LookupError) as exc:
         return DecisionLedgerStatus(position, False, checkpoint.tree_size, f"checkpoint: {exc}")
@@ -283,12 +286,6 @@ def _b64(text: str) -> bytes:
         return base64.b64decode(text, validate=True)
     except ValueError:
         return b""
-
-
-def _public_keys() -> list[bytes]:
-    from reviewapp.review.models import SigningKey
-
-    return [base64.b64decode(k) for k in SigningKey.objects.values_list("public_key", flat=True)]
 
 
 def entry_json(entry: LedgerEntry) -> dict:
@@ -319,19 +316,16 @@ def export_lines(after: int | None = None) -> Iterator[str]:
     start = 0 if after is None else max(0, after + 1)
     size = tree_size()
     start = min(start, size)
-    from reviewapp.review.models import SigningKey
-
     header = {
         "format": EXPORT_FORMAT,
         "origin": ledger_origin(),
         "start": start,
         "tree_size": size,
         "frontier": [h.hex() for h in _compact_range(start).hashes],
+        # Informational: a verifier takes its keys from its own trust anchors, never from here.
         "keys": [
-            {"key_id": key_id, "public_key": public_key}
-            for key_id, public_key in SigningKey.objects.order_by("created_at").values_list(
-                "key_id", "public_key"
-            )
+            {"key_id": key_id, "public_key": base64.b64encode(public_key).decode()}
+            for key_id, public_key in sorted(trusted_keys().items())
         ],
     }
     yield _line(header)

@@ -1,6 +1,13 @@
+import httpx
 from celery import shared_task
+from django.conf import settings
 
+from .models import LedgerCheckpoint
 from .services import checkpoint_create
+from .witness import POST_TIMEOUT_SECONDS
+
+# One client per worker process: connections to the witness are reused.
+_client = httpx.Client(timeout=POST_TIMEOUT_SECONDS, follow_redirects=False)
 
 
 @shared_task(name="reviewapp.ledger.tasks.ledger_checkpoint", ignore_result=True)
@@ -8,3 +15,28 @@ def ledger_checkpoint() -> int | None:
     """Periodic (Celery beat): sign a checkpoint if the ledger grew since the last one."""
     checkpoint = checkpoint_create(only_if_grown=True)
     return checkpoint.tree_size if checkpoint else None
+
+
+@shared_task(
+    bind=True,
+    name="reviewapp.ledger.tasks.ledger_witness_post",
+    ignore_result=True,
+    max_retries=8,
+)
+def ledger_witness_post(self, checkpoint_id: int) -> None:
+    """POST a signed checkpoint to REVIEWAPP_LEDGER_WITNESS_URL (idempotent: a witness
+    keeps a note once). A short timeout, then a retry later: a slow witness never holds
+    a worker for long."""
+    url = settings.REVIEWAPP_LEDGER_WITNESS_URL
+    checkpoint = LedgerCheckpoint.objects.filter(pk=checkpoint_id).first()
+    if not url or checkpoint is None:
+        return
+    try:
+        response = _client.post(
+            url,
+            content=checkpoint.note.encode(),
+            headers={"Content-Type": "text/plain; charset=utf-8"},
+        )
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise self.retry(exc=exc, countdown=min(600, 10 * 2**self.request.retries)) from exc

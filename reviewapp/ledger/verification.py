@@ -12,18 +12,26 @@ Checks, in ledger order, and stops at the first problem, naming the entry:
 - every stored subtree hash, recomputed from the entries below it;
 - every checkpoint: its signature, and its root against the recomputed tree
   at its size;
+- every checkpoint in the witness log (outside the database): the tree must
+  have reached its size, with its root there — so deleting records together
+  with the checkpoints that covered them is caught;
+- every decision's signed evidence digests against the evidence entries
+  before it (via ``reviewapp.verify``);
 
 then that every decision and piece of evidence is in the ledger at all.
 """
 
 from __future__ import annotations
 
-import base64
 import multiprocessing
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
 
 from reviewapp import verify as offline
 from reviewapp.core import merkle
+from reviewapp.review.keys import trusted_keys
 from reviewapp.review.models import Decision, Evidence, SigningKey
 
 from . import immutability
@@ -48,6 +56,8 @@ class LedgerVerification:
     checkpoints: int = 0
     problem: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Key rows in the database that are not trust anchors (harmless unless they signed).
+    untrusted_rows: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -55,10 +65,8 @@ class LedgerVerification:
 
 
 def registered_keys() -> dict[str, bytes]:
-    return {
-        key_id: base64.b64decode(public_key)
-        for key_id, public_key in SigningKey.objects.values_list("key_id", "public_key")
-    }
+    """The keys verification accepts: the trust anchors, never the key rows it verifies."""
+    return trusted_keys()
 
 
 def _where(context: tuple) -> str:
@@ -71,27 +79,63 @@ def _where(context: tuple) -> str:
     return label
 
 
-def ledger_verify(*, workers: int | None = None) -> LedgerVerification:
-    """Verify everything; ``result.problem`` names the first bad record, or is None."""
+def ledger_verify(
+    *, workers: int | None = None, witness_files: list[str] | None = None
+) -> LedgerVerification:
+    """Verify everything; ``result.problem`` names the first bad record, or is None.
+
+    ``witness_files``: witness logs to check against besides the configured
+    REVIEWAPP_LEDGER_WITNESS_FILE (e.g. the checkpoints a witness URL kept).
+    """
     result = LedgerVerification()
     try:
-        _verify(result, workers)
+        _verify(result, workers, witness_files or [])
     except offline.Failure as failure:
         result.problem = str(failure)
     return result
 
 
-def _verify(result: LedgerVerification, workers: int | None) -> None:
+def _witnessed(
+    verifier: offline.LedgerVerifier, extra: list[str], result: LedgerVerification
+) -> list[tuple[str, merkle.Checkpoint, str]]:
+    paths = list(extra)
+    configured = settings.REVIEWAPP_LEDGER_WITNESS_FILE
+    if configured:
+        if Path(configured).exists():
+            paths.insert(0, configured)
+        elif LedgerCheckpoint.objects.exists():
+            result.warnings.append(
+                f"no witness log at {configured}: checkpoints cannot be checked against it"
+            )
+    opened = []
+    for path in paths:
+        try:
+            lines = offline.read_witness_file(path)
+        except OSError as exc:
+            raise offline.Failure(f"witness log {path}", f"cannot be read ({exc})") from exc
+        for where, note in lines:
+            opened.append((where, verifier.open_checkpoint(where, note), note))
+    return opened
+
+
+def _verify(result: LedgerVerification, workers: int | None, witness_files: list[str]) -> None:
     keys = registered_keys()
+    result.untrusted_rows = sorted(
+        set(SigningKey.objects.values_list("key_id", flat=True)) - set(keys)
+    )
     verifier = offline.LedgerVerifier(keys)
 
     pending: dict[int, list[tuple[str, merkle.Checkpoint]]] = {}
     for cp in LedgerCheckpoint.objects.order_by("tree_size", "id"):
-        where = f"checkpoint {cp.pk} (size {cp.tree_size})"
+        where = f"checkpoint {cp.pk} (size {cp.tree_size}, key {cp.key_id})"
         signed = verifier.open_checkpoint(where, cp.note)
         if (signed.origin, signed.size, signed.root_hex) != (cp.origin, cp.tree_size, cp.root_hash):
             raise offline.Failure(where, "the row differs from its signed note")
         pending.setdefault(signed.size, []).append((where, signed))
+    witnessed_notes = set()
+    for where, signed, note in _witnessed(verifier, witness_files, result):
+        pending.setdefault(signed.size, []).append((where, signed))
+        witnessed_notes.add(note)
 
     def settle() -> None:
         for where, signed in pending.pop(verifier.size, []):
@@ -142,9 +186,23 @@ def _verify(result: LedgerVerification, workers: int | None) -> None:
     for size, waiting in sorted(pending.items()):
         where, _ = waiting[0]
         raise offline.Failure(
-            where, f"signed for size {size}, but the ledger holds only {verifier.size} entries"
+            where,
+            f"signed for size {size}, but the ledger holds only {verifier.size} entries: "
+            "entries were removed",
         )
     result.checkpoints = verifier.checkpoints
+    if witness_files or settings.REVIEWAPP_LEDGER_WITNESS_FILE:
+        unwitnessed = [
+            size
+            for note, size in LedgerCheckpoint.objects.values_list("note", "tree_size")
+            if note not in witnessed_notes
+        ]
+        if unwitnessed:
+            result.warnings.append(
+                f"{len(unwitnessed)} checkpoint(s) are not in the witness log (sizes "
+                f"{', '.join(map(str, sorted(unwitnessed)[:5]))}"
+                f"{', …' if len(unwitnessed) > 5 else ''})"
+            )
     if len(stored_nodes) != seen_nodes:
         level, index = min(set(stored_nodes) - _all_nodes(verifier.size))
         first, last = index << level, ((index + 1) << level) - 1
@@ -187,6 +245,11 @@ def _warnings(result: LedgerVerification) -> None:
     elif latest < result.entries:
         result.warnings.append(
             f"{result.entries - latest} entries are not yet covered by a signed checkpoint"
+        )
+    if result.untrusted_rows:
+        result.warnings.append(
+            "key rows that are not trust anchors (nothing verified was signed by them): "
+            + ", ".join(result.untrusted_rows)
         )
     missing = immutability.missing_triggers(connection)
     if missing:

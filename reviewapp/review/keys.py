@@ -1,7 +1,11 @@
-"""The server's signing key: loaded from the environment or a file, never the database.
+"""The server's signing key, and the keys its verifiers trust: never from the database.
 
 Only the public half is registered in `SigningKey`, so anyone holding a stored
-decision can verify it with nothing but that public key.
+decision can verify it with nothing but that public key. But a `SigningKey`
+row is only a label: whoever can write the database could insert one, so
+every verifier takes its keys from `trusted_keys()` — the trust anchors in
+REVIEWAPP_TRUSTED_KEYS, plus, with REVIEWAPP_TRUST_OWN_KEY (on in DEBUG), the
+public halves of the key files on this host.
 """
 
 import base64
@@ -11,7 +15,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from reviewapp.core.signing import Signer
+from reviewapp.core.signing import KeyFileError, Signer, key_id_for
+from reviewapp.verify import load_public_keys
 
 from .models import SigningKey
 
@@ -69,6 +74,58 @@ def forget_cached_signer() -> None:
     _load_signer.cache_clear()
 
 
+def anchored_keys(values) -> list[bytes]:
+    """Public keys from REVIEWAPP_TRUSTED_KEYS items (base64 keys or files of them)."""
+    keys = []
+    for value in values:
+        try:
+            keys.extend(load_public_keys(value))
+        except (ValueError, OSError) as exc:
+            raise ImproperlyConfigured(f"REVIEWAPP_TRUSTED_KEYS: {exc}") from exc
+    return keys
+
+
+def _own_public_keys() -> list[bytes]:
+    """The configured signing key and the retired seeds rotation moved aside next to it."""
+    if settings.REVIEWAPP_SIGNING_KEY:
+        seed = settings.REVIEWAPP_SIGNING_KEY
+        return [_load_signer(seed, "", False, None).public_key]
+    key_file = Path(settings.REVIEWAPP_SIGNING_KEY_FILE)
+    keys = []
+    for path in [key_file, *sorted(key_file.parent.glob(f"{key_file.name}.retired-*"))]:
+        try:
+            keys.append(Signer.from_file(path).public_key)
+        except FileNotFoundError:
+            continue
+        except (KeyFileError, OSError) as exc:
+            raise ImproperlyConfigured(f"REVIEWAPP_TRUST_OWN_KEY: {exc}") from exc
+    return keys
+
+
+def trusted_keys() -> dict[str, bytes]:
+    """key id → public key, for every key a verifier may accept a signature from.
+
+    Read on every call (a few small files), so a key added to the anchors
+    file is trusted without a restart.
+    """
+    keys = anchored_keys(settings.REVIEWAPP_TRUSTED_KEYS)
+    if settings.REVIEWAPP_TRUST_OWN_KEY:
+        keys += _own_public_keys()
+    return {key_id_for(key): key for key in keys}
+
+
+def public_keys_b64(keys: dict[str, bytes]) -> dict[str, str]:
+    return {key_id: base64.b64encode(key).decode() for key_id, key in keys.items()}
+
+
+def untrusted_key_problem(key_id: str) -> str:
+    """How a verifier says a signature's key is not a trust anchor."""
+    return (
+        f"signed by key {key_id}, which is not a trusted key "
+        "(not in REVIEWAPP_TRUSTED_KEYS): a key row in the database is not a trust anchor"
+    )
+
+
 def public_key_for(key_id: str) -> bytes | None:
-    row = SigningKey.objects.filter(key_id=key_id).values_list("public_key", flat=True).first()
-    return base64.b64decode(row) if row else None
+    """The trusted public key with this id, or None: never a key only the database knows."""
+    return trusted_keys().get(key_id)

@@ -1,12 +1,15 @@
 """The database itself refuses to edit or delete decisions, evidence and ledger rows."""
 
+import sqlite3
+
 import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from reviewapp.ledger import immutability, services
 from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
-from reviewapp.review.models import Decision, Evidence
+from reviewapp.review.models import ChainHead, Decision, Evidence, SigningKey
 from tests.ledger.helpers import decide
 from tests.support.tamper import tampering
 
@@ -17,6 +20,8 @@ ROW_OF = {
     "ledger_node": LedgerNode,
     "ledger_checkpoint": LedgerCheckpoint,
     "ledger_lock": LedgerLock,
+    "review_signingkey": SigningKey,
+    "review_chainhead": ChainHead,
 }
 COLUMN_OF = {
     "review_decision": "rationale",
@@ -25,6 +30,8 @@ COLUMN_OF = {
     "ledger_node": "hash",
     "ledger_checkpoint": "root_hash",
     "ledger_lock": "singleton",
+    "review_signingkey": "public_key",
+    "review_chainhead": "last_hash",
 }
 
 
@@ -73,7 +80,8 @@ def test_every_trigger_is_installed(rows):
 
 def test_the_tamper_helper_switches_them_off_for_the_block_only(rows):
     with tampering():
-        assert len(immutability.missing_triggers(connection)) == 12
+        per_table = 3 if connection.vendor == "postgresql" else 2
+        assert len(immutability.missing_triggers(connection)) == 8 * per_table
         Decision.objects.filter(pk=rows["review_decision"]).update(rationale="edited")
     assert immutability.missing_triggers(connection) == []
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -104,13 +112,59 @@ def test_flush_still_empties_every_table_and_the_triggers_survive():
         LedgerEntry.objects.all().delete()
 
 
+def test_a_signing_key_may_be_retired_once_and_nothing_else(rows):
+    key = SigningKey.objects.get()
+    now = timezone.now()
+    SigningKey.objects.filter(pk=key.pk).update(retired_at=now)
+    with pytest.raises(IntegrityError, match="UPDATE on review_signingkey refused"):
+        with transaction.atomic():
+            SigningKey.objects.filter(pk=key.pk).update(retired_at=None)
+    with pytest.raises(IntegrityError, match="UPDATE on review_signingkey refused"):
+        with transaction.atomic():
+            SigningKey.objects.filter(pk=key.pk).update(key_id="ed25519:0000000000000000")
+
+
+def test_the_chain_head_cannot_be_wound_back(rows):
+    first = Decision.objects.order_by("pk").first()
+    with pytest.raises(IntegrityError, match="UPDATE on review_chainhead refused"):
+        with transaction.atomic():
+            ChainHead.objects.update(last_hash=first.hash)
+    assert ChainHead.objects.get().last_hash == Decision.objects.order_by("pk").last().hash
+
+
+@pytest.mark.parametrize("table", immutability.PROTECTED_TABLES)
+def test_truncate_is_refused_on_postgresql(rows, table):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no TRUNCATE; its DELETE is covered above")
+    with pytest.raises(IntegrityError, match=f"TRUNCATE on {table} refused"):
+        raw(f'TRUNCATE "{table}" CASCADE')
+    assert ROW_OF[table].objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sqlite_client_other_than_the_app_cannot_delete():
+    """The old guard was a row: one UPDATE of it opened every DELETE. Now nothing does."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only")
+    decide(1)
+    services.checkpoint_create()
+    other = sqlite3.connect(connection.settings_dict["NAME"])
+    try:
+        tables = {name for (name,) in other.execute("SELECT name FROM sqlite_master")}
+        assert immutability.OLD_SQLITE_GUARD_TABLE not in tables
+        with pytest.raises(sqlite3.OperationalError):
+            other.execute("DELETE FROM ledger_checkpoint")
+    finally:
+        other.close()
+    assert LedgerCheckpoint.objects.exists()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_no_delete_guard_is_open_outside_flush():
-    tables = connection.introspection.table_names()
-    if connection.vendor != "sqlite":
-        # PostgreSQL flushes with TRUNCATE, which fires no row trigger: no guard exists.
-        assert immutability.SQLITE_GUARD_TABLE not in tables
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT allow_delete FROM {immutability.SQLITE_GUARD_TABLE}")
-        assert cursor.fetchone() == (0,)
+    decide(1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        LedgerEntry.objects.all().delete()
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {immutability.SQLITE_DELETES_ALLOWED}()")
+            assert cursor.fetchone() == (0,)

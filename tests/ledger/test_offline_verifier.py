@@ -177,9 +177,11 @@ def test_reordered_and_renumbered_entries_are_caught(exported):
     objects = read_jsonl(exported)
     objects[1], objects[3] = objects[3], objects[1]  # two evidence entries: no chain to break
     objects[1]["index"], objects[3]["index"] = 0, 2
+    # The first decision's own evidence now comes after it.
     fails(
         write_jsonl(exported, objects),
-        match=r"^FAIL line 8 \(checkpoint\): checkpoint for size 6 has root",
+        match=r"^FAIL line 3 \(entry 1, decision .*signed evidence from .* is not in the ledger "
+        r"before it",
     )
 
 
@@ -289,7 +291,9 @@ def test_rotated_keys_need_every_public_key(tmp_path, settings):
     key_file.write_text(second_key + "\n")
     code, out, err = run(path, "--public-key", first_key, "--public-key", key_file)
     assert code == 0, err
-    # Every key in one file, as `manage.py ledger_keys` writes it ...
+    # Every key in one file, as `manage.py ledger_keys` writes it (the key from before
+    # the switch to REVIEWAPP_SIGNING_KEY is anchored, as the README says to) ...
+    settings.REVIEWAPP_TRUSTED_KEYS = [first_key]
     listing = io.StringIO()
     call_command("ledger_keys", stdout=listing)
     assert [line.split()[0] for line in listing.getvalue().splitlines()] == [first_key, second_key]

@@ -126,7 +126,8 @@ def test_a_deleted_last_entry_is_caught_by_the_checkpoint(ledger):
         LedgerEntry.objects.filter(decision=ledger[2]).delete()
         Decision.objects.filter(pk=ledger[2].pk).delete()
     verify_fails(
-        r"checkpoint \d+ \(size 6\): signed for size 6, but the ledger holds only 5 entries"
+        r"checkpoint \d+ \(size 6, key [^)]+\): "
+        r"signed for size 6, but the ledger holds only 5 entries"
     )
 
 
@@ -159,14 +160,15 @@ def test_reordered_decisions_break_the_chain(ledger):
     verify_fails(rf"ledger entry 1 \(decision {ledger[1].pk}.*decision chain broken")
 
 
-def test_reordered_evidence_is_caught_by_the_stored_tree(ledger):
+def test_reordered_evidence_is_caught_at_the_decision_it_belongs_to(ledger):
     first, second = (LedgerEntry.objects.get(leaf_index=i) for i in (0, 2))
     with tampering():
         _swap(first, second)
-    verify_fails(r"ledger entry 1 .*entries 0–1 were changed, reordered or removed")
+    # Caught at the first decision, whose signed evidence no longer precedes it.
+    verify_fails(r"ledger entry 1 \(decision .*signed evidence from .* is not in the ledger before")
 
 
-def test_reordered_evidence_with_a_recomputed_tree_is_caught_by_the_checkpoint(ledger):
+def test_reordered_evidence_with_a_recomputed_tree_is_caught(ledger):
     first, second = (LedgerEntry.objects.get(leaf_index=i) for i in (0, 2))
     with tampering():
         _swap(first, second)
@@ -177,7 +179,7 @@ def test_reordered_evidence_with_a_recomputed_tree_is_caught_by_the_checkpoint(l
         for (level, index), h in merkle.MemoryTree(leaves).nodes.items():
             if level:
                 LedgerNode.objects.filter(level=level, node_index=index).update(hash=h.hex())
-    verify_fails(r"checkpoint \d+ \(size 6\): checkpoint for size 6 has root .*, the entries give")
+    verify_fails(r"ledger entry 1 \(decision .*signed evidence from .* is not in the ledger before")
 
 
 def test_edited_evidence_is_named(ledger):
@@ -204,7 +206,8 @@ def test_a_checkpoint_signed_by_another_key_is_rejected(ledger):
         key_id="ed25519:impostor",
     )
     verify_fails(
-        r"checkpoint \d+ \(size 6\): checkpoint rejected: the note is not signed by any trusted key"
+        r"checkpoint \d+ \(size 6, key ed25519:impostor\): "
+        r"checkpoint rejected: the note is not signed by any trusted key \(signed by "
     )
 
 
@@ -222,7 +225,7 @@ def test_an_edited_checkpoint_fails_its_signature(ledger):
 def test_a_checkpoint_row_that_differs_from_its_note_is_named(ledger):
     with tampering():
         LedgerCheckpoint.objects.update(tree_size=5)
-    verify_fails(r"checkpoint \d+ \(size 5\): the row differs from its signed note")
+    verify_fails(r"checkpoint \d+ \(size 5, key [^)]+\): the row differs from its signed note")
 
 
 def test_a_correctly_signed_checkpoint_over_a_different_tree_is_caught(ledger):

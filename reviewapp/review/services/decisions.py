@@ -12,7 +12,7 @@ from reviewapp.ledger.services import decision_entry, evidence_entry, ledger_app
 from reviewapp.verify import DECISION_ROW_COLUMNS, decision_facts, decision_row_mismatches
 from reviewapp.webhooks.events import webhook_record_decided
 
-from ..keys import public_key_for, server_signer
+from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
 
 GENESIS_HASH = "0" * 64
@@ -145,9 +145,9 @@ def _locked_chain_head() -> ChainHead:
     return head
 
 
-def decision_signature_valid(decision: Decision) -> bool:
-    """Verify from the stored bytes and the registered public key alone."""
-    public_key = public_key_for(decision.key_id)
+def decision_signature_valid(decision: Decision, keys: dict[str, bytes] | None = None) -> bool:
+    """Verify from the stored bytes and a trusted public key alone (a trust anchor)."""
+    public_key = (trusted_keys() if keys is None else keys).get(decision.key_id)
     if public_key is None:
         return False
     try:
@@ -159,13 +159,15 @@ def decision_signature_valid(decision: Decision) -> bool:
 
 @dataclass(frozen=True)
 class DecisionCheck:
-    """A decision re-checked from its stored bytes and the registered public key alone."""
+    """A decision re-checked from its stored bytes and a trusted public key alone."""
 
     signature_ok: bool
     hash_ok: bool
     canonical_ok: bool
     # Row columns that no longer say what the signed bytes say.
     mismatched: tuple[str, ...]
+    # The signing key, when it is not a trust anchor (then the signature is not ok).
+    untrusted_key: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -175,6 +177,8 @@ class DecisionCheck:
     def problem(self) -> str | None:
         if not self.hash_ok:
             return "stored hash does not match its signed bytes"
+        if self.untrusted_key:
+            return untrusted_key_problem(self.untrusted_key)
         if not self.signature_ok:
             return "signature does not verify"
         if not self.canonical_ok:
@@ -184,7 +188,9 @@ class DecisionCheck:
         return None
 
 
-def decision_check(decision: Decision) -> DecisionCheck:
+def decision_check(decision: Decision, keys: dict[str, bytes] | None = None) -> DecisionCheck:
+    """``keys``: the trusted keys, when the caller checks many decisions (default: read them)."""
+    keys = trusted_keys() if keys is None else keys
     payload_bytes = decision.payload.encode()
     try:
         signed = json.loads(payload_bytes)
@@ -198,10 +204,11 @@ def decision_check(decision: Decision) -> DecisionCheck:
         decision_facts(payload_bytes, signed),
     )
     return DecisionCheck(
-        signature_ok=decision_signature_valid(decision),
+        signature_ok=decision_signature_valid(decision, keys),
         hash_ok=sha256_hex(payload_bytes) == decision.hash,
         canonical_ok=canonical_ok,
         mismatched=tuple(mismatched),
+        untrusted_key=None if decision.key_id in keys else decision.key_id,
     )
 
 
@@ -209,9 +216,10 @@ def decisions_verify_chain() -> tuple[int, str | None]:
     """Re-verify every decision in order. Returns (count checked, first problem or None)."""
     expected_prev = GENESIS_HASH
     checked = 0
+    keys = trusted_keys()
     for decision in Decision.objects.order_by("id").iterator(chunk_size=1000):
         label = f"decision {decision.pk} (proposal {decision.proposal_id})"
-        problem = decision_check(decision).problem
+        problem = decision_check(decision, keys).problem
         if problem:
             return checked, f"{label}: {problem}"
         if decision.prev_hash != expected_prev:

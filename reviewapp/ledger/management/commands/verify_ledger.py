@@ -8,8 +8,9 @@ from reviewapp.ledger.verification import ledger_verify
 class Command(BaseCommand):
     help = (
         "Recompute the ledger's Merkle tree from the database and check every signature, "
-        "every stored row against what was signed, the decision chain and every signed "
-        "checkpoint. Exits non-zero naming the first bad entry."
+        "every stored row against what was signed, the decision chain, each decision's "
+        "evidence, every signed checkpoint and every witnessed one. Exits non-zero naming "
+        "the first bad entry."
     )
 
     def add_arguments(self, parser):
@@ -19,10 +20,18 @@ class Command(BaseCommand):
             default=None,
             help="processes checking signatures (default: 2 for large ledgers, else 1)",
         )
+        parser.add_argument(
+            "--witness",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="a witness log (JSONL of signed checkpoints) to check the tree against, "
+            "besides REVIEWAPP_LEDGER_WITNESS_FILE; repeatable",
+        )
 
     def handle(self, *args, **options):
         started = time.perf_counter()
-        result = ledger_verify(workers=options["workers"])
+        result = ledger_verify(workers=options["workers"], witness_files=options["witness"])
         for warning in result.warnings:
             self.stderr.write(self.style.WARNING(f"warning: {warning}"))
         if result.problem:
