@@ -5,6 +5,7 @@ from typing import Annotated
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router
 
+from reviewapp.review.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Decision, SigningKey
 
 from .auth import ApiAuth
@@ -16,9 +17,9 @@ AfterId = Annotated[int, Query(ge=0, le=2**63 - 1)]
 
 
 def public_keys_for(key_ids) -> dict[str, str]:
-    return dict(
-        SigningKey.objects.filter(key_id__in=set(key_ids)).values_list("key_id", "public_key")
-    )
+    """Trusted public keys only: a key that only the database knows is served as null."""
+    trusted = public_keys_b64(trusted_keys())
+    return {k: trusted[k] for k in set(key_ids) if k in trusted}
 
 
 def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
@@ -76,10 +77,14 @@ def decision_detail(request, decision_id: ObjectId):
     auth=ApiAuth("read"),
     response={200: list[KeyOut], **errors()},
     summary="Public signing keys (private keys never leave the server)",
+    description="Only keys that are trust anchors (REVIEWAPP_TRUSTED_KEYS): a key row "
+    "inserted into the database is never served.",
 )
 def key_list(request):
-    return list(
-        SigningKey.objects.order_by("created_at", "pk").values(
-            "key_id", "public_key", "created_at", "retired_at"
-        )
-    )
+    trusted = public_keys_for(trusted_keys())
+    rows = SigningKey.objects.filter(key_id__in=list(trusted)).order_by("created_at", "pk")
+    return [
+        row
+        for row in rows.values("key_id", "public_key", "created_at", "retired_at")
+        if trusted[row["key_id"]] == row["public_key"]
+    ]
