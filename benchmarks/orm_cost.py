@@ -8,9 +8,8 @@ configured) and Redis /14, times in one process:
 - a primary-key lookup through the Django ORM, as a model and as `values_list`,
   against the same statement through a raw cursor;
 - an UPDATE through `save(update_fields=…)` against a raw cursor;
-- publishing one `run_lens` message with `.delay()` and through a shared producer;
-- what a submission spends sending its 3 lens tasks (`_enqueue_lenses`: one
-  producer, one Redis round trip).
+- publishing one `evaluate_proposal` message with `.delay()` and through a
+  shared producer (what a submission sends: one task per proposal).
 
 These are the unit costs behind the pipeline's CPU per proposal: the worker
 runs about 34 ORM statements and the web process 5 statements and 3 messages
@@ -51,8 +50,7 @@ def main() -> None:
     from django.db import connection
 
     from reviewapp.review.models import ChainHead, Lens
-    from reviewapp.review.services.proposals import _enqueue_lenses
-    from reviewapp.review.tasks import run_lens
+    from reviewapp.review.tasks import evaluate_proposal
 
     s.pipeline_panel()
     lens = Lens.objects.order_by("pk").first()
@@ -85,15 +83,12 @@ def main() -> None:
             lambda: head.save(update_fields=["last_hash"]), args.n // 4
         ),
         "raw cursor UPDATE by primary key": cpu_ms(raw_update, args.n // 4),
-        "Celery run_lens.delay(…)": cpu_ms(lambda: run_lens.delay(0, 0), args.n),
+        "Celery evaluate_proposal.delay(…)": cpu_ms(lambda: evaluate_proposal.delay(0), args.n),
     }
-    with run_lens.app.producer_or_acquire() as producer:
+    with evaluate_proposal.app.producer_or_acquire() as producer:
         figures["Celery apply_async(…, producer=shared)"] = cpu_ms(
-            lambda: run_lens.apply_async((0, 0), producer=producer), args.n
+            lambda: evaluate_proposal.apply_async((0,), producer=producer), args.n
         )
-    figures["3 lens tasks, batched (_enqueue_lenses)"] = cpu_ms(
-        lambda: _enqueue_lenses(0, [0, 0, 0]), args.n // 3
-    )
     s.flush_redis(env["CELERY_BROKER_URL"])  # the messages above name no proposal
     for label, value in figures.items():
         s.line(label, f"{value:.3f} ms CPU")

@@ -1,5 +1,6 @@
-"""GET /healthz: is the database, the broker and at least one worker up?"""
+"""GET /healthz: is the database up, the broker, and a worker on each queue (CPU, LLM)?"""
 
+from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
@@ -28,14 +29,36 @@ def _broker() -> dict:
 
 
 def _workers() -> dict:
+    """Which workers answer, and whether every queue the pipeline uses has one."""
     try:
-        replies = app.control.ping(timeout=WORKER_PING_TIMEOUT_SECONDS) or []
+        replies = app.control.inspect(timeout=WORKER_PING_TIMEOUT_SECONDS).active_queues() or {}
     except Exception as exc:
-        return {"ok": False, "error": str(exc), "workers": []}
-    names = sorted(name for reply in replies for name in reply)
+        return {"ok": False, "error": str(exc), "workers": [], "queues": {}}
+    names = sorted(replies)
+    queues = {
+        queue: sorted(name for name, consumed in replies.items() if queue in _names(consumed))
+        for queue in (app.conf.task_default_queue, settings.REVIEWAPP_LLM_QUEUE)
+    }
     if not names:
-        return {"ok": False, "error": "no worker answered a ping within 1 s", "workers": []}
-    return {"ok": True, "workers": names}
+        return {
+            "ok": False,
+            "error": "no worker answered within 1 s",
+            "workers": [],
+            "queues": queues,
+        }
+    idle = [queue for queue, consumers in queues.items() if not consumers]
+    if idle:
+        return {
+            "ok": False,
+            "error": f"no worker consumes the {', '.join(idle)} queue",
+            "workers": names,
+            "queues": queues,
+        }
+    return {"ok": True, "workers": names, "queues": queues}
+
+
+def _names(consumed: list[dict]) -> set[str]:
+    return {queue["name"] for queue in consumed or ()}
 
 
 @require_GET

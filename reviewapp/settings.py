@@ -265,6 +265,25 @@ REVIEWAPP_CLAIM_TTL_MINUTES = _read(env.int, "REVIEWAPP_CLAIM_TTL_MINUTES", defa
 REVIEWAPP_STUCK_AFTER_SECONDS = _read(env.int, "REVIEWAPP_STUCK_AFTER_SECONDS", default=120)
 REVIEWAPP_SWEEP_EVERY_SECONDS = _read(env.float, "REVIEWAPP_SWEEP_EVERY_SECONDS", default=30.0)
 REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEMPTS", default=4)
+# LLM lenses are judged on their own queue by a worker whose threads only
+# wait on an event loop (reviewapp/review/llm_worker.py): this many proposals'
+# calls are in flight per LLM worker process, on one database connection.
+REVIEWAPP_LLM_QUEUE = "llm"
+CELERY_TASK_ROUTES = {"reviewapp.review.tasks.judge_llm_lenses": {"queue": REVIEWAPP_LLM_QUEUE}}
+REVIEWAPP_LLM_WORKER_CONCURRENCY = _read(env.int, "REVIEWAPP_LLM_WORKER_CONCURRENCY", default=200)
+# All of one lens's calls, retries and re-asks: past this it is a lens failure.
+REVIEWAPP_LLM_LENS_TIME_LIMIT = _read(
+    env.float, "REVIEWAPP_LLM_LENS_TIME_LIMIT", default=float(CELERY_TASK_SOFT_TIME_LIMIT)
+)
+# Runs of the final step that failed (or never finished) before it escalates.
+REVIEWAPP_FINAL_STEP_ATTEMPTS = _read(env.int, "REVIEWAPP_FINAL_STEP_ATTEMPTS", default=3)
+for _name in (
+    "REVIEWAPP_LLM_WORKER_CONCURRENCY",
+    "REVIEWAPP_LLM_LENS_TIME_LIMIT",
+    "REVIEWAPP_FINAL_STEP_ATTEMPTS",
+):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive.")
 # The environment variables an LLM lens may name as its API key: names, or
 # prefixes ending in "*" (review/llm_keys.py says why there is a list at all).
 REVIEWAPP_LLM_KEY_ENV_ALLOW = _read(

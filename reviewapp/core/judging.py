@@ -25,7 +25,7 @@ import random
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -38,11 +38,42 @@ from reviewapp.core.cite import (
     ClaimInput,
     GroundedClaim,
     GroundingPolicy,
+    UnresolvedCite,
     ground_claims,
 )
 
 VERDICTS = ("pass", "fail")
 ASSESSMENTS = ("verified", "contested", "refuted")
+RESPONSE_FORMATS = ("json_schema", "json_object", "text")
+
+# RESPONSE_SHAPE as a strict JSON Schema (OpenAI structured outputs: every
+# property required, no others; an optional field is nullable instead).
+JUDGEMENT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["verdict", "rationale", "claims"],
+    "properties": {
+        "verdict": {"type": "string", "enum": list(VERDICTS)},
+        "rationale": {"type": "string"},
+        "claims": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["cite", "assessment", "note", "claim_id"],
+                "properties": {
+                    "cite": {"type": "string"},
+                    "assessment": {"type": "string", "enum": list(ASSESSMENTS)},
+                    "note": {"type": "string"},
+                    "claim_id": {"type": ["string", "null"]},
+                },
+            },
+        },
+    },
+}
+# How OpenAI-compatible servers word a refused response_format (OpenAI, vLLM,
+# llama.cpp, Ollama): the field's name or the mode's.
+_REFUSED_FORMAT = re.compile(rb"response_format|json_schema|json_object|structured output", re.I)
 
 RESPONSE_SHAPE = """\
 {
@@ -312,6 +343,31 @@ def _parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+def _request_body(
+    *, model: str, messages: list[dict], temperature: float, response_format: str
+) -> dict:
+    """The chat-completions request body, for the sync and the async transport alike.
+
+    ``response_format`` is the lens's mode: ``json_schema`` asks for the
+    judgement's exact shape (strict structured output, where the endpoint has
+    it), ``json_object`` for any JSON object, ``text`` for no constraint at
+    all, for servers that refuse both. The answer is parsed the same way in
+    every mode: the schema helps the model, it is never trusted in place of
+    the parser.
+    """
+    body = {"model": model, "messages": messages, "temperature": temperature}
+    if response_format not in RESPONSE_FORMATS:
+        raise ValueError(f"unknown response format {response_format!r}")
+    if response_format == "json_schema":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "judgement", "strict": True, "schema": JUDGEMENT_SCHEMA},
+        }
+    elif response_format == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    return body
+
+
 class OpenAIChatTransport:
     """OpenAI-compatible ``/chat/completions`` over httpx, no retries of its own."""
 
@@ -323,12 +379,14 @@ class OpenAIChatTransport:
         temperature: float,
         timeout: float,
         client: httpx.Client | None = None,
+        response_format: str = "json_object",
     ):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.api_key = api_key
         self.temperature = temperature
         self.timeout = timeout
+        self.response_format = response_format
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
 
@@ -343,12 +401,12 @@ class OpenAIChatTransport:
         self.close()
 
     def complete(self, messages: list[dict]) -> str:
-        body = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-            "response_format": {"type": "json_object"},
-        }
+        body = _request_body(
+            model=self.model,
+            messages=messages,
+            temperature=self.temperature,
+            response_format=self.response_format,
+        )
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         # httpx timeouts are per phase (each read may take `timeout`), so a server
         # trickling bytes could stall us indefinitely; the deadline caps the body
@@ -373,17 +431,27 @@ class OpenAIChatTransport:
         except httpx.HTTPError as exc:
             raise PermanentTransportError(f"request failed: {exc!r}") from exc
 
-        status = response.status_code
-        if status == 429:
-            raise TransientTransportError(
-                "HTTP 429 rate limited",
-                retry_after=_parse_retry_after(response.headers.get("retry-after")),
+        return _answer_of(response.status_code, response.headers.get("retry-after"), payload)
+
+
+def _answer_of(status: int, retry_after: str | None, payload: bytes) -> str:
+    """The answer text of a response, or the transport error its status means."""
+    if status == 429:
+        raise TransientTransportError(
+            "HTTP 429 rate limited", retry_after=_parse_retry_after(retry_after)
+        )
+    if status >= 500:
+        raise TransientTransportError(f"HTTP {status}: {payload[:200]!r}")
+    if status >= 400:
+        if status in (400, 422) and _REFUSED_FORMAT.search(payload[:2000]):
+            # Retrying the same request cannot help, and the admin can fix it.
+            raise UnusableCompletion(
+                f"the endpoint refused the requested response format (HTTP {status}: "
+                f"{payload[:200]!r}); set the lens's response format to one it supports "
+                "(json_object, or text)"
             )
-        if status >= 500:
-            raise TransientTransportError(f"HTTP {status}: {payload[:200]!r}")
-        if status >= 400:
-            raise PermanentTransportError(f"HTTP {status}: {payload[:200]!r}")
-        return _content_of(payload)
+        raise PermanentTransportError(f"HTTP {status}: {payload[:200]!r}")
+    return _content_of(payload)
 
 
 def _content_of(payload: bytes) -> str:
@@ -472,33 +540,47 @@ class JudgeOutcome:
     repair_asks: int
     requote_rounds: int
     transcript: list[dict]
+    # The same misses with the lens's own assessment and note, for the record.
+    unresolved: tuple[UnresolvedCite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """A step of the loop: wait this long before the next call (a transient error)."""
+
+    seconds: float
 
 
 @dataclass
 class _Caller:
-    """Calls the transport, retrying transient errors on the run-wide budget."""
+    """Asks for calls, retrying transient errors on the run-wide budget.
 
-    transport: ChatTransport
+    A generator: it yields the messages to send and is sent the answer text,
+    or has the transport's error thrown in; before a retry it yields a
+    ``Backoff``. The loop does no I/O itself, so the same budgets drive a
+    blocking transport (``run_judge``) and an async one that defers a retry
+    instead of sleeping (``reviewapp.core.llm_calls``).
+    """
+
     budget: int
     backoff_base: float
     backoff_cap: float
-    sleep: Callable[[float], Any]
     rng: Callable[[], float]
     transcript: list[dict]
     calls: int = 0
 
-    def call(self, messages: list[dict], *, prepaid: bool) -> str:
+    def call(self, messages: list[dict], *, prepaid: bool):
         """``prepaid``: the first attempt is funded by a re-ask budget, not ours."""
         failures = 0
         while True:
-            # run_judge guarantees budget >= 1 on entry, and a retry is only
+            # judge_steps guarantees budget >= 1 on entry, and a retry is only
             # taken while budget remains.
             if not prepaid:
                 self.budget -= 1
             prepaid = False
             self.calls += 1
             try:
-                return self.transport.complete(messages)
+                return (yield messages)
             except UnusableCompletion as exc:
                 raise LensFailed(str(exc), self.calls, self.transcript) from exc
             except PermanentTransportError as exc:
@@ -510,7 +592,7 @@ class _Caller:
                     raise LensFailed(
                         f"transport budget exhausted: {exc}", self.calls, self.transcript
                     ) from exc
-                self.sleep(self._delay(failures, exc.retry_after))
+                yield Backoff(self._delay(failures, exc.retry_after))
                 failures += 1
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
@@ -525,6 +607,30 @@ class _Caller:
 def run_judge(
     *,
     transport: ChatTransport,
+    sleep: Callable[[float], Any] = time.sleep,
+    **loop: Any,
+) -> JudgeOutcome:
+    """Judge through a blocking transport; ``loop`` is ``judge_steps``'s arguments."""
+    steps = judge_steps(**loop)
+    reply: str | None = None
+    error: TransportError | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(reply)
+        except StopIteration as done:
+            return done.value
+        reply = error = None
+        if isinstance(step, Backoff):
+            sleep(step.seconds)
+            continue
+        try:
+            reply = transport.complete(step)
+        except TransportError as exc:
+            error = exc
+
+
+def judge_steps(
+    *,
     instructions: str,
     lens_name: str,
     content: str,
@@ -535,9 +641,9 @@ def run_judge(
     transport_attempts: int = 4,
     backoff_base: float = 0.5,
     backoff_cap: float = 8.0,
-    sleep: Callable[[float], Any] = time.sleep,
     rng: Callable[[], float] = random.random,
-) -> JudgeOutcome:
+) -> Generator[list[dict] | Backoff, str, JudgeOutcome]:
+    """The judge loop as steps: yields messages to send (or a Backoff), returns the outcome."""
     if transport_attempts < 1:
         raise ValueError("transport_attempts must be at least 1")
     messages = build_messages(
@@ -546,14 +652,12 @@ def run_judge(
         content=content,
         thought_process=thought_process,
     )
-    caller = _Caller(
-        transport, transport_attempts, backoff_base, backoff_cap, sleep, rng, transcript=messages
-    )
+    caller = _Caller(transport_attempts, backoff_base, backoff_cap, rng, transcript=messages)
     repair_asks = 0
     requote_rounds = 0
     prepaid = False
     while True:
-        raw = caller.call(messages, prepaid=prepaid)
+        raw = yield from caller.call(messages, prepaid=prepaid)
         try:
             parsed = parse_judgement(raw)
         except MalformedJudgement as exc:
@@ -593,4 +697,5 @@ def run_judge(
             repair_asks=repair_asks,
             requote_rounds=requote_rounds,
             transcript=messages,
+            unresolved=tuple(grounding.unresolved),
         )

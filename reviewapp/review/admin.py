@@ -213,6 +213,8 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
             {"classes": ("show-if-backend-recorded",), "fields": ("recorded_responses",)},
         ),
     )
+                    "max_concurrent_calls",
+                    "calls_per_minute",
 
     class Media:
         js = ADMIN_MEDIA_JS

@@ -78,6 +78,8 @@ class LensAdminForm(forms.ModelForm):
             "temperature",
             "timeout_seconds",
             "response_format",
+            "max_concurrent_calls",
+            "calls_per_minute",
             "mandate",
         )
         widgets = {

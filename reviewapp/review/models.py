@@ -133,6 +133,10 @@ class Lens(models.Model):
                 errors["model"] = "An LLM lens needs a model name."
             if self.timeout_seconds <= 0:
                 errors["timeout_seconds"] = "The timeout must be positive."
+            if self.max_concurrent_calls < 1:
+                errors["max_concurrent_calls"] = "Allow at least one call at a time."
+            if self.calls_per_minute < 1:
+                errors["calls_per_minute"] = "Allow at least one call per minute."
             if errors:
                 raise ValidationError(errors)
         if self.backend == self.Backend.CONSTRAINTS:
@@ -355,6 +359,10 @@ class Proposal(models.Model):
     # When outstanding external lenses stop being waited for (None: no external lens).
     external_deadline_at = models.DateTimeField(null=True, blank=True, db_index=True)
     finalized_at = models.DateTimeField(null=True, blank=True)
+    # The final step's failed or lost runs; past REVIEWAPP_FINAL_STEP_ATTEMPTS
+    # the proposal is escalated instead of retried (see services/finalize.py).
+    final_step_attempts = models.PositiveSmallIntegerField(default=0)
+    final_step_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -529,6 +537,7 @@ class Escalation(models.Model):
         INCONCLUSIVE = "inconclusive", "Inconclusive checker"
         LENS_FAILED = "lens_failed", "Lens failed"
         SIGN_OFF = "sign_off", "Sign-off"
+        FINAL_STEP_FAILED = "final_step_failed", "Final step kept failing"
 
     class Status(models.TextChoices):
         OPEN = "open"
@@ -626,3 +635,25 @@ class ChainHead(models.Model):
 
     def __str__(self) -> str:
         return self.last_hash
+
+
+class EndpointCall(models.Model):
+    """An LLM call in flight at an endpoint, or started there within the last minute.
+
+    The embedded default's shared state for per-endpoint limits; with Redis
+    the same state lives in Redis instead (reviewapp/review/endpoint_limits.py).
+    Times are epoch seconds: the limiter compares them and nothing displays them.
+    """
+
+    endpoint = models.CharField(max_length=64)  # sha256 of the base URL
+    token = models.CharField(max_length=32, unique=True)
+    started = models.FloatField()
+    # While in flight, when the slot is reclaimed if never released (a killed
+    # worker); once released, the release time.
+    ends = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["endpoint", "started"])]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint[:8]} {self.token}"

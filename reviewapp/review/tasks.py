@@ -4,88 +4,199 @@ import logging
 from datetime import timedelta
 
 from celery import current_app, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from kombu.exceptions import ChannelError
 
-from reviewapp.core.judging import LensFailed
+from reviewapp.core.judging import JudgeOutcome, LensFailed
 
 from .evaluators import evaluate_lens
-from .models import Lens, Proposal
+from .llm_worker import answer_outcome, judge_proposal
+from .models import Lens, Proposal, RecordedResponse
+from .services.final_step import (
+    proposal_escalate_final_step,
+    proposal_final_step_attempt,
+    proposal_final_step_failed,
+)
 from .services.finalize import proposal_finalize
-from .services.judgements import judgement_record, lens_failure_record
+from .services.judgements import answered_lens_ids, judgement_record, lens_failure_record
 from .services.proposals import (
-    lenses_to_run,
+    proposal_begin_evaluation,
     proposal_for_lens,
     proposal_touch,
     proposals_past_external_deadline,
     proposals_stuck,
+    worker_lens_ids,
 )
 
 log = logging.getLogger(__name__)
 
 
 @shared_task
-def evaluate_proposal(proposal_id: int) -> None:
-    """Re-enqueue what a stuck proposal still needs: its unanswered lenses, or the final step.
+def evaluate_proposal(
+    proposal_id: int, llm_answers: list[dict] | None = None, swept: bool = False
+) -> None:
+    """A proposal's one CPU task: record its LLM answers, run its CPU lenses, the final step.
 
-    Submission enqueues the lenses itself; this is the sweeper's way back in.
+    The CPU lenses (constraints, recorded) run inline, so a proposal with no
+    LLM lens costs this one task. LLM lenses are judged on the ``llm`` queue
+    (``judge_llm_lenses``), which sends its answers back here as
+    ``llm_answers``. The sweeper comes back in here with ``swept``: whatever
+    is still missing is run or sent again, and a final step that keeps not
+    finishing is escalated after REVIEWAPP_FINAL_STEP_ATTEMPTS runs.
     Outstanding external lenses are waited for by the sweeper's deadline check.
     """
     proposal = Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None or proposal.is_final:
         return
-    for lens in lenses_to_run(proposal):
-        run_lens.delay(proposal_id, lens.pk)
-    if proposal.all_lenses_answered:
-        finalize_proposal.delay(proposal_id)
+    if swept and proposal.all_lenses_answered:
+        # Every lens answered long ago: only the final step is left, and an
+        # earlier run of it failed or never finished.
+        _final_step(proposal_id, loaded=proposal, retry=True)
+        return
+    worker_lenses = worker_lens_ids(proposal.panel_snapshot)
+    by_id = Lens.objects.in_bulk(worker_lenses)
+    answered = answered_lens_ids(proposal_id) if proposal.lenses_answered else set()
+    if proposal.status == Proposal.Status.QUEUED:
+        proposal_begin_evaluation(proposal_id=proposal_id)
+    llm_by_lens = {answer["lens"]: answer for answer in llm_answers or ()}
+    todo = [by_id[i] for i in worker_lenses if i in by_id and i not in answered]
+    recorded = _recorded_responses(proposal, todo)
+    last = None
+    llm_pending = False
+    out_of_time = None
+    for lens in todo:
+        if lens.backend == Lens.Backend.LLM:
+            if lens.pk in llm_by_lens:
+                last = _record(proposal, lens, answer_outcome(llm_by_lens[lens.pk])) or last
+            else:
+                llm_pending = True
+            continue
+        if out_of_time is not None:
+            outcome = LensFailed(out_of_time, 0, [])
+        else:
+            try:
+                outcome = evaluate_lens(lens=lens, proposal=proposal, recorded=recorded)
+            except LensFailed as exc:
+                outcome = exc
+            except SoftTimeLimitExceeded:
+                # The task's soft time limit: this lens and the ones after it
+                # fail now, so the proposal ends instead of waiting for the sweeper.
+                out_of_time = "the worker's time limit was reached before this lens answered"
+                outcome = LensFailed(out_of_time, 0, [])
+        last = _record(proposal, lens, outcome) or last
+    if llm_pending and llm_answers is None:
+        judge_llm_lenses.delay(proposal_id)
+        return
+    # The answers are committed; the final step runs here rather than as one
+    # more task. If this worker dies first, the task's re-delivery or the
+    # sweeper finds every lens answered and runs it.
+    if last is None:
+        # Nothing recorded here (a re-delivery): finish what a lost run began.
+        _final_step(proposal_id)
+    elif last.proposal.all_lenses_answered:
+        _final_step(proposal_id, loaded=proposal)
+
+
+@shared_task
+def judge_llm_lenses(proposal_id: int) -> None:
+    """On the ``llm`` queue: judge the proposal's LLM lenses, send the answers to the CPU queue."""
+    answers = judge_proposal(proposal_id)
+    if answers is not None:
+        evaluate_proposal.delay(proposal_id, answers)
+
+
+def _recorded_responses(proposal: Proposal, lenses: list[Lens]) -> dict[int, list]:
+    """The stored responses of the proposal's recorded lenses, in one query."""
+    ids = [lens.pk for lens in lenses if lens.backend == Lens.Backend.RECORDED]
+    if not ids:
+        return {}
+    rows = RecordedResponse.objects.filter(
+        lens_id__in=ids, content_sha256=proposal.content_sha256
+    ).values_list("lens_id", "responses")
+    return dict(rows)
+
+
+def _record(proposal: Proposal, lens: Lens, outcome: JudgeOutcome | LensFailed):
+    """Record one lens's answer (or failure); the answer, or None if it had answered."""
+    if isinstance(outcome, LensFailed):
+        log.warning("lens %s failed on proposal %s: %s", lens.name, proposal.pk, outcome)
+        return lens_failure_record(
+            proposal_id=proposal.pk,
+            lens=lens,
+            error=str(outcome),
+            attempts=outcome.attempts,
+            enqueue_final_step=False,
+        )
+    return judgement_record(
+        proposal_id=proposal.pk,
+        lens=lens,
+        verdict=outcome.verdict,
+        rationale=outcome.rationale,
+        claims=outcome.claims,
+        dropped_cites=outcome.unresolved
+        if proposal.panel_snapshot["grounding_policy"] == "reject"
+        else [],
+        raw_response=outcome.raw_response,
+        attempts=outcome.transport_calls,
+        requote_rounds=outcome.requote_rounds,
+        enqueue_final_step=False,
+    )
+
+
+def _final_step(
+    proposal_id: int, *, loaded: Proposal | None = None, retry: bool = False, **kwargs
+) -> None:
+    """The final step, bounded: one that keeps failing or dying is escalated, not retried forever.
+
+    A retry (the sweeper found the proposal fully answered but not final) is
+    counted before it runs, so runs that die outright (a killed worker, a
+    hard time limit) count too; an error's text is kept for the escalation.
+    """
+    if retry:
+        attempts = proposal_final_step_attempt(proposal_id=proposal_id)
+        if attempts >= settings.REVIEWAPP_FINAL_STEP_ATTEMPTS:
+            proposal_escalate_final_step(proposal_id=proposal_id, attempts=attempts)
+            return
+    try:
+        proposal_finalize(proposal_id=proposal_id, loaded=loaded, **kwargs)
+    except Exception as exc:
+        proposal_final_step_failed(proposal_id=proposal_id, error=f"{type(exc).__name__}: {exc}")
+        raise
 
 
 @shared_task
 def run_lens(proposal_id: int, lens_id: int) -> None:
-    """Judge the proposal with one lens; the lens that answers last runs the final step."""
+    """Judge the proposal with one lens, here and now; the lens that answers last ends it.
+
+    The pipeline does not send this (submission sends ``evaluate_proposal``
+    or ``judge_llm_lenses``): it re-runs a single lens in process, for drills
+    and tests, and finishes a proposal left in flight by an older release.
+    """
     try:
         lens = Lens.objects.get(pk=lens_id)
     except Lens.DoesNotExist:
+        # Deleted since submission: it will never answer, so the proposal is
+        # escalated now, naming it, rather than waiting forever.
+        _final_step(proposal_id, deadline_passed=True)
         return
     proposal = proposal_for_lens(proposal_id=proposal_id, lens=lens)
     if proposal is None:
         # Final, or a re-delivered task whose lens answered: if the worker that
         # recorded the last answer died before the final step, run it now.
-        proposal_finalize(proposal_id=proposal_id)
+        _final_step(proposal_id)
         return
     try:
         outcome = evaluate_lens(lens=lens, proposal=proposal)
     except LensFailed as exc:
-        log.warning("lens %s failed on proposal %s: %s", lens.name, proposal_id, exc)
-        answer = lens_failure_record(
-            proposal_id=proposal_id,
-            lens=lens,
-            error=str(exc),
-            attempts=exc.attempts,
-            enqueue_final_step=False,
-        )
-    else:
-        answer = judgement_record(
-            proposal_id=proposal_id,
-            lens=lens,
-            verdict=outcome.verdict,
-            rationale=outcome.rationale,
-            claims=outcome.claims,
-            dropped_cites=outcome.unresolved_cites
-            if proposal.panel_snapshot["grounding_policy"] == "reject"
-            else [],
-            raw_response=outcome.raw_response,
-            attempts=outcome.transport_calls,
-            requote_rounds=outcome.requote_rounds,
-            enqueue_final_step=False,
-        )
-    # The answer is committed; the final step runs here rather than as one
-    # more task. If this worker dies first, the task's re-delivery or the
-    # sweeper finds every lens answered and runs it.
+        outcome = exc
+    except SoftTimeLimitExceeded:
+        outcome = LensFailed("the worker's time limit was reached before this lens answered", 0, [])
+    answer = _record(proposal, lens, outcome)
     if answer is None:
-        proposal_finalize(proposal_id=proposal_id)
+        _final_step(proposal_id)
     elif answer.proposal.all_lenses_answered:
-        proposal_finalize(proposal_id=proposal_id, loaded=proposal)
+        _final_step(proposal_id, loaded=proposal)
 
 
 @shared_task
@@ -94,14 +205,15 @@ def finalize_proposal(proposal_id: int, deadline_passed: bool = False) -> None:
 
 
 def broker_backlog() -> int:
-    """Messages waiting in the default queue (not counting those a worker holds)."""
+    """Messages waiting in the CPU and LLM queues (not counting those a worker holds)."""
+    total = 0
     with current_app.connection_for_read() as conn:
-        try:
-            return conn.default_channel.queue_declare(
-                queue=current_app.conf.task_default_queue, passive=True
-            ).message_count
-        except ChannelError:  # never declared: nothing was ever sent
-            return 0
+        for queue in (current_app.conf.task_default_queue, settings.REVIEWAPP_LLM_QUEUE):
+            try:
+                total += conn.default_channel.queue_declare(queue=queue, passive=True).message_count
+            except ChannelError:  # never declared: nothing was ever sent
+                continue
+    return total
 
 
 @shared_task
@@ -117,7 +229,7 @@ def sweep_stuck_proposals() -> int:
     stuck = proposals_stuck(older_than=timedelta(seconds=settings.REVIEWAPP_STUCK_AFTER_SECONDS))
     for proposal_id in stuck:
         proposal_touch(proposal_id=proposal_id)
-        evaluate_proposal.delay(proposal_id)
+        evaluate_proposal.delay(proposal_id, swept=True)
     deadline_sweep()
     return len(stuck)
 

@@ -3,7 +3,7 @@
 from kombu.exceptions import OperationalError
 
 from reviewapp.review.models import Proposal
-from reviewapp.review.tasks import run_lens
+from reviewapp.review.tasks import evaluate_proposal
 
 BODY = {"panel": None, "content": "Answer.", "external_ref": "outage-1"}
 
@@ -14,7 +14,7 @@ def test_a_submission_is_accepted_and_kept_when_the_broker_is_down(
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(run_lens, "apply_async", broker_down)
+    monkeypatch.setattr(evaluate_proposal, "apply_async", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post("/api/proposals", {**BODY, "panel": panel.name})
     assert response.status_code == 202

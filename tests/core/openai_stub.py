@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -129,6 +130,14 @@ class OpenAIStub:
         self._steps: list[Step] = []
         self._stopping = threading.Event()
         self.requests: list[StubRequest] = []
+        # What answers once the script is exhausted (None: a 400), for tests
+        # and benchmarks that send more requests than they would script.
+        self.respond: Callable[[StubRequest], Step] | None = None
+        # Requests being answered right now, the most at once, and each
+        # request's (start, end) on the monotonic clock.
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.spans: list[tuple[float, float]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         # Handlers stuck in a Slow/Trickle step must not block shutdown.
         self._server.daemon_threads = True
@@ -170,7 +179,20 @@ class OpenAIStub:
     def _take(self, request: StubRequest) -> Step | None:
         with self._lock:
             self.requests.append(request)
-            return self._steps.pop(0) if self._steps else None
+            if self._steps:
+                return self._steps.pop(0)
+        return self.respond(request) if self.respond is not None else None
+
+    def _enter(self) -> float:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        return time.monotonic()
+
+    def _leave(self, started: float) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            self.spans.append((started, time.monotonic()))
 
 
 def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
@@ -193,12 +215,14 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send(400, b'{"error": {"message": "request body is not JSON"}}')
                 return
-            step = stub._take(StubRequest(self.path, body, self.headers.get("Authorization")))
-            model = body.get("model", "stub-model")
+            started = stub._enter()
             try:
-                self._play(step, model)
+                step = stub._take(StubRequest(self.path, body, self.headers.get("Authorization")))
+                self._play(step, body.get("model", "stub-model"))
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to answer
+            finally:
+                stub._leave(started)
 
         def _play(self, step: Step | None, model: str) -> None:
             match step:

@@ -16,7 +16,7 @@ from reviewapp.review.models import (
     Proposal,
 )
 from reviewapp.review.services.proposals import proposals_past_external_deadline
-from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
+from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, judge_llm_lenses, run_lens
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
 from tests.support.tamper import tampering
@@ -178,16 +178,51 @@ def test_the_first_lens_to_start_marks_the_proposal_evaluating():
     assert proposal.evaluation_started_at == started
 
 
-def test_submission_enqueues_one_task_per_lens_the_worker_runs(
+def test_submission_sends_a_proposal_without_llm_lenses_as_its_one_cpu_task(
     monkeypatch, django_capture_on_commit_callbacks
 ):
-    inside = [LensFactory(), LensFactory()]
-    panel = PanelFactory(lenses=[*inside, LensFactory(backend=Lens.Backend.EXTERNAL)], need=3)
+    panel = PanelFactory(
+        lenses=[LensFactory(), LensFactory(), LensFactory(backend=Lens.Backend.EXTERNAL)], need=3
+    )
     sent = []
-    monkeypatch.setattr(run_lens, "apply_async", lambda args, **kwargs: sent.append(args))
+    monkeypatch.setattr(
+        evaluate_proposal, "apply_async", lambda args, kwargs=None, **kw: sent.append(args)
+    )
+    monkeypatch.setattr(
+        judge_llm_lenses, "apply_async", lambda args, kwargs=None, **kw: sent.append("llm")
+    )
     with django_capture_on_commit_callbacks(execute=True):
         proposal = submit(panel, CONTENT)
-    assert sorted(sent) == sorted((proposal.pk, lens.pk) for lens in inside)
+    assert sent == [(proposal.pk,)]
+
+
+def test_submission_sends_a_proposal_with_llm_lenses_to_the_llm_queue_once(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    llm = [LensFactory(backend=Lens.Backend.LLM, base_url="http://127.0.0.1:9/v1", model="m")]
+    panel = PanelFactory(lenses=[*llm, LensFactory(), LensFactory()], need=3)
+    sent = []
+    monkeypatch.setattr(
+        evaluate_proposal, "apply_async", lambda args, kwargs=None, **kw: sent.append("cpu")
+    )
+    monkeypatch.setattr(
+        judge_llm_lenses, "apply_async", lambda args, kwargs=None, **kw: sent.append(args)
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal = submit(panel, CONTENT)
+    assert sent == [(proposal.pk,)]
+    assert judge_llm_lenses.app.amqp.router.route({}, judge_llm_lenses.name)["queue"].name == (
+        "llm"
+    )
+
+
+def test_one_task_runs_every_cpu_lens_inline_and_ends_the_proposal():
+    panel = three_lens_panel(["pass", "pass", "pass"])
+    proposal = submit(panel, CONTENT)
+    evaluate_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    assert proposal.judgements.count() == 3
 
 
 def test_a_re_delivered_lens_task_runs_the_final_step_its_first_delivery_never_reached(
@@ -206,28 +241,41 @@ def test_a_re_delivered_lens_task_runs_the_final_step_its_first_delivery_never_r
     assert Judgement.objects.filter(proposal=proposal).count() == 1
 
 
-def test_the_sweepers_evaluation_enqueues_only_the_lenses_yet_to_answer(monkeypatch):
+def test_the_sweepers_evaluation_runs_the_cpu_lenses_yet_to_answer_and_ends_the_proposal():
     panel = three_lens_panel(["pass", "pass", "pass"])
     proposal = submit(panel, CONTENT)
-    first, *rest = panel.lenses.order_by("pk")
+    first = panel.lenses.order_by("pk").first()
     run_lens(proposal.pk, first.pk)
+    evaluate_proposal(proposal.pk, swept=True)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    assert Judgement.objects.filter(proposal=proposal).count() == 3
+
+
+def test_the_sweepers_evaluation_sends_unanswered_llm_lenses_to_the_llm_queue(monkeypatch):
+    llm = LensFactory(backend=Lens.Backend.LLM, base_url="http://127.0.0.1:9/v1", model="m")
+    cpu = LensFactory()
+    recorded(cpu, CONTENT, judgement("pass"))
+    proposal = submit(PanelFactory(lenses=[llm, cpu], need=2), CONTENT)
     sent = []
-    monkeypatch.setattr(run_lens, "delay", lambda *args: sent.append(args))
-    evaluate_proposal(proposal.pk)
-    assert sorted(sent) == [(proposal.pk, lens.pk) for lens in rest]
+    monkeypatch.setattr(judge_llm_lenses, "delay", lambda *args: sent.append(args))
+    evaluate_proposal(proposal.pk, swept=True)
+    assert sent == [(proposal.pk,)]
+    assert Judgement.objects.filter(proposal=proposal, lens=cpu).count() == 1
 
 
-def test_the_sweepers_evaluation_enqueues_the_final_step_once_every_lens_answered(monkeypatch):
+def test_the_sweepers_evaluation_runs_the_final_step_once_every_lens_answered(monkeypatch):
     panel = three_lens_panel(["pass"], need=1)
     proposal = submit(panel, CONTENT)
     lens = panel.lenses.get()
-    # A worker died between the last answer and the final step.
-    monkeypatch.setattr("reviewapp.review.tasks.proposal_finalize", lambda **kwargs: None)
-    run_lens(proposal.pk, lens.pk)
-    finals = []
-    monkeypatch.setattr(finalize_proposal, "delay", lambda *args: finals.append(args))
-    evaluate_proposal(proposal.pk)
-    assert finals == [(proposal.pk,)]
+    with monkeypatch.context() as died:
+        # A worker died between the last answer and the final step.
+        died.setattr("reviewapp.review.tasks.proposal_finalize", lambda **kwargs: None)
+        run_lens(proposal.pk, lens.pk)
+    evaluate_proposal(proposal.pk, swept=True)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    assert proposal.final_step_attempts == 1
 
 
 def test_progress_counts_answered_lenses():

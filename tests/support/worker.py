@@ -24,7 +24,20 @@ def test_database_url() -> str:
 
 
 class WorkerProcess:
-    def __init__(self, *, concurrency: int = 2, beat: bool = False, extra_env=None):
+    def __init__(
+        self,
+        *,
+        concurrency: int = 2,
+        beat: bool = False,
+        extra_env=None,
+        queues: str = "celery,llm",
+        pool: str | None = None,
+    ):
+        """By default one prefork worker consumes both the CPU and the LLM queue.
+
+        The deployment's shape, a CPU worker and an LLM worker, is
+        ``queues="celery"`` plus ``queues="llm", pool="threads"``.
+        """
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -46,7 +59,11 @@ class WorkerProcess:
             f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
             "--without-gossip",
             "--without-mingle",
+            "--queues",
+            queues,
         ]
+        if pool is not None:
+            args += ["--pool", pool]
         if beat:
             schedule = Path(env.get("REVIEWAPP_VAR_DIR", ROOT / "var" / "test")) / "beat-schedule"
             args += ["--beat", "--schedule", str(schedule)]

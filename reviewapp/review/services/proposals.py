@@ -128,7 +128,10 @@ def proposal_submit(
             webhook_record_judgement_requested(proposal=proposal)  # commits with the proposal
             # robust: the proposal is stored either way; if the broker is down
             # the client still gets its 202 and the sweeper enqueues it later.
-            transaction.on_commit(lambda: _enqueue_lenses(proposal.pk, worker_lenses), robust=True)
+            if worker_lenses:
+                transaction.on_commit(
+                    lambda: _enqueue_evaluation(proposal.pk, snapshot), robust=True
+                )
     except IntegrityError:
         # Two identical submissions raced past the lookup; the unique
         # constraint let exactly one in.
@@ -168,17 +171,19 @@ def _external_deadline(snapshot: dict, now):
     return None
 
 
-def _enqueue_lenses(proposal_id: int, lens_ids: list[int]) -> None:
-    # Each lens is its own task, straight from submission: a separate fan-out
-    # task per proposal would cost a broker round trip and a worker slot.
-    from ..tasks import run_lens
+def _enqueue_evaluation(proposal_id: int, snapshot: dict) -> None:
+    """One task per proposal: its LLM lenses on the LLM queue, or else its CPU task.
 
-    # One producer and one broker round trip for all of them: acquiring a
-    # producer, or a Redis client, per message costs the web process more than
-    # building the message does. On the filesystem broker the batch is a no-op.
-    with run_lens.app.producer_or_acquire() as producer, producer.batch():
-        for lens_id in lens_ids:
-            run_lens.apply_async((proposal_id, lens_id), producer=producer)
+    A proposal with LLM lenses goes to the LLM worker first, which sends the
+    answers on to the CPU task (its CPU lenses and the final step run there);
+    one with none costs the CPU task alone.
+    """
+    from ..tasks import evaluate_proposal, judge_llm_lenses
+
+    if any(e["backend"] == Lens.Backend.LLM for e in snapshot["lenses"]):
+        judge_llm_lenses.delay(proposal_id)
+    else:
+        evaluate_proposal.delay(proposal_id)
 
 
 def proposal_begin_evaluation(*, proposal_id: int) -> None:

@@ -1,0 +1,174 @@
+"""LLM calls that no worker waits on: the async transport, endpoint gates, the async loop.
+
+Many proposals' calls are in flight at once on one event loop; a call holds
+an endpoint slot only while its HTTP exchange runs. A transient error
+(429 with Retry-After, 5xx, a timeout) gives the slot back and the retry is
+deferred on the loop: nothing sleeps, and other calls take the slot
+meanwhile. The budgets are ``judging.judge_steps``'s, unchanged.
+
+Pure Python: httpx for the calls, and whatever shared store the caller
+hands ``EndpointGate`` for the limits (Redis or the database, see
+``reviewapp.review.endpoint_limits``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from reviewapp.core.judging import (
+    Backoff,
+    JudgeOutcome,
+    LensFailed,
+    PermanentTransportError,
+    TransientTransportError,
+    TransportError,
+    _answer_of,
+    _request_body,
+    judge_steps,
+)
+
+
+class EndpointGate:
+    """Waits, in turn, for a call slot at one endpoint; holds nothing while waiting.
+
+    ``try_acquire()`` asks the shared store for a slot: ``(token, 0)`` when
+    granted, ``(None, seconds)`` with when to ask again (a release in this
+    process wakes the waiter sooner; one elsewhere is seen at the next ask). Waiters of
+    this process queue on a FIFO lock, so only the one at the head asks the
+    store (one round trip per poll, not one per waiting call) and calls are
+    served in the order they asked: under a limit the calls wait their turn.
+    """
+
+    def __init__(
+        self,
+        *,
+        try_acquire: Callable[[], Awaitable[tuple[str | None, float]]],
+        release: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self._try_acquire = try_acquire
+        self._release = release
+        self._turn = asyncio.Lock()
+        self._freed = asyncio.Event()
+
+    async def acquire(self) -> str:
+        async with self._turn:
+            while True:
+                self._freed.clear()
+                token, wait = await self._try_acquire()
+                if token is not None:
+                    return token
+                try:
+                    await asyncio.wait_for(self._freed.wait(), timeout=max(0.001, wait))
+                except TimeoutError:
+                    pass
+
+    async def release(self, token: str) -> None:
+        try:
+            await self._release(token)
+        finally:
+            self._freed.set()
+
+
+class AsyncChatTransport:
+    """OpenAI-compatible ``/chat/completions`` on a shared ``httpx.AsyncClient``."""
+
+    def __init__(
+        self,
+        *,
+        client: httpx.AsyncClient,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        temperature: float,
+        timeout: float,
+        response_format: str = "json_object",
+        gate: EndpointGate | None = None,
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.client = client
+        self.model = model
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.temperature = temperature
+        self.timeout = timeout
+        self.response_format = response_format
+        self.gate = gate
+
+    async def complete(self, messages: list[dict]) -> str:
+        body = _request_body(
+            model=self.model,
+            messages=messages,
+            temperature=self.temperature,
+            response_format=self.response_format,
+        )
+        token = await self.gate.acquire() if self.gate is not None else None
+        try:
+            # One deadline for the whole exchange: httpx's timeouts are per
+            # phase, so a server trickling bytes would otherwise never time out.
+            async with asyncio.timeout(self.timeout):
+                response = await self.client.post(
+                    self.url, json=body, headers=self.headers, timeout=self.timeout
+                )
+        except TimeoutError as exc:
+            raise TransientTransportError(f"response not complete within {self.timeout}s") from exc
+        except httpx.TimeoutException as exc:
+            raise TransientTransportError(f"timed out: {exc!r}") from exc
+        except httpx.TransportError as exc:
+            raise TransientTransportError(f"transport error: {exc!r}") from exc
+        except httpx.HTTPError as exc:
+            raise PermanentTransportError(f"request failed: {exc!r}") from exc
+        finally:
+            if token is not None:
+                # The slot is free before any retry is even considered.
+                await asyncio.shield(self.gate.release(token))
+        return _answer_of(
+            response.status_code, response.headers.get("retry-after"), response.content
+        )
+
+
+async def run_judge_async(
+    *,
+    transport: AsyncChatTransport,
+    time_limit: float,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    **loop: Any,
+) -> JudgeOutcome:
+    """``judging.run_judge`` on an async transport, within ``time_limit`` seconds in all.
+
+    A ``Backoff`` is awaited, not slept: the retry is deferred on the loop and
+    the slot it would hold is free meanwhile. Reaching the time limit — in a
+    call or between calls — is a lens failure at once, never a task left
+    running or a proposal left to the sweeper.
+    """
+    steps = judge_steps(**loop)
+    calls = 0
+    transcript: list[dict] = []
+    started = time.monotonic()
+    reply: str | None = None
+    error: TransportError | None = None
+    try:
+        async with asyncio.timeout(time_limit):
+            while True:
+                try:
+                    step = steps.throw(error) if error is not None else steps.send(reply)
+                except StopIteration as done:
+                    return done.value
+                reply = error = None
+                if isinstance(step, Backoff):
+                    await sleep(step.seconds)
+                    continue
+                calls += 1
+                transcript = step
+                try:
+                    reply = await transport.complete(step)
+                except TransportError as exc:
+                    error = exc
+    except TimeoutError as exc:
+        elapsed = time.monotonic() - started
+        raise LensFailed(
+            f"time limit of {time_limit:g}s reached after {elapsed:.1f}s", calls, transcript
+        ) from exc

@@ -1,0 +1,136 @@
+"""Per-endpoint LLM call limits, shared by every worker process on every host.
+
+Each LLM lens names its endpoint's limits (``Lens.max_concurrent_calls`` and
+``Lens.calls_per_minute``). A call takes a slot before it is sent and gives it
+back when its response is in; the slot is also a record of the call for the
+per-minute window. A slot carries an expiry (the lens's timeout plus a grace),
+so a worker killed mid-call cannot keep it.
+
+The state lives in Redis when the app has one (the broker or ``CACHE_URL``):
+one Lua script checks and takes a slot atomically, on Redis's clock. In the
+embedded default it lives in the database (``EndpointCall`` rows), taken
+under a lock per endpoint. Both are blocking; the LLM worker calls them off
+its event loop (reviewapp/review/llm_worker.py).
+"""
+
+import hashlib
+import secrets
+import time
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from .models import EndpointCall
+
+# A slot whose call never reported back is reclaimed this long after the
+# lens's own timeout: long enough for any live call to have ended.
+LEASE_GRACE_SECONDS = 30.0
+# When the endpoint is full, the hint of when to ask again (a release in the
+# same process wakes the waiter sooner).
+FULL_RETRY_SECONDS = 0.05
+WINDOW_SECONDS = 60.0
+
+
+def endpoint_key(base_url: str) -> str:
+    """Lenses naming the same endpoint share its slots."""
+    return hashlib.sha256(base_url.rstrip("/").encode()).hexdigest()
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local max_calls, per_minute, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60)
+if redis.call('ZCARD', KEYS[1]) >= max_calls then
+  return {0, ARGV[5]}
+end
+if redis.call('ZCARD', KEYS[2]) >= per_minute then
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return {0, tostring(tonumber(oldest[2]) + 60 - now)}
+end
+redis.call('ZADD', KEYS[1], now + lease, ARGV[4])
+redis.call('ZADD', KEYS[2], now, ARGV[4])
+redis.call('EXPIRE', KEYS[1], math.ceil(lease) + 60)
+redis.call('EXPIRE', KEYS[2], 120)
+return {1, '0'}
+"""
+
+
+class RedisLimits:
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self.redis = redis.Redis.from_url(url)
+        self._acquire = self.redis.register_script(_ACQUIRE)
+
+    @staticmethod
+    def _keys(endpoint: str) -> list[str]:
+        return [f"reviewapp:llm:{endpoint}:slots", f"reviewapp:llm:{endpoint}:calls"]
+
+    def try_acquire(
+        self, endpoint: str, *, max_concurrent: int, per_minute: int, lease_seconds: float
+    ) -> tuple[str | None, float]:
+        token = new_token()
+        granted, wait = self._acquire(
+            keys=self._keys(endpoint),
+            args=[max_concurrent, per_minute, lease_seconds, token, FULL_RETRY_SECONDS],
+        )
+        return (token, 0.0) if int(granted) else (None, max(0.0, float(wait)))
+
+    def release(self, endpoint: str, token: str) -> None:
+        self.redis.zrem(self._keys(endpoint)[0], token)
+
+    def in_flight(self, endpoint: str) -> int:
+        return int(self.redis.zcount(self._keys(endpoint)[0], time.time(), "+inf"))
+
+
+class DatabaseLimits:
+    """The same limits in the database, for the embedded default (no Redis)."""
+
+    def try_acquire(
+        self, endpoint: str, *, max_concurrent: int, per_minute: int, lease_seconds: float
+    ) -> tuple[str | None, float]:
+        now = time.time()
+        with transaction.atomic():
+            # Count-then-insert must not interleave between workers. SQLite's
+            # IMMEDIATE transactions (settings) already hold the write lock;
+            # on PostgreSQL an advisory lock per endpoint serialises them.
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [endpoint])
+            calls = EndpointCall.objects.filter(endpoint=endpoint)
+            calls.filter(started__lt=now - WINDOW_SECONDS, ends__lte=now).delete()
+            if calls.filter(ends__gt=now).count() >= max_concurrent:
+                return None, FULL_RETRY_SECONDS
+            recent = calls.filter(started__gte=now - WINDOW_SECONDS).order_by("started")
+            if recent.count() >= per_minute:
+                return None, max(0.0, recent.first().started + WINDOW_SECONDS - now)
+            token = new_token()
+            EndpointCall.objects.create(
+                endpoint=endpoint, token=token, started=now, ends=now + lease_seconds
+            )
+        return token, 0.0
+
+    def release(self, endpoint: str, token: str) -> None:
+        EndpointCall.objects.filter(token=token).update(ends=time.time())
+
+    def in_flight(self, endpoint: str) -> int:
+        return EndpointCall.objects.filter(endpoint=endpoint, ends__gt=time.time()).count()
+
+
+def redis_url() -> str | None:
+    """The Redis the app already has, if any: the cache's, else the broker's."""
+    for url in (settings.CACHE_URL, settings.CELERY_BROKER_URL):
+        if url.startswith(("redis://", "rediss://")):
+            return url
+    return None
+
+
+def shared_limits() -> RedisLimits | DatabaseLimits:
+    url = redis_url()
+    return RedisLimits(url) if url else DatabaseLimits()

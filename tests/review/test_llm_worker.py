@@ -1,0 +1,132 @@
+"""LLM lenses on the LLM worker (threads pool, one event loop), against a real loopback server."""
+
+import pytest
+
+from reviewapp.review.models import Decision, Escalation, Judgement, Lens, LensFailure, Proposal
+from tests.conftest import wait_for
+from tests.core.openai_stub import Answer, RateLimited, Slow
+from tests.factories import LensFactory, PanelFactory
+from tests.review.helpers import judgement, submit
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+CITE = "The migration is reversible"
+
+
+def _content(n: int) -> str:
+    return f"{CITE} and takes under a minute. Proposal {n}."
+
+
+def _llm_panel(server, *, lenses=1, need=None, **lens_fields):
+    made = [
+        LensFactory(
+            backend=Lens.Backend.LLM,
+            base_url=server.base_url,
+            model="m",
+            timeout_seconds=30,
+            **lens_fields,
+        )
+        for _ in range(lenses)
+    ]
+    return PanelFactory(lenses=made, need=need or lenses)
+
+
+def _all_final(ids):
+    return Proposal.objects.filter(pk__in=ids).exclude(
+        status__in=[Proposal.Status.QUEUED, Proposal.Status.EVALUATING]
+    ).count() == len(ids)
+
+
+def _llm_worker(start_worker, concurrency=50, **env):
+    return start_worker(queues="llm", pool="threads", concurrency=concurrency, extra_env=env)
+
+
+def test_calls_of_different_proposals_overlap_in_one_llm_worker_process(
+    start_worker, openai_server
+):
+    openai_server.respond = lambda request: Slow(1.0, judgement("pass", CITE))
+    panel = _llm_panel(openai_server)
+    start_worker(queues="celery")
+    llm = _llm_worker(start_worker)
+    ids = [submit(panel, _content(n)).pk for n in range(8)]
+    wait_for(lambda: _all_final(ids), timeout=60, message=llm.log())
+    # One process, two pool slots' worth of CPU worker: yet most calls overlapped.
+    assert openai_server.max_in_flight >= 6
+    assert Decision.objects.filter(proposal_id__in=ids, outcome="approved").count() == 8
+    assert Judgement.objects.filter(proposal_id__in=ids).count() == 8
+
+
+def test_the_endpoint_limit_holds_across_two_llm_worker_processes(start_worker, openai_server):
+    openai_server.respond = lambda request: Slow(0.4, judgement("pass", CITE))
+    panel = _llm_panel(openai_server, lenses=2, max_concurrent_calls=3)
+    start_worker(queues="celery")
+    _llm_worker(start_worker)
+    _llm_worker(start_worker)
+    ids = [submit(panel, _content(n)).pk for n in range(8)]
+    wait_for(lambda: _all_final(ids), timeout=90)
+    assert openai_server.max_in_flight == 3
+    # The calls waited their turn: none was given up on because of the limit.
+    assert Decision.objects.filter(proposal_id__in=ids, outcome="approved").count() == 8
+    assert not LensFailure.objects.filter(proposal_id__in=ids).exists()
+
+
+def test_a_429_frees_the_slot_for_another_proposals_call(start_worker, openai_server):
+    first, second = _content(1), _content(2)
+
+    def respond(request):
+        text = request.body["messages"][-1]["content"]
+        if first in text and not any(
+            first in r.body["messages"][-1]["content"] for r in openai_server.requests[:-1]
+        ):
+            return RateLimited("2")
+        return Answer(judgement("pass", CITE))
+
+    openai_server.respond = respond
+    panel = _llm_panel(openai_server, max_concurrent_calls=1)
+    start_worker(queues="celery")
+    _llm_worker(start_worker)
+    a = submit(panel, first)
+    wait_for(lambda: openai_server.requests, message="the first call never came")
+    b = submit(panel, second)
+    wait_for(lambda: _all_final([a.pk, b.pk]), timeout=60)
+    asked = [
+        "a" if first in r.body["messages"][-1]["content"] else "b" for r in openai_server.requests
+    ]
+    # The second proposal's call went through while the first waited out its Retry-After.
+    assert asked == ["a", "b", "a"]
+    assert Decision.objects.filter(proposal_id__in=[a.pk, b.pk]).count() == 2
+
+
+def test_a_killed_llm_worker_mid_call_still_ends_the_proposal_once(start_worker, openai_server):
+    openai_server.script([Slow(30, judgement("pass", CITE))])
+    openai_server.respond = lambda request: Answer(judgement("pass", CITE))
+    panel = _llm_panel(openai_server)
+    start_worker(
+        queues="celery",
+        beat=True,
+        extra_env={"REVIEWAPP_STUCK_AFTER_SECONDS": "3", "REVIEWAPP_SWEEP_EVERY_SECONDS": "1"},
+    )
+    doomed = _llm_worker(start_worker, REVIEWAPP_STUCK_AFTER_SECONDS="3")
+    proposal = submit(panel, _content(1))
+    wait_for(lambda: openai_server.requests, message="the lens never called the model")
+    doomed.kill()  # SIGKILL mid-call: no ack, no answer
+
+    _llm_worker(start_worker, REVIEWAPP_STUCK_AFTER_SECONDS="3")
+    wait_for(lambda: _all_final([proposal.pk]), timeout=60)
+    assert Decision.objects.filter(proposal=proposal).count() == 1
+    assert not Escalation.objects.filter(proposal=proposal).exists()
+    assert Judgement.objects.filter(proposal=proposal).count() == 1
+
+
+def test_a_time_limit_reached_during_a_call_records_a_lens_failure_at_once(
+    start_worker, openai_server
+):
+    openai_server.respond = lambda request: Slow(30, judgement("pass", CITE))
+    panel = _llm_panel(openai_server)
+    start_worker(queues="celery")
+    _llm_worker(start_worker, REVIEWAPP_LLM_LENS_TIME_LIMIT="1.5")
+    proposal = submit(panel, _content(1))
+    failure = wait_for(lambda: LensFailure.objects.filter(proposal=proposal).first(), timeout=20)
+    assert "time limit of 1.5s reached" in failure.error
+    done = wait_for(lambda: _all_final([proposal.pk]) and Proposal.objects.get(pk=proposal.pk))
+    assert done.status == Proposal.Status.ESCALATED
