@@ -393,3 +393,71 @@ def test_a_proposal_without_external_lenses_has_no_deadline():
     proposal = submit(three_lens_panel(["pass"], need=1), CONTENT)
     assert proposal.external_deadline_at is None
     assert proposals_past_external_deadline() == []
+
+
+def test_a_time_limit_reached_in_an_inline_lens_records_lens_failures_and_ends_the_proposal(
+    monkeypatch,
+):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    panel = three_lens_panel(["pass", "pass", "pass"], need=2)
+    proposal = submit(panel, CONTENT)
+
+    def out_of_time(**kwargs):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr("reviewapp.review.tasks.evaluate_lens", out_of_time)
+    evaluate_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.ESCALATED
+    failures = LensFailure.objects.filter(proposal=proposal)
+    assert failures.count() == 3
+    assert all("time limit was reached" in f.error for f in failures)
+
+
+def _answered_but_final_step_broken(monkeypatch, error):
+    panel = three_lens_panel(["pass"], need=1)
+    proposal = submit(panel, CONTENT)
+
+    def broken(**kwargs):
+        raise error
+
+    monkeypatch.setattr("reviewapp.review.tasks.proposal_finalize", broken)
+    with pytest.raises(type(error)):
+        evaluate_proposal(proposal.pk)
+    return proposal
+
+
+def test_a_final_step_that_keeps_failing_escalates_after_the_bounded_attempts(
+    monkeypatch, settings
+):
+    from django.db import DataError
+
+    settings.REVIEWAPP_FINAL_STEP_ATTEMPTS = 3
+    proposal = _answered_but_final_step_broken(
+        monkeypatch, DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes \x00")
+    )
+    for _ in range(2):  # the sweeper's retries, each failing again
+        with pytest.raises(DataError):
+            evaluate_proposal(proposal.pk, swept=True)
+    evaluate_proposal(proposal.pk, swept=True)  # the third: no more retries
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.ESCALATED
+    escalation = proposal.escalations.get()
+    assert escalation.reasons == ["final_step_failed"]
+    explanation = escalation.detail["explanation"]
+    assert "after 3 attempts" in explanation and "DataError" in explanation
+    assert "\x00" not in explanation
+    # Escalated once: the sweeper's next visit finds it final and writes nothing.
+    evaluate_proposal(proposal.pk, swept=True)
+    assert proposal.escalations.count() == 1
+
+
+def test_a_final_step_that_succeeds_on_a_retry_is_not_escalated(monkeypatch, settings):
+    settings.REVIEWAPP_FINAL_STEP_ATTEMPTS = 3
+    with monkeypatch.context() as broken:
+        proposal = _answered_but_final_step_broken(broken, RuntimeError("checker crashed"))
+    evaluate_proposal(proposal.pk, swept=True)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    assert not proposal.escalations.exists()

@@ -1,0 +1,108 @@
+"""The async transport and loop against the real loopback server: deferral, slots, time limit."""
+
+import asyncio
+
+import httpx
+import pytest
+
+from reviewapp.core.cite import GroundingPolicy
+from reviewapp.core.judging import LensFailed
+from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
+from tests.core.openai_stub import Answer, RateLimited, Slow
+
+CONTENT = "Paris is the capital of France."
+PASS = '{"verdict": "pass", "rationale": "ok", "claims": [{"cite": "Paris is the capital"}]}'
+
+
+class CountingStore:
+    """A shared store with `size` slots that records how many were ever held at once."""
+
+    def __init__(self, size):
+        self.size, self.held, self.most, self.log = size, set(), 0, []
+
+    async def try_acquire(self):
+        if len(self.held) >= self.size:
+            return None, 0.01
+        token = str(sum(1 for kind, _ in self.log if kind == "take"))
+        self.held.add(token)
+        self.most = max(self.most, len(self.held))
+        self.log.append(("take", token))
+        return token, 0.0
+
+    async def release(self, token):
+        self.held.discard(token)
+        self.log.append(("give", token))
+
+
+def _judge(server_url, gate=None, *, sleep=asyncio.sleep, time_limit=30.0, timeout=10.0):
+    async def run():
+        async with httpx.AsyncClient() as client:
+            transport = AsyncChatTransport(
+                client=client,
+                base_url=server_url,
+                model="m",
+                api_key=None,
+                temperature=0.0,
+                timeout=timeout,
+                gate=gate,
+            )
+            return await run_judge_async(
+                transport=transport,
+                time_limit=time_limit,
+                sleep=sleep,
+                instructions="Judge.",
+                lens_name="lens",
+                content=CONTENT,
+                thought_process="",
+                policy=GroundingPolicy.REPAIR,
+                target_id="1",
+                transport_attempts=3,
+                rng=lambda: 0.0,
+            )
+
+    return asyncio.run(run())
+
+
+def test_a_429_gives_the_slot_back_before_its_retry_is_deferred(openai_server):
+    openai_server.script([RateLimited("2"), Answer(PASS)])
+    store = CountingStore(1)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+    held_while_waiting = []
+
+    async def deferred(seconds):
+        held_while_waiting.append((seconds, len(store.held)))
+
+    outcome = _judge(openai_server.base_url, gate, sleep=deferred)
+    assert outcome.verdict == "pass" and outcome.transport_calls == 2
+    assert held_while_waiting == [(2.0, 0)]  # Retry-After honoured, with no slot held
+    assert store.log == [("take", "0"), ("give", "0"), ("take", "1"), ("give", "1")]
+
+
+def test_the_time_limit_ends_a_call_in_flight_as_a_lens_failure(openai_server):
+    openai_server.script([Slow(10, PASS)])
+    with pytest.raises(LensFailed, match="time limit of 0.5s reached") as failed:
+        _judge(openai_server.base_url, time_limit=0.5)
+    assert failed.value.attempts == 1
+
+
+def test_waiters_for_a_full_endpoint_are_served_in_turn_never_beyond_its_size():
+    store = CountingStore(2)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+    order = []
+
+    async def call(n):
+        token = await gate.acquire()
+        order.append(n)
+        await asyncio.sleep(0.02)
+        await gate.release(token)
+
+    async def run():
+        for n in range(6):
+            asyncio.get_running_loop().create_task(call(n))
+            await asyncio.sleep(0)  # each asks in this order
+        while len(order) < 6:
+            await asyncio.sleep(0.01)
+
+    asyncio.run(run())
+    assert order == list(range(6))
+    assert store.most == 2

@@ -1,0 +1,69 @@
+"""Per-endpoint limits in both shared stores: the database (embedded default) and Redis."""
+
+import time
+
+import pytest
+
+from reviewapp.review.endpoint_limits import DatabaseLimits, RedisLimits, new_token, redis_url
+
+pytestmark = pytest.mark.django_db
+
+
+def _stores():
+    stores = [pytest.param(DatabaseLimits, id="database")]
+    url = redis_url()
+    stores.append(
+        pytest.param(
+            lambda: RedisLimits(url),
+            id="redis",
+            marks=pytest.mark.skipif(
+                url is None, reason="Redis store: run with CELERY_BROKER_URL=redis://…"
+            ),
+        )
+    )
+    return stores
+
+
+@pytest.fixture(params=_stores())
+def limits(request):
+    return request.param()
+
+
+@pytest.fixture
+def endpoint():
+    return new_token()  # a fresh endpoint per test: nothing left over from another
+
+
+def _take(limits, endpoint, **overrides):
+    options = {"max_concurrent": 2, "per_minute": 100, "lease_seconds": 30.0} | overrides
+    return limits.try_acquire(endpoint, **options)
+
+
+def test_no_more_calls_than_the_limit_are_in_flight_and_a_release_frees_a_slot(limits, endpoint):
+    first, _ = _take(limits, endpoint)
+    second, _ = _take(limits, endpoint)
+    refused, wait = _take(limits, endpoint)
+    assert first and second and refused is None and wait > 0
+    limits.release(endpoint, first)
+    assert _take(limits, endpoint)[0] is not None
+
+
+def test_calls_per_minute_are_counted_even_once_released(limits, endpoint):
+    for _ in range(3):
+        token, _ = _take(limits, endpoint, per_minute=3)
+        limits.release(endpoint, token)
+    refused, wait = _take(limits, endpoint, per_minute=3)
+    assert refused is None
+    assert 50 < wait <= 60  # until the oldest call leaves the minute
+
+
+def test_a_slot_never_released_is_reclaimed_when_its_lease_ends(limits, endpoint):
+    _take(limits, endpoint, max_concurrent=1, lease_seconds=0.3)  # its worker was killed
+    assert _take(limits, endpoint, max_concurrent=1)[0] is None
+    time.sleep(0.4)
+    assert _take(limits, endpoint, max_concurrent=1)[0] is not None
+
+
+def test_endpoints_do_not_share_slots(limits, endpoint):
+    _take(limits, endpoint, max_concurrent=1)
+    assert _take(limits, new_token(), max_concurrent=1)[0] is not None
