@@ -1,20 +1,27 @@
 """Public-verifiability endpoints: checkpoints, proofs and raw entries.
 
-Unauthenticated on purpose: everything here is either signed by the server
-(checkpoints, entries) or checkable against something signed (proofs), and
-the point is that anyone can check the server without trusting it. Mounted
-at ``/api/ledger``. Errors are JSON ``{"detail": ...}``: 404 for something
-that does not exist (no checkpoint yet, an entry or size beyond the tree),
-422 for a request that can never be answered (bad numbers, from > to).
+Checkpoints and proofs are unauthenticated on purpose: they are signed by the
+server or checkable against something signed, and reveal nothing but hashes,
+so anyone can check the server without trusting it. Raw entries carry every
+decision's rationale and every checker's reason, for every client's proposals:
+they need a reader — a token with ``read:all`` (a plain ``read`` token sees
+only its own client's proposals elsewhere) or a staff/reviewer session —
+unless REVIEWAPP_LEDGER_PUBLIC is true. Mounted at ``/api/ledger``. Errors
+are JSON ``{"detail": ...}``: 404 for something that does not exist (no
+checkpoint yet, an entry or size beyond the tree), 422 for a request that
+can never be answered (bad numbers, from > to).
 """
 
 from typing import Annotated
 
+from django.conf import settings
 from ninja import Path, Query, Router, Schema
 from ninja.errors import HttpError
+from ninja.security.http import HttpAuthBase
 from pydantic import Field
 
 from reviewapp.core import merkle
+from reviewapp.review.models import ApiClient
 
 from . import services
 from .models import LedgerEntry
@@ -71,6 +78,23 @@ class EntriesOut(Schema):
 
 
 ERRORS = {404: LedgerErrorOut, 422: LedgerErrorOut}
+
+
+class LedgerReader(HttpAuthBase):
+    """Who may read raw entries: anyone with REVIEWAPP_LEDGER_PUBLIC, else a token with
+    ``read:all`` or a session that may read (staff, reviewers)."""
+
+    openapi_scheme = "bearer"
+
+    def __call__(self, request):
+        # Imported here: reviewapp.api mounts this router, so importing it at the top is circular.
+        from reviewapp.api.auth import ApiAuth
+
+        if settings.REVIEWAPP_LEDGER_PUBLIC:
+            return "public"
+        if request.headers.get("Authorization"):
+            return ApiAuth(ApiClient.Scope.READ_ALL.value)(request)
+        return ApiAuth(ApiClient.Scope.READ.value)(request)
 
 
 def _size_or_latest(size: int | None) -> int:
@@ -185,11 +209,12 @@ def build_router() -> Router:
     )(consistency)
     router.get(
         "/entries",
-        auth=None,
-        response={200: EntriesOut, **ERRORS},
+        auth=LedgerReader(),
+        response={200: EntriesOut, 401: LedgerErrorOut, 403: LedgerErrorOut, **ERRORS},
         summary="Raw entries for mirroring",
         description=f"Entries `start` ≤ index < `end`, at most {services.MAX_PAGE} per page "
-        "(`end` is clipped; follow the returned `end`).",
+        "(`end` is clipped; follow the returned `end`). Needs a token with `read:all` "
+        "(or a staff or reviewer session) unless the server sets REVIEWAPP_LEDGER_PUBLIC.",
     )(entries)
     return router
 

@@ -1,14 +1,18 @@
-"""/api/ledger/*: public, JSON errors, and proofs that an independent RFC 6962 accepts."""
+"""/api/ledger/*: proofs public, entries for readers, JSON errors, and proofs that an
+independent RFC 6962 accepts."""
 
 import base64
 import json
 
 import pytest
+from django.test import Client
 
 from reviewapp.core import merkle
 from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerEntry
 from reviewapp.review.keys import server_signer
+from tests.api.conftest import make_token
+from tests.factories import ReviewerFactory
 from tests.ledger.helpers import decide
 from tests.support.rfc6962 import MTH, PATH, PROOF, H
 
@@ -34,6 +38,16 @@ def all_entries() -> list[dict]:
 
 def hexes(hashes) -> list[str]:
     return [h.hex() for h in hashes]
+
+
+def token_client(*scopes: str) -> Client:
+    return Client(headers={"Authorization": f"Bearer {make_token(*scopes)}"})
+
+
+@pytest.fixture
+def reader(db) -> Client:
+    """A token that may read every client's records: raw entries need one."""
+    return token_client("read:all")
 
 
 @pytest.fixture
@@ -103,17 +117,47 @@ def test_consistency_between_two_checkpoints(client, ledger):
     )
 
 
-def test_entries_page_for_mirroring(client, ledger):
-    body = client.get("/api/ledger/entries?start=2&end=5").json()
+def test_entries_page_for_mirroring(reader, ledger):
+    body = reader.get("/api/ledger/entries?start=2&end=5").json()
     assert (body["start"], body["end"], body["tree_size"]) == (2, 5, 12)
     assert body["entries"] == all_entries()[2:5]
-    assert client.get("/api/ledger/entries").json()["end"] == 12
-    assert client.get("/api/ledger/entries?start=12").json()["entries"] == []
+    assert reader.get("/api/ledger/entries").json()["end"] == 12
+    assert reader.get("/api/ledger/entries?start=12").json()["entries"] == []
 
 
-def test_entry_pages_are_bounded(client, ledger, monkeypatch):
+def test_entries_need_an_authenticated_reader_by_default(client, ledger):
+    response = client.get("/api/ledger/entries")
+    assert response.status_code == 401 and "detail" in response.json()
+    assert "entries" not in response.json()
+
+
+def test_a_read_token_limited_to_its_own_proposals_may_not_read_every_entry(ledger):
+    response = token_client("read").get("/api/ledger/entries")
+    assert response.status_code == 403
+    assert "read:all" in response.json()["detail"]
+
+
+def test_a_reviewer_session_reads_entries(client, ledger):
+    client.force_login(ReviewerFactory())
+    assert client.get("/api/ledger/entries").json()["entries"] == all_entries()
+
+
+def test_a_setting_opens_entries_to_the_public(client, ledger, settings):
+    settings.REVIEWAPP_LEDGER_PUBLIC = True
+    response = client.get("/api/ledger/entries?start=0&end=2")
+    assert response.status_code == 200
+    assert response.json()["entries"] == all_entries()[:2]
+
+
+def test_checkpoints_and_proofs_stay_public(client, ledger):
+    assert client.get("/api/ledger/checkpoint").status_code == 200
+    assert client.get("/api/ledger/proof/3").status_code == 200
+    assert client.get("/api/ledger/consistency?from=2&to=12").status_code == 200
+
+
+def test_entry_pages_are_bounded(reader, ledger, monkeypatch):
     monkeypatch.setattr(services, "MAX_PAGE", 5)
-    body = client.get("/api/ledger/entries?start=1&end=12").json()
+    body = reader.get("/api/ledger/entries?start=1&end=12").json()
     assert (body["start"], body["end"], len(body["entries"])) == (1, 6, 5)
 
 
@@ -139,8 +183,8 @@ def test_entry_pages_are_bounded(client, ledger, monkeypatch):
         ("/api/ledger/entries?start=4611686018427387905", 422, None),
     ],
 )
-def test_bad_requests_are_json_4xx(client, ledger, url, status, detail):
-    response = client.get(url)
+def test_bad_requests_are_json_4xx(reader, ledger, url, status, detail):
+    response = reader.get(url)
     assert response.status_code == status
     body = response.json()
     assert "detail" in body
@@ -148,7 +192,7 @@ def test_bad_requests_are_json_4xx(client, ledger, url, status, detail):
         assert body["detail"] == detail
 
 
-def test_an_empty_ledger_answers_404_not_500(client):
+def test_an_empty_ledger_answers_404_not_500(client, reader):
     assert client.get("/api/ledger/checkpoint").status_code == 404
     assert client.get("/api/ledger/checkpoint").json() == {
         "detail": "no checkpoint has been signed yet"
@@ -156,7 +200,7 @@ def test_an_empty_ledger_answers_404_not_500(client):
     assert client.get("/api/ledger/proof/0").status_code == 404
     assert client.get("/api/ledger/consistency?from=0").status_code == 404
     assert client.get("/api/ledger/consistency?from=0&to=0").json()["proof"] == []
-    assert client.get("/api/ledger/entries").json() == {
+    assert reader.get("/api/ledger/entries").json() == {
         "start": 0,
         "end": 0,
         "tree_size": 0,

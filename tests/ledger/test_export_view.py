@@ -16,6 +16,15 @@ def test_anonymous_visitors_are_sent_to_log_in(client):
     assert response.status_code == 302 and response["Location"].startswith("/login/")
 
 
+def test_a_setting_opens_the_export_to_anonymous_visitors(client, settings, tmp_path):
+    decide(1)
+    expected = export(tmp_path)
+    settings.REVIEWAPP_LEDGER_PUBLIC = True
+    response = client.get(URL)
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content).decode() == expected.read_text()
+
+
 def test_signed_in_non_reviewers_are_refused(client):
     client.force_login(UserFactory())
     assert client.get(URL).status_code == 403
