@@ -3,8 +3,9 @@
 import secrets
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db import transaction
+from django.template.response import TemplateResponse
 
 from .addresses import endpoint_url_refusal
 from .models import Delivery, Endpoint, Event
@@ -70,12 +71,12 @@ class EndpointAdmin(admin.ModelAdmin):
         return obj.active
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            # The form ran the API's URL and event checks; the secret is shown once, here.
+        if not change:  # the form ran the API's URL and event checks
             obj.secret_salt = secrets.token_hex(16)
         super().save_model(request, obj, form, change)
-        if not change:
-            messages.warning(request, f"The endpoint's secret, shown only now: {obj.secret_text()}")
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return _secrets_page(request, self, [(obj, obj.secret_text())])
 
     @admin.action(description="Enable the selected endpoints (pending deliveries resume)")
     def enable(self, request, queryset):
@@ -93,9 +94,23 @@ class EndpointAdmin(admin.ModelAdmin):
 
     @admin.action(description="Rotate the secret of the selected endpoints (shown once)")
     def rotate_secret(self, request, queryset):
-        for endpoint in queryset:
-            secret = endpoint_rotate_secret(endpoint_id=endpoint.pk)
-            messages.warning(request, f"New secret for {endpoint.url}, shown only now: {secret}")
+        rotated = [
+            (endpoint, endpoint_rotate_secret(endpoint_id=endpoint.pk))
+            for endpoint in queryset.select_related("client")
+        ]
+        return _secrets_page(request, self, rotated)
+
+
+def _secrets_page(request, model_admin, secrets_shown):
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "title": "Webhook signing secret",
+        "secrets": secrets_shown,
+    }
+    response = TemplateResponse(request, "admin/webhooks/endpoint/secret_shown.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @admin.register(Delivery)
