@@ -38,6 +38,7 @@ from enum import StrEnum
 from typing import Any, final
 
 from ..signing import Signer, canonical_json, key_id_for, sha256_hex, verify
+from ..text import storable, storable_json
 from .errors import CheckerConfigError, InputNotAddressable, SigningFailed
 from .grants import ensure_model_free
 
@@ -298,7 +299,9 @@ class Checker(ABC):
             ) from exc
         digests["settings"] = self.settings_digest
         judgement = self._judge_once(inputs)
-        reason = _truncate(judgement.reason)
+        # Whatever a tool printed must reach the database as it was signed.
+        reason = storable(_truncate(judgement.reason))
+        details = storable_json(dict(judgement.details))
 
         try:
             key_id = signer.key_id
@@ -308,7 +311,7 @@ class Checker(ABC):
                 judgement.verdict,
                 reason,
                 {**judgement.also, **digests},
-                judgement.details,
+                details,
                 key_id,
             )
             signed = signer.sign(payload)

@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from django.db import IntegrityError, connection, transaction
 
 from reviewapp.core.cite import ClaimInput, GroundedClaim, GroundingPolicy, ground_claims
+from reviewapp.core.text import storable
 
 from ..models import Claim, Judgement, Lens, LensFailure, Proposal
 
@@ -24,11 +25,11 @@ def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -
         kind = anchor.kind if anchor is not None else Claim.AnchorKind.UNRESOLVED
         rows.append(
             Claim(
-                claim_id=claim.claim_id or "",
-                cite=claim.cite,
-                text=claim.text,
+                claim_id=storable(claim.claim_id or ""),
+                cite=storable(claim.cite),
+                text=storable(claim.text),
                 assessment=claim.assessment,
-                note=claim.note,
+                note=storable(claim.note),
                 anchor_kind=kind,
                 start_utf16=getattr(anchor, "start_utf16", None),
                 end_utf16=getattr(anchor, "end_utf16", None),
@@ -37,7 +38,7 @@ def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -
     for cite in dropped_cites:
         rows.append(
             Claim(
-                cite=cite,
+                cite=storable(cite),
                 assessment=Claim.Assessment.VERIFIED,
                 anchor_kind=Claim.AnchorKind.UNRESOLVED,
                 dropped=True,
@@ -160,8 +161,9 @@ def judgement_record(
             lens_name=lens.name,
             lens_version=lens.version,
             verdict=verdict,
-            rationale=rationale,
-            raw_response=raw_response,
+            # A model's text as answered, minus what no database stores (NUL, half pairs).
+            rationale=storable(rationale),
+            raw_response=storable(raw_response),
             attempts=attempts,
             requote_rounds=requote_rounds,
         )
@@ -190,7 +192,7 @@ def lens_failure_record(
             lens=lens,
             lens_name=lens.name,
             lens_version=lens.version,
-            error=error[:4000],
+            error=storable(error[:4000]),
             attempts=attempts,
         )
 

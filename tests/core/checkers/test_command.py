@@ -277,3 +277,9 @@ def test_command_exec_grant_withdrawn_later_is_inconclusive(key, tmp_path):
 def test_a_bad_command_configuration_is_refused(argv, timeout):
     with pytest.raises(CheckerConfigError):
         CommandChecker("c", 1, argv, timeout, frozenset({"proc:exec"}))
+
+
+def test_what_a_command_prints_is_made_storable(key):
+    evidence = command("printf 'bad\\000byte' >&2; exit 1").check(CheckInput("x"), key)
+    assert evidence.reason == "bad\ufffdbyte"
+    assert b"\\u0000" not in evidence.payload_bytes

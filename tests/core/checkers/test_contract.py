@@ -336,6 +336,23 @@ def test_a_judge_that_raises_is_inconclusive_not_an_error(inputs, key):
     assert ReturnsJunk("junk", 1).check(inputs, key).verdict is CheckVerdict.INCONCLUSIVE
 
 
+def test_a_reason_is_made_storable_before_it_is_signed(inputs, key):
+    evidence = Constant.failing("nul\x00 and half a pair \ud800").check(inputs, key)
+    assert evidence.reason == "nul\ufffd and half a pair \ufffd"
+    assert evidence.verify(key.public_key)
+    assert "\\u0000" not in evidence.payload_bytes.decode("utf-8")
+
+
+def test_details_are_made_storable_before_they_are_signed(inputs, key):
+    class Detailing(Checker):
+        def judge(self, inputs):
+            return Judgement.passed(details={"found\x00": ["nul\x00"]})
+
+    evidence = Detailing("detailing", 1).check(inputs, key)
+    assert evidence.details == {"found\ufffd": ["nul\ufffd"]}
+    assert evidence.verify(key.public_key)
+
+
 def test_reasons_are_bounded(inputs, key):
     evidence = Constant.failing("x" * 100_000).check(inputs, key)
     assert len(evidence.reason) <= REASON_LIMIT + len("… [truncated]")
