@@ -1,8 +1,9 @@
 """Who is calling: a machine client with a bearer token, or a browser session.
 
-Tokens carry scopes (submit, judge, read, review) and a per-token rate limit.
-Sessions are for people: staff and reviewers may read, reviewers may also
-decide escalations, and every unsafe request from a session must pass CSRF.
+Tokens carry scopes (submit, judge, read, read:all, review) and a per-token
+rate limit. Sessions are for people: staff and reviewers may read, reviewers
+may also decide escalations (the same rule as the review pages,
+`may_sign_decisions`), and every unsafe request from a session must pass CSRF.
 """
 
 import logging
@@ -15,10 +16,10 @@ from ninja.security.http import HttpAuthBase
 from ninja.utils import check_csrf
 
 from reviewapp.api.rate_counter import count_hit
+from reviewapp.review.access import may_sign_decisions
 from reviewapp.review.models import ApiClient
 from reviewapp.review.services.clients import api_client_for_token, api_client_touch
 
-REVIEWERS_GROUP = "reviewers"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _WINDOW_SECONDS = 60
 
@@ -37,10 +38,6 @@ class Caller:
         if self.client is not None:
             return f"api:{self.client.name}"
         return self.user.get_username()
-
-
-def is_reviewer(user) -> bool:
-    return user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
 
 
 class ApiAuth(HttpAuthBase):
@@ -70,7 +67,7 @@ class ApiAuth(HttpAuthBase):
         if client is None:
             raise AuthenticationError(message="unknown or revoked token")
         _count_request(client)
-        if self.scope is not None and self.scope not in client.scopes:
+        if self.scope is not None and not _grants(client.scopes, self.scope):
             raise AuthorizationError(message=f"this token lacks the {self.scope!r} scope")
         api_client_touch(client)
         return Caller(client=client)
@@ -80,9 +77,9 @@ class ApiAuth(HttpAuthBase):
         if not user.is_authenticated:
             return None  # nothing presented: django-ninja answers 401
         if self.scope in (None, ApiClient.Scope.READ):
-            allowed = user.is_staff or is_reviewer(user)
+            allowed = user.is_staff or may_sign_decisions(user)
         elif self.scope == ApiClient.Scope.REVIEW:
-            allowed = is_reviewer(user)
+            allowed = may_sign_decisions(user)
         else:
             raise AuthorizationError(
                 message=f"the {self.scope!r} scope needs a bearer token, not a browser session"
@@ -92,6 +89,11 @@ class ApiAuth(HttpAuthBase):
         if request.method not in _SAFE_METHODS and check_csrf(request) is not None:
             raise AuthorizationError(message="CSRF check failed")
         return Caller(user=user)
+
+
+def _grants(scopes: list[str], scope: str) -> bool:
+    # read:all is read without the visibility rule, so it also grants read.
+    return scope in scopes or (scope == ApiClient.Scope.READ and ApiClient.Scope.READ_ALL in scopes)
 
 
 def _count_request(client: ApiClient) -> None:

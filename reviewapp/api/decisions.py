@@ -7,6 +7,7 @@ from ninja import Query, Router
 
 from reviewapp.review.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Decision, SigningKey
+from reviewapp.review.services.visibility import visible_q
 
 from .auth import ApiAuth
 from .schemas import DecisionOut, DecisionPageOut, KeyOut, ObjectId, PageSize, errors
@@ -45,14 +46,16 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
     auth=ApiAuth("read"),
     response={200: DecisionPageOut, **errors()},
     summary="Export decisions in chain order",
-    description="Ascending id, starting after `after`; follow `next_after` until it is null.",
+    description="Ascending id, starting after `after`; follow `next_after` until it is null. "
+    "Only decisions on proposals this token may see.",
 )
 def decision_list(
     request,
     after: AfterId = 0,
     limit: PageSize = 100,
 ):
-    rows = list(Decision.objects.filter(pk__gt=after).order_by("pk")[: limit + 1])
+    visible = Decision.objects.filter(visible_q(request.auth.client, prefix="proposal__"))
+    rows = list(visible.filter(pk__gt=after).order_by("pk")[: limit + 1])
     page = rows[:limit]
     keys = public_keys_for(d.key_id for d in page)
     return {
@@ -68,7 +71,10 @@ def decision_list(
     summary="One signed decision",
 )
 def decision_detail(request, decision_id: ObjectId):
-    decision = get_object_or_404(Decision, pk=decision_id)
+    decision = get_object_or_404(
+        Decision.objects.filter(visible_q(request.auth.client, prefix="proposal__")),
+        pk=decision_id,
+    )
     return decision_out(decision, public_keys_for([decision.key_id]))
 
 

@@ -10,6 +10,7 @@ from reviewapp.review.services.escalations import (
     EscalationClosed,
     escalation_decide,
 )
+from reviewapp.review.services.visibility import visible_q
 
 from .auth import ApiAuth
 from .cursors import keyset_page
@@ -33,6 +34,7 @@ router = Router(tags=["escalations"])
     auth=ApiAuth("read"),
     response={200: EscalationPageOut, **errors()},
     summary="List escalations, newest first",
+    description="Only escalations of proposals this token may see.",
 )
 def escalation_list(
     request,
@@ -40,7 +42,9 @@ def escalation_list(
     cursor: QueryText | None = None,
     limit: PageSize = 50,
 ):
-    escalations = Escalation.objects.select_related("claimed_by")
+    escalations = Escalation.objects.filter(
+        visible_q(request.auth.client, prefix="proposal__")
+    ).select_related("claimed_by")
     if status:
         escalations = escalations.filter(status=status)
     rows, next_cursor = keyset_page(escalations, cursor=cursor, limit=limit)
@@ -67,6 +71,9 @@ def escalation_list(
 )
 def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
     caller = request.auth
+    visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
+    if not visible.filter(pk=escalation_id).exists():
+        raise Http404("no such escalation")
     try:
         decision = escalation_decide(
             escalation_id=escalation_id,

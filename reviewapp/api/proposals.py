@@ -7,10 +7,12 @@ from ninja import Router, Status
 from ninja.errors import HttpError
 
 from reviewapp.core.cite import ClaimInput
-from reviewapp.review.models import Claim, Judgement, Proposal
+from reviewapp.review.models import Claim, Judgement
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
+    JudgementForbidden,
     JudgementRefused,
+    LensGone,
     external_judgement_submit,
 )
 from reviewapp.review.services.proposals import (
@@ -18,6 +20,7 @@ from reviewapp.review.services.proposals import (
     SubmissionConflict,
     proposal_submit,
 )
+from reviewapp.review.services.visibility import proposals_visible_to
 
 from .auth import ApiAuth
 from .cursors import keyset_page
@@ -78,6 +81,8 @@ def proposal_create(request, payload: ProposalIn):
     auth=ApiAuth("read"),
     response={200: ProposalPageOut, **errors()},
     summary="List proposals, newest first",
+    description="A token sees the proposals its client submitted and those an external lens "
+    "binds it to judge; `read:all` (and a browser session) sees every proposal.",
 )
 def proposal_list(
     request,
@@ -86,8 +91,10 @@ def proposal_list(
     cursor: QueryText | None = None,
     limit: PageSize = 50,
 ):
-    proposals = Proposal.objects.select_related("panel").only(
-        "id", "status", "title", "content_sha256", "created_at", "panel__name"
+    proposals = (
+        proposals_visible_to(request.auth.client)
+        .select_related("panel")
+        .only("id", "status", "title", "content_sha256", "created_at", "panel__name")
     )
     if status:
         proposals = proposals.filter(status=status)
@@ -115,10 +122,14 @@ def proposal_list(
     response={200: ProposalOut, **errors(404)},
     url_name="proposal_detail",
     summary="A proposal with its judgements, evidence, escalation and decision",
+    description="404 for a proposal this token may not see, exactly as for one that does "
+    "not exist.",
 )
 def proposal_detail(request, proposal_id: ObjectId):
     proposal = get_object_or_404(
-        Proposal.objects.select_related("panel", "decision").prefetch_related(
+        proposals_visible_to(request.auth.client)
+        .select_related("panel", "decision")
+        .prefetch_related(
             Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
             "evidence",
         ),
@@ -166,10 +177,13 @@ def proposal_detail(request, proposal_id: ObjectId):
     response={201: JudgementOut, **errors(404, 409)},
     summary="Submit an external lens's judgement",
     description="Only a lens on the proposal's panel with the `external` backend may judge "
-    "here (422 otherwise), once (409 after that). Cites are grounded like any lens's.",
+    "here (422 otherwise), once (409 after that), and only a client that lens names (403 "
+    "otherwise, also for a client judging a proposal it submitted unless the lens allows "
+    "it). A proposal this token may not see is a 404. Cites are grounded like any lens's.",
 )
 def judgement_create(request, proposal_id: ObjectId, payload: JudgementIn):
-    proposal = get_object_or_404(Proposal, pk=proposal_id)
+    client = request.auth.client
+    proposal = get_object_or_404(proposals_visible_to(client), pk=proposal_id)
     try:
         judgement = external_judgement_submit(
             proposal=proposal,
@@ -180,10 +194,13 @@ def judgement_create(request, proposal_id: ObjectId, payload: JudgementIn):
                 ClaimInput(cite=c.cite, assessment=c.assessment, claim_id=c.claim_id)
                 for c in payload.claims
             ],
+            client=client,
         )
     except JudgementRefused as exc:
         raise invalid([*BODY_LOC, "lens"], str(exc), "lens_refused") from exc
-    except AlreadyJudged as exc:
+    except JudgementForbidden as exc:
+        raise HttpError(403, str(exc)) from exc
+    except (AlreadyJudged, LensGone) as exc:
         raise HttpError(409, str(exc)) from exc
     return Status(201, judgement_out(judgement))
 

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 from ninja import Path, Query, Schema
 from pydantic import AfterValidator, ConfigDict, Field
 
+from reviewapp.core.blank import shows_nothing
+
 from .parsing import string_problem
 
 
@@ -17,8 +19,8 @@ def _storable(value: str) -> str:
 
 
 def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
+    if shows_nothing(value):
+        raise ValueError("must not be empty (whitespace and zero-width characters count as empty)")
     return value
 
 

@@ -39,8 +39,14 @@ from .admin_forms import (
 from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens, Proposal, SigningKey
 from .services.checkers_config import CHECKER_AUDIT_FIELDS
 from .services.clients import ClientRefused, api_client_create
+from .services.in_flight import checkers_needed, in_flight_refusals
 from .services.keys import RotationRefused, signing_key_rotate
-from .services.lenses import LENS_AUDIT_FIELDS, api_key_status, lens_delete_refusal
+from .services.lenses import (
+    LENS_AUDIT_FIELDS,
+    api_key_status,
+    external_judge_status,
+    lens_delete_refusal,
+)
 from .services.panel_versions import (
     audited_part,
     panel_bump_version_if_changed,
@@ -181,10 +187,16 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
     audit_target_type = "lens"
     audit_fields = LENS_AUDIT_FIELDS
     trial_kind = Trial.Kind.LENS
-    list_display = ("name", "backend", "active", "version", "used_by", "api_key")
+    list_display = ("name", "backend", "active", "version", "used_by", "api_key", "judged_by")
     list_filter = ("backend", "active")
     search_fields = ("name", "description")
-    readonly_fields = ("version", "api_key_status", "recorded_responses", "used_by_panels")
+    readonly_fields = (
+        "version",
+        "api_key_status",
+        "recorded_responses",
+        "used_by_panels",
+        "judge_status",
+    )
     actions = ["deactivate", "activate", "delete_selected"]
     fieldsets = (
         (None, {"fields": ("name", "description", "instructions", "backend", "active")}),
@@ -201,6 +213,8 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
                     "temperature",
                     "timeout_seconds",
                     "response_format",
+                    "max_concurrent_calls",
+                    "calls_per_minute",
                 ),
             },
         ),
@@ -212,9 +226,14 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
             "Recorded backend",
             {"classes": ("show-if-backend-recorded",), "fields": ("recorded_responses",)},
         ),
+        (
+            "External backend: who may judge",
+            {
+                "classes": ("show-if-backend-external",),
+                "fields": ("judge_status", "judge_clients", "allow_self_judgement"),
+            },
+        ),
     )
-                    "max_concurrent_calls",
-                    "calls_per_minute",
 
     class Media:
         js = ADMIN_MEDIA_JS
@@ -232,6 +251,22 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
             return None
         return obj.api_key_is_set
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("judge_clients")
+
+    @admin.display(description="Judged by")
+    def judged_by(self, obj):
+        if obj.backend != Lens.Backend.EXTERNAL:
+            return "—"
+        names = sorted(c.name for c in obj.judge_clients.all())
+        return ", ".join(names) or "⚠ no client: accepts no judgement"
+
+    @admin.display(description="Who may judge")
+    def judge_status(self, obj):
+        if obj is None or obj.pk is None:
+            return "Tick the API clients allowed to answer for this lens, and save."
+        return external_judge_status(obj)
+
     @admin.display(description="Recorded responses")
     def recorded_responses(self, obj):
         if obj is None or obj.pk is None:
@@ -247,6 +282,12 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
         if obj is None or obj.pk is None:
             return "—"
         return self.used_by(obj)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        lens = form.instance
+        if lens.backend == Lens.Backend.EXTERNAL and not lens.judge_clients.exists():
+            self.message_user(request, external_judge_status(lens), messages.WARNING)
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
@@ -479,13 +520,14 @@ class CheckerAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin
             f"checker {name!r} is used by panel(s) {', '.join(repr(p) for p in panels)}"
             for name, panels in used
             if panels
-        ]
+        ] + in_flight_refusals(checkers, checkers_needed(checkers), "checker")
         if not problems:
             return None
         return (
             "Cannot delete: "
             + "; ".join(problems)
-            + ". Remove it from those panels first, or deactivate it instead."
+            + ". Remove it from those panels and let those proposals finish first, "
+            "or deactivate it instead."
         )
 
 

@@ -81,8 +81,11 @@ class LensAdminForm(forms.ModelForm):
             "max_concurrent_calls",
             "calls_per_minute",
             "mandate",
+            "judge_clients",
+            "allow_self_judgement",
         )
         widgets = {
+            "judge_clients": forms.CheckboxSelectMultiple(),
             "mandate": ConstraintsPreviewWidget(),
             "instructions": forms.Textarea(attrs={"rows": 4, "cols": 80}),
             "description": forms.Textarea(attrs={"rows": 2, "cols": 80}),
@@ -335,8 +338,9 @@ class ApiClientCreateForm(forms.Form):
     scopes = forms.MultipleChoiceField(
         choices=ApiClient.Scope.choices,
         widget=forms.CheckboxSelectMultiple,
-        help_text="submit: send proposals; judge: send external judgements; "
-        "read: read proposals and decisions; review: adjudicate escalations.",
+        help_text="submit: send proposals; judge: send external judgements (for the lenses "
+        "that name this client); read: read its own proposals and those it judges; "
+        "read:all: read every client's proposals; review: adjudicate escalations.",
     )
 
 

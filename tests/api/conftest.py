@@ -5,12 +5,14 @@ import pytest
 from django.test import Client
 
 from reviewapp.review.models import Lens, Proposal
-from reviewapp.review.services.clients import api_client_create
+from reviewapp.review.services.clients import api_client_create, api_client_for_token
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
 from reviewapp.review.tasks import finalize_proposal, run_lens
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 
-ALL_SCOPES = ("submit", "judge", "read", "review")
+# read:all: the shared token is an operator's, seeing every client's proposals;
+# tests of the visibility rule make narrower tokens with `api_with`.
+ALL_SCOPES = ("submit", "judge", "read", "read:all", "review")
 _names = itertools.count()
 
 
@@ -50,6 +52,10 @@ def api_with(*scopes: str) -> Api:
     return Api(make_token(*scopes))
 
 
+def client_of(token: str):
+    return api_client_for_token(token)
+
+
 def lens_answer(verdict: str, *cites: str) -> str:
     return json.dumps(
         {
@@ -66,11 +72,11 @@ def panel(db):
 
 
 @pytest.fixture
-def external_panel(db):
-    """One recorded lens and one external lens; both must agree."""
-    return PanelFactory(
-        lenses=[LensFactory(), LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)], need=2
-    )
+def external_panel(db, token):
+    """One recorded lens and one external lens ("outside", answered by `token`); both must agree."""
+    outside = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+    outside.judge_clients.add(client_of(token))
+    return PanelFactory(lenses=[LensFactory(), outside], need=2)
 
 
 def evaluated(content: str, *, thought_process: str = "", **panel_fields) -> Proposal:

@@ -83,7 +83,7 @@ def test_decision_while_a_reviewer_holds_the_claim_is_409(api, escalation):
     assert not Decision.objects.exists()
 
 
-@pytest.mark.parametrize("rationale", ["", "   "])
+@pytest.mark.parametrize("rationale", ["", "   ", "\u200b\u200c\u200d\ufeff"], ids=repr)
 def test_decision_without_a_rationale_is_422(api, escalation, rationale):
     response = decide(api, escalation, rationale=rationale)
 

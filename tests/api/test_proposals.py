@@ -76,7 +76,9 @@ def test_inactive_panel_is_422(api, panel):
     assert api.post("/api/proposals", submit_body(panel)).status_code == 422
 
 
-@pytest.mark.parametrize("content", ["", "   \n\t"])
+@pytest.mark.parametrize(
+    "content", ["", "   \n\t", "\u200b\u200c\u200d\ufeff", " \u2060\u200b "], ids=repr
+)
 def test_empty_content_is_422(api, panel, content):
     response = api.post("/api/proposals", submit_body(panel, content=content))
 

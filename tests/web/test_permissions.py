@@ -2,6 +2,7 @@
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from reviewapp.review.models import Decision
 
@@ -104,16 +105,29 @@ def test_non_reviewer_posts_are_forbidden(client, outsider, escalation, name):
     assert escalation.status == "open" and not Decision.objects.exists()
 
 
-@pytest.mark.parametrize("name", POST_VIEWS)
-def test_staff_may_post(client, staff_user, escalation, name):
+def test_staff_outside_the_reviewers_group_may_not_claim(client, staff_user, escalation):
+    # The API's rule too (tests/api/test_auth.py): staff read, reviewers sign.
+    client.force_login(staff_user)
+    response = client.post(reverse("escalation_claim", args=[escalation.pk]))
+    assert response.status_code == 403
+    escalation.refresh_from_db()
+    assert escalation.status == "open"
+
+
+def test_staff_outside_the_reviewers_group_may_not_sign_even_holding_a_claim(
+    client, staff_user, escalation
+):
+    # A claim taken before the rule (or written by hand) does not make staff a reviewer.
+    type(escalation).objects.filter(pk=escalation.pk).update(
+        status="claimed", claimed_by=staff_user, claimed_at=timezone.now()
+    )
     client.force_login(staff_user)
     response = client.post(
-        reverse(name, args=[escalation.pk]), {"outcome": "approved", "rationale": "x"}
+        reverse("escalation_decide", args=[escalation.pk]),
+        {"outcome": "approved", "rationale": "Looks right."},
     )
-    assert response.status_code == 302
-    assert response["Location"].startswith(
-        reverse("proposal_detail", args=[escalation.proposal_id])
-    )
+    assert response.status_code == 403
+    assert not Decision.objects.exists()
 
 
 def test_actions_refuse_get(reviewer_client, escalation):

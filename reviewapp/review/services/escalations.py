@@ -3,12 +3,16 @@
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
 
+from reviewapp.core.blank import shows_nothing
+
+from ..access import may_sign_decisions
 from ..models import Decision, Escalation, Proposal
 from .decisions import decision_append
 
@@ -23,6 +27,16 @@ class EscalationClosed(Exception):
     """The escalation was already decided."""
 
 
+class NotAReviewer(PermissionDenied):
+    """The user may read the review pages but not sign decisions (staff outside the group)."""
+
+
+def _ensure_may_sign(user) -> None:
+    # The same rule the API applies to a session's `review` scope.
+    if not may_sign_decisions(user):
+        raise NotAReviewer("only members of the reviewers group can claim and decide escalations")
+
+
 def _claim_expiry_cutoff():
     return timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
 
@@ -33,6 +47,7 @@ def _holder_name(escalation: Escalation) -> str:
 
 def escalation_claim(*, escalation_id: int, user) -> Escalation:
     """Claim an escalation for `user`. Exactly one of two simultaneous claimers wins."""
+    _ensure_may_sign(user)
     now = timezone.now()
     # One conditional UPDATE decides the race inside the database: only the
     # first statement to run still sees the row open (or its claim expired).
@@ -76,7 +91,9 @@ def escalation_decide(
     decided_by_name: str,
 ) -> Decision:
     """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open)."""
-    if not rationale.strip():
+    if user is not None:  # a `review` token has no user; its scope was checked
+        _ensure_may_sign(user)
+    if shows_nothing(rationale):
         raise ValueError("a rationale is required")
     if outcome not in Decision.Outcome.values:
         raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")

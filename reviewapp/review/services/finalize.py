@@ -16,6 +16,7 @@ from reviewapp.webhooks.events import webhook_record_escalated
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from .decisions import decision_append
+from .in_flight import gone_from_snapshot
 from .judgements import answered_lens_ids
 
 _FAILURE = "lens-failure"  # not a verdict: marks a lens failure among the answers
@@ -104,6 +105,8 @@ def proposal_finalize(
     # Checkers run before the row lock is taken: a command checker may take
     # seconds, and nothing else may wait on this proposal meanwhile.
     checkers = CheckerConfig.objects.in_bulk([c["id"] for c in snapshot["checkers"]])
+    # A checker deleted since submission is never skipped: it counts as inconclusive, by name.
+    gone_checkers = [c["name"] for c in snapshot["checkers"] if c["id"] not in checkers]
     checked = [
         (checker, checker_evidence(proposal=proposal, checker=checker, signer=signer))
         for checker in checkers.values()
@@ -121,6 +124,9 @@ def proposal_finalize(
         if deadline_passed:
             _record_missing_lenses(proposal)
         judgements, failed = _answers(proposal_id)
+        if len(judgements) + len(failed) < len(snapshot["lenses"]):
+            # Only a lens deleted since submission leaves no answer: it failed, by name.
+            failed = sorted({*failed, *gone_from_snapshot(snapshot)[0]})
         quorum = Quorum(snapshot["need"], [entry["name"] for entry in snapshot["lenses"]])
         outcome = quorum.tally([(name, Verdict(verdict)) for name, _, verdict in judgements])
         evidence = Evidence.objects.bulk_create(
@@ -131,7 +137,8 @@ def proposal_finalize(
         )
         proposal.tally = _tally_dict(quorum, outcome)
         decided = route(
-            checker_verdicts=[core_checkers.CheckVerdict(e.verdict) for e in evidence],
+            checker_verdicts=[core_checkers.CheckVerdict(e.verdict) for e in evidence]
+            + [core_checkers.CheckVerdict.INCONCLUSIVE for _ in gone_checkers],
             panel=outcome,
             failed_lenses=failed,
             requires_sign_off=snapshot["requires_sign_off"],
@@ -148,6 +155,10 @@ def proposal_finalize(
                         {"checker": e.checker_name, "reason": e.reason}
                         for e in evidence
                         if e.verdict == core_checkers.CheckVerdict.INCONCLUSIVE
+                    ]
+                    + [
+                        {"checker": name, "reason": "deleted after submission; it never ran"}
+                        for name in gone_checkers
                     ],
                 },
             )

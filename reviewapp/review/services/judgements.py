@@ -7,7 +7,7 @@ from django.db import IntegrityError, connection, transaction
 from reviewapp.core.cite import ClaimInput, GroundedClaim, GroundingPolicy, ground_claims
 from reviewapp.core.text import storable
 
-from ..models import Claim, Judgement, Lens, LensFailure, Proposal
+from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Proposal
 
 
 class JudgementRefused(Exception):
@@ -16,6 +16,14 @@ class JudgementRefused(Exception):
 
 class AlreadyJudged(Exception):
     """The lens has already judged this proposal."""
+
+
+class JudgementForbidden(Exception):
+    """The calling client may not answer for this lens (not named by it, or it submitted)."""
+
+
+class LensGone(Exception):
+    """The lens the proposal awaits was deleted; the proposal is escalated instead."""
 
 
 def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -> list[Claim]:
@@ -206,8 +214,13 @@ def external_judgement_submit(
     verdict: str,
     rationale: str,
     claims: list[ClaimInput],
+    client: ApiClient,
 ) -> Judgement:
-    """A judgement from an external lens, grounded here like any other."""
+    """A judgement from an external lens, grounded here like any other.
+
+    Only a client the lens names may answer for it, and never on a proposal
+    that client submitted unless the lens allows it. Refusals write nothing.
+    """
     entry = next((e for e in proposal.panel_snapshot["lenses"] if e["name"] == lens_name), None)
     if entry is None:
         raise JudgementRefused(f"lens {lens_name!r} is not on the panel of proposal {proposal.pk}")
@@ -215,7 +228,14 @@ def external_judgement_submit(
         raise JudgementRefused(
             f"lens {lens_name!r} is not an external lens; its judgements come from the worker"
         )
-    lens = Lens.objects.get(pk=entry["id"])
+    lens = Lens.objects.filter(pk=entry["id"]).first()
+    if lens is None:
+        proposal_escalate_for_missing(proposal_id=proposal.pk)
+        raise LensGone(
+            f"lens {lens_name!r} no longer exists, so it cannot judge proposal {proposal.pk}; "
+            "the proposal is escalated to a human instead"
+        )
+    external_judge_check(lens=lens, client=client, proposal=proposal)
     policy = GroundingPolicy(proposal.panel_snapshot["grounding_policy"])
     grounded = ground_claims(
         content=proposal.content,
@@ -239,3 +259,32 @@ def external_judgement_submit(
             raise AlreadyJudged(f"lens {lens_name!r} has already judged proposal {proposal.pk}")
         raise AlreadyJudged(f"proposal {proposal.pk} is already final; judgements are closed")
     return judgement
+
+def external_judge_check(*, lens: Lens, client: ApiClient, proposal: Proposal) -> None:
+    """Raise JudgementForbidden unless `client` may answer for `lens` on `proposal`."""
+    if not lens.judge_clients.filter(pk=client.pk).exists():
+        if not lens.judge_clients.exists():
+            raise JudgementForbidden(
+                f"lens {lens.name!r} names no API client allowed to answer for it, so it "
+                "accepts no judgement; an admin must bind a client to it"
+            )
+        raise JudgementForbidden(
+            f"client {client.name!r} is not allowed to answer for lens {lens.name!r}"
+        )
+    if proposal.client_id == client.pk and not lens.allow_self_judgement:
+        raise JudgementForbidden(
+            f"client {client.name!r} submitted proposal {proposal.pk}, and lens {lens.name!r} "
+            "does not let a submitter judge its own proposal"
+        )
+
+
+def proposal_escalate_for_missing(*, proposal_id: int) -> None:
+    """A lens the proposal awaits is gone: stop waiting, and let the final step escalate it.
+
+    The final step names what is gone; waiting for the deadline would only delay that.
+    """
+    from ..tasks import finalize_proposal
+
+    transaction.on_commit(
+        lambda: finalize_proposal.delay(proposal_id, deadline_passed=True), robust=True
+    )

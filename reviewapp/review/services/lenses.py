@@ -2,9 +2,15 @@
 
 from .. import llm_keys
 from ..models import Judgement, Lens, LensFailure, Panel
+from .in_flight import in_flight_refusals, lenses_needed
 
 # What an audit entry records about a lens: every configured field, and the version.
-LENS_AUDIT_FIELDS = (*Lens.VERSIONED_FIELDS, "description", "version")
+LENS_AUDIT_FIELDS = (
+    *Lens.VERSIONED_FIELDS,
+    "description",
+    "allow_self_judgement",
+    "version",
+)
 
 # The fields each backend reads; the admin shows only the chosen backend's.
 BACKEND_FIELDS = {
@@ -38,6 +44,20 @@ def api_key_status(lens: Lens) -> str:
     return f"{lens.api_key_env} is NOT set on the server: requests will carry no API key."
 
 
+def external_judge_status(lens: Lens) -> str:
+    """Which API clients may answer for an external lens, in words."""
+    if lens.backend != Lens.Backend.EXTERNAL:
+        return "Only external lenses take judgements over the API."
+    names = sorted(c.name for c in lens.judge_clients.all())
+    if not names:
+        return (
+            f"Lens {lens.name!r} names no API client, so it accepts no judgement: every "
+            "proposal it is asked about waits for the panel's external deadline. Tick the "
+            "clients allowed to answer for it."
+        )
+    return f"Only {', '.join(names)} may answer for this lens."
+
+
 def panels_using(lenses) -> dict[int, list[str]]:
     """{lens id: [panel names]} for every given lens that a panel uses."""
     ids = [lens.pk for lens in lenses]
@@ -61,6 +81,7 @@ def lens_delete_refusal(lenses) -> str | None:
             names = ", ".join(repr(n) for n in used[lens.pk])
             plural = "panels" if len(used[lens.pk]) > 1 else "panel"
             problems.append(f"lens {lens.name!r} is used by {plural} {names}")
+    problems += in_flight_refusals(lenses, lenses_needed(lenses), "lens")
     judged = set(
         Judgement.objects.filter(lens__in=lenses).values_list("lens_id", flat=True).distinct()
     ) | set(LensFailure.objects.filter(lens__in=lenses).values_list("lens_id", flat=True))
@@ -74,5 +95,6 @@ def lens_delete_refusal(lenses) -> str | None:
     return (
         "Cannot delete: "
         + "; ".join(problems)
-        + ". Remove the lens from those panels first, or deactivate it instead."
+        + ". Remove the lens from those panels and let those proposals finish first, "
+        "or deactivate it instead."
     )
