@@ -187,14 +187,19 @@ if not CELERY_BROKER_URL.startswith(("filesystem://", "redis://", "rediss://")):
     )
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's filesystem transport, with files that appear whole or not at all:
+    # its own lets a consumer read a message still being written, and the
+    # worker dies of a JSONDecodeError (reviewapp/embedded_broker.py).
+    CELERY_BROKER_TRANSPORT = "reviewapp.embedded_broker:Transport"
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "control", "processed"):
+    for _sub in ("queue", "control", "processed", "staging"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "control_folder": str(_broker_dir / "control"),
         "processed_folder": str(_broker_dir / "processed"),
+        "staging_folder": str(_broker_dir / "staging"),
         "store_processed": False,
         # The filesystem transport polls; kombu's 1 s default makes a queue of
         # a few hundred messages take minutes to drain.
