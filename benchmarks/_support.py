@@ -37,7 +37,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 VENV_BIN = Path(sys.executable).parent
-BENCH_DB = "reviewapp_bench"
+# Overridable so two people benchmarking on one machine do not share a database.
+BENCH_DB = os.environ.get("BENCH_DB", "reviewapp_bench")
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
 BENCH_BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
 VAR_ROOT = ROOT / "var" / "bench"

@@ -8,17 +8,20 @@ lens's answer for N distinct support replies (70% approved, 10% rejected by
 the panel, 10% rejected by the mandate, 10% escalated because a lens answers
 garbage), starts gunicorn (2 sync workers) and one Celery worker
 (`--concurrency 2 --beat`, importing the no-op tasks with
-`-I benchmarks._support`), then:
+`-I benchmarks._support`; a proposal of CPU lenses is one task, its lenses
+inline), then:
 
 1. counts the SQL queries each task of one proposal runs (in-process probe);
 2. times a bare no-op Celery task: sequential round trips, and the throughput
-   of as many no-op tasks as the pipeline will run (3 per proposal);
+   of as many no-op tasks as the pipeline will run (1 per proposal);
 3. submits N proposals with `POST /api/proposals` from `--clients` threads and
    waits until every one is decided or escalated.
 
 Prints proposals per second end to end, p50/p95 submit-to-final latency
 (finalized_at − created_at), the no-op figures and the ratios between them, and
-audits that each proposal ended exactly once and the decision chain verifies.
+audits that each proposal ended exactly once and the decision chain verifies,
+and the total CPU per proposal against the CPU of one no-op task (sent and
+run) measured in the same run: target ≤ 15×.
 `--profile` samples the worker (and gunicorn) with py-spy during step 3 and
 prints where the time goes. Target: ≥ 50 proposals/s.
 """
@@ -41,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import _support as s  # noqa: E402
 
 TARGET_PER_SECOND = 50.0
-TASKS_PER_PROPOSAL = 3  # one run_lens per lens; the last one to answer runs the final step
+TASKS_PER_PROPOSAL = 1  # evaluate_proposal: the 3 lenses inline, then the final step
+CPU_RATIO_TARGET = 15.0  # total CPU per proposal ÷ CPU of one no-op task (send + run)
 
 
 def probe_queries(panel_name: str) -> dict[str, int]:
@@ -49,9 +53,8 @@ def probe_queries(panel_name: str) -> dict[str, int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from reviewapp.review.models import Lens
     from reviewapp.review.services.proposals import proposal_submit
-    from reviewapp.review.tasks import run_lens
+    from reviewapp.review.tasks import evaluate_proposal
 
     item = s.pipeline_contents(1, tag="probe-")[0]
     s.record_answers([item])
@@ -61,12 +64,9 @@ def probe_queries(panel_name: str) -> dict[str, int]:
             panel_name=panel_name, content=item["content"], title=item["title"]
         )
     counts["proposal_submit (service)"] = len(ctx)
-    lenses = list(Lens.objects.filter(name__in=s.PIPELINE_LENSES).order_by("name"))
-    for k, lens in enumerate(lenses):
-        with CaptureQueriesContext(connection) as ctx:
-            run_lens.run(proposal.pk, lens.pk)
-        last = " + the final step" if k == len(lenses) - 1 else ""
-        counts[f"run_lens ({lens.name}){last}"] = len(ctx)
+    with CaptureQueriesContext(connection) as ctx:
+        evaluate_proposal.run(proposal.pk)
+    counts["evaluate_proposal (3 lenses inline + the final step)"] = len(ctx)
     return counts
 
 
@@ -205,7 +205,7 @@ def main() -> None:
     expected_routes = Counter(item["route"] for item in items)
 
     queries = probe_queries(panel.name)
-    s.flush_redis(env["CELERY_BROKER_URL"])  # the probe's run_lens messages
+    s.flush_redis(env["CELERY_BROKER_URL"])  # the probe's messages
     s.heading("SQL statements per step (one proposal, in-process)")
     for name, count in queries.items():
         s.line(name, str(count))
@@ -385,6 +385,13 @@ def main() -> None:
         s.line(f"{name} CPU", f"{1000 * used / len(ids):.1f} ms per proposal ({used:.1f} s)")
     total_cpu = sum(cpu.values()) / len(ids)
     s.line("total (worker + web + PostgreSQL)", f"{1000 * total_cpu:.1f} ms per proposal")
+    noop_cpu = publish_cpu + consume_cpu
+    ratio = total_cpu / noop_cpu
+    s.line(
+        "ratio: CPU per proposal ÷ CPU per no-op task",
+        f"{ratio:.1f}× ({1000 * total_cpu:.1f} ms / {1000 * noop_cpu:.2f} ms; "
+        f"{'meets' if ratio <= CPU_RATIO_TARGET else 'MISSES'} the ≤ {CPU_RATIO_TARGET:g}× target)",
+    )
     s.line(
         f"ceiling on {os.cpu_count()} idle CPUs",
         f"{os.cpu_count() / total_cpu:.0f} proposals/s (Redis and the client excluded)",

@@ -1,0 +1,358 @@
+"""LLM lenses at the provider's speed: the `llm` pipeline against the `recorded` one, same run.
+
+Run:  .venv/bin/python benchmarks/llm_pipeline.py [--latency 1] [--n 300]
+          [--max-concurrency N] [--fail-429 K] [--recorded-n 300]
+
+On a fresh bench PostgreSQL database and Redis (BENCH_DB, BENCH_BROKER_URL) it
+starts what docker-compose starts with the project's defaults — gunicorn (2
+sync workers), the CPU worker (prefork 2, beat) and the LLM worker (threads,
+REVIEWAPP_LLM_WORKER_CONCURRENCY) — and a loopback OpenAI-compatible server
+(tests/core/openai_stub.py) in this process that answers every call with a
+valid judgement (a verbatim cite) after `--latency` seconds. Then, in one run:
+
+1. the `recorded` pipeline: `--recorded-n` proposals on `pipeline.py`'s panel
+   shape (3 recorded lenses, need 2, one constraints checker), over HTTP;
+2. the `llm` pipeline: `--n` proposals on the same shape with 3 `llm` lenses
+   (`--max-concurrency` sets the lenses' per-endpoint limit; `--fail-429 K`
+   answers every K-th call with 429 and `Retry-After: 1`), over HTTP, all at once;
+3. the same `llm` pipeline paced at half the rate step 2 reached, for the
+   latency a proposal sees below saturation.
+
+Prints proposals/s, p50/p95 submit→final, the most calls the server saw in
+flight, the workers' RSS (peak, all their processes) and the most database
+connections open (peak, every process), the exactly-once audit, and last a
+machine-readable line:
+
+    RESULT llm_per_s=<x> recorded_per_s=<y> ratio=<x/y> paced_p50_s=<s> max_inflight=<n>
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import _support as s  # noqa: E402
+from tests.core.openai_stub import Answer, OpenAIStub, RateLimited, Slow  # noqa: E402
+
+LLM_LENSES = ("bench-llm-accuracy", "bench-llm-tone", "bench-llm-safety")
+TICKET = re.compile(r"Ticket #[A-Za-z0-9-]+")
+
+
+def judgement_for(request) -> str:
+    """A valid judgement citing the proposal's ticket line verbatim."""
+    import json
+
+    text = request.body["messages"][1]["content"]
+    cite = TICKET.search(text).group(0)
+    return json.dumps(
+        {
+            "verdict": "pass",
+            "rationale": "The reply answers the ticket it names.",
+            "claims": [{"cite": cite, "assessment": "verified", "note": "names the ticket"}],
+        }
+    )
+
+
+class Provider:
+    """The loopback server's answers: after `latency`, with every `fail_429`-th call a 429."""
+
+    def __init__(self, server: OpenAIStub, latency: float, fail_429: int) -> None:
+        self.latency, self.fail_429 = latency, fail_429
+        self.calls = 0
+        self.rate_limited = 0
+        self._lock = threading.Lock()
+        server.respond = self
+
+    def __call__(self, request):
+        with self._lock:
+            self.calls += 1
+            limited = bool(self.fail_429) and self.calls % self.fail_429 == 0
+            self.rate_limited += limited
+        if limited:
+            return RateLimited("1")
+        content = judgement_for(request)
+        return Slow(self.latency, content) if self.latency else Answer(content)
+
+
+def llm_panel(base_url: str, max_concurrency: int | None):
+    from reviewapp.review.models import CheckerConfig, Lens
+    from reviewapp.review.services.panels import panel_configure
+
+    limits = {"max_concurrent_calls": max_concurrency} if max_concurrency else {}
+    lenses = []
+    for name in LLM_LENSES:
+        lens, _ = Lens.objects.update_or_create(
+            name=name,
+            defaults={
+                "backend": Lens.Backend.LLM,
+                "base_url": base_url,
+                "model": "bench-model",
+                "instructions": f"Judge as {name}.",
+                "timeout_seconds": 60,
+                **limits,
+            },
+        )
+        lenses.append(lens)
+    s.pipeline_panel()  # the recorded panel, and its constraints checker
+    checker = CheckerConfig.objects.get(name="bench-mandate")
+    return panel_configure(
+        name="bench-llm-panel", need=2, lenses=lenses, checkers=[checker], grounding_policy="reject"
+    )
+
+
+def contents(n: int, tag: str) -> list[dict]:
+    """Support replies that every lens passes (no mandate breach), one ticket line each."""
+    from reviewapp.review.demo.data import SUPPORT_DOCS
+
+    out = []
+    for i in range(n):
+        title, body, thought, *_ = SUPPORT_DOCS[i % len(SUPPORT_DOCS)]
+        out.append(
+            {
+                "title": f"{title} ({tag}{i})",
+                "content": f"{body}\n\nTicket #{tag}{i:07d}",
+                "thought_process": thought,
+            }
+        )
+    return out
+
+
+def record_passes(items: list[dict]) -> None:
+    """For the recorded run: every recorded lens passes with the same verbatim cite."""
+    import json
+
+    from reviewapp.review.models import Lens, RecordedResponse
+
+    lenses = list(Lens.objects.filter(name__in=s.PIPELINE_LENSES))
+    rows = []
+    for item in items:
+        cite = TICKET.search(item["content"]).group(0)
+        answer = json.dumps(
+            {
+                "verdict": "pass",
+                "rationale": "The reply answers the ticket it names.",
+                "claims": [{"cite": cite, "assessment": "verified", "note": "names the ticket"}],
+            }
+        )
+        digest = hashlib.sha256(item["content"].encode()).hexdigest()
+        rows += [
+            RecordedResponse(lens=lens, content_sha256=digest, responses=[answer])
+            for lens in lenses
+        ]
+    RecordedResponse.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+
+
+class Sampler:
+    """Peaks of worker RSS (all their processes) and of open database connections."""
+
+    def __init__(self, database: str, pids: list[int]) -> None:
+        self.database, self.pids = database, pids
+        self.rss_mb = 0.0
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(f"{s.PG_URL}/postgres", autocommit=True) as conn:
+            while not self._stop.is_set():
+                (count,) = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [self.database]
+                ).fetchone()
+                self.connections = max(self.connections, count)
+                self.rss_mb = max(
+                    self.rss_mb, sum(rss_mb(p) for root in self.pids for p in s.process_tree(root))
+                )
+                self._stop.wait(0.25)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if row.startswith("VmRSS:"):
+                return int(row.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def run(port: int, token: str, panel: str, items: list[dict], *, clients: int, rate: float = 0):
+    """Submit `items` over HTTP (all at once, or paced at `rate`/s) and wait until all are final."""
+    import httpx
+
+    from reviewapp.review.models import Proposal
+
+    url = f"http://127.0.0.1:{port}/api/proposals"
+    headers = {"Authorization": f"Bearer {token}"}
+    local = threading.local()
+    ids: list[int] = []
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    def submit(item: dict) -> None:
+        client = getattr(local, "client", None)
+        if client is None:
+            client = local.client = httpx.Client(timeout=60, headers=headers)
+        response = client.post(url, json={"panel": panel, **item})
+        with lock:
+            statuses[response.status_code] += 1
+            if response.status_code == 202:
+                ids.append(response.json()["id"])
+
+    baseline = Proposal.objects.filter(status__in=["decided", "escalated"]).count()
+    started = time.monotonic()
+    with ThreadPoolExecutor(clients) as pool:
+        if rate:
+            futures = []
+            for k, item in enumerate(items):
+                time.sleep(max(0.0, started + k / rate - time.monotonic()))
+                futures.append(pool.submit(submit, item))
+            for future in futures:
+                future.result()
+        else:
+            list(pool.map(submit, items))
+    finished = s.wait_all_final(baseline + len(items), timeout=3600)
+    if statuses != Counter({202: len(items)}):
+        raise SystemExit(f"submissions refused: {dict(statuses)}")
+    rows = Proposal.objects.filter(pk__in=ids).values_list("created_at", "finalized_at", "status")
+    latency = [(f - c).total_seconds() for c, f, _ in rows]
+    return {
+        "rate": len(items) / (finished - started),
+        "p50": s.percentile(latency, 50),
+        "p95": s.percentile(latency, 95),
+        "outcomes": Counter(status for *_, status in rows),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
+    parser.add_argument("--n", type=int, default=300, help="proposals through the llm pipeline")
+    parser.add_argument("--recorded-n", type=int, default=300)
+    parser.add_argument("--paced-n", type=int, default=100, help="proposals in the paced run")
+    parser.add_argument(
+        "--max-concurrency", type=int, default=0, help="the llm lenses' per-endpoint limit"
+    )
+    parser.add_argument("--fail-429", type=int, default=0, metavar="K", help="every K-th call 429")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP submitters")
+    args = parser.parse_args()
+
+    s.heading(
+        f"llm pipeline: {args.n} proposals × 3 llm lenses, {args.latency:g} s per call"
+        + (f", limit {args.max_concurrency} calls" if args.max_concurrency else "")
+        + (f", every {args.fail_429}th call 429" if args.fail_429 else "")
+    )
+    s.line("load average at start", s.load_average())
+    env = s.fresh_stack("llm-pipeline")
+    from django.conf import settings
+
+    server = OpenAIStub().start()
+    provider = Provider(server, args.latency, args.fail_429)
+    panel = llm_panel(server.base_url, args.max_concurrency or None)
+    recorded_items = contents(args.recorded_n, "rec-")
+    record_passes(recorded_items)
+    token = s.api_token("bench-llm", "submit,read")
+    s.line("LLM worker concurrency (threads)", str(settings.REVIEWAPP_LLM_WORKER_CONCURRENCY))
+    limit = panel.lenses.first()
+    s.line(
+        "per-endpoint limits", f"{limit.max_concurrent_calls} calls, {limit.calls_per_minute}/min"
+    )
+
+    web, port = s.start_gunicorn(env, workers=2)
+    cpu_worker = s.start_worker(
+        env, concurrency=2, beat=True, name="cpu", extra_args=["-Q", "celery"]
+    )
+    llm_worker = s.start_worker(
+        env,
+        concurrency=settings.REVIEWAPP_LLM_WORKER_CONCURRENCY,
+        name="llm",
+        extra_args=["-Q", settings.REVIEWAPP_LLM_QUEUE, "--pool", "threads"],
+    )
+    sampler = Sampler(s.BENCH_DB, [cpu_worker.pid, llm_worker.pid])
+    try:
+        s.heading(f"recorded pipeline: {args.recorded_n} proposals (same panel shape)")
+        recorded = run(port, token, "bench-panel", recorded_items, clients=args.clients)
+        s.line("proposals/s", f"{recorded['rate']:.2f}")
+        s.line("submit→final p50 / p95", f"{recorded['p50']:.2f} s / {recorded['p95']:.2f} s")
+
+        s.heading(f"llm pipeline: {args.n} proposals, all at once")
+        server.max_in_flight = 0
+        calls_before = provider.calls
+        llm = run(port, token, panel.name, contents(args.n, "llm-"), clients=args.clients)
+        max_inflight = server.max_in_flight
+        s.line("proposals/s", f"{llm['rate']:.2f}")
+        s.line("submit→final p50 / p95", f"{llm['p50']:.2f} s / {llm['p95']:.2f} s")
+        s.line("calls / answered 429", f"{provider.calls - calls_before} / {provider.rate_limited}")
+        s.line("most calls in flight at the server", str(max_inflight))
+        if args.max_concurrency:
+            s.line(
+                "ideal under the limit: limit ÷ (3 × latency)",
+                f"{args.max_concurrency / (3 * args.latency):.2f} proposals/s",
+            )
+
+        paced_rate = llm["rate"] / 2
+        s.heading(
+            f"llm pipeline paced at {paced_rate:.2f}/s (half the rate above), "
+            f"{args.paced_n} proposals"
+        )
+        paced = run(
+            port,
+            token,
+            panel.name,
+            contents(args.paced_n, "paced-"),
+            clients=args.clients,
+            rate=paced_rate,
+        )
+        s.line("submit→final p50 / p95", f"{paced['p50']:.2f} s / {paced['p95']:.2f} s")
+        s.line(
+            "target p50 ≤ latency + 1 s",
+            f"{'meets' if paced['p50'] <= args.latency + 1 else 'MISSES'} ({args.latency + 1:g} s)",
+        )
+    finally:
+        sampler.stop()
+        llm_worker.stop()
+        cpu_worker.stop()
+        web.stop()
+        server.stop()
+
+    s.heading("resources (peaks over the whole run)")
+    s.line("workers' RSS (CPU + LLM worker, all processes)", f"{sampler.rss_mb:.0f} MB")
+    s.line(
+        "database connections open (every process)",
+        f"{sampler.connections} (web 2 + CPU worker 2 + LLM worker 1 + this benchmark)",
+    )
+    s.heading("exactly once")
+    outcomes = llm["outcomes"] + recorded["outcomes"] + paced["outcomes"]
+    s.line("outcomes", ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+    audit = s.outcome_audit()
+    s.line("audit", ", ".join(f"{k}={v}" for k, v in audit.items()))
+    checked, problem = s.verify_chain()
+    s.line("decision chain", f"{checked} verified" + (f"; PROBLEM: {problem}" if problem else ""))
+    if audit["exactly_once"] != audit["proposals"] or problem:
+        raise SystemExit("exactly-once audit failed")
+    s.line("load average at end", s.load_average())
+    ratio = llm["rate"] / recorded["rate"]
+    print(
+        f"RESULT llm_per_s={llm['rate']:.2f} recorded_per_s={recorded['rate']:.2f} "
+        f"ratio={ratio:.2f} paced_p50_s={paced['p50']:.2f} max_inflight={max_inflight}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
