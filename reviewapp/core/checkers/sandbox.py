@@ -10,6 +10,7 @@ in README "Security".
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import pwd
@@ -28,6 +29,8 @@ from pathlib import Path
 COMMAND_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 OUTPUT_LIMIT = 64 * 1024
 JAIL = str(Path(__file__).with_name("jail.py"))
+# What the jail enters on Linux when the kernel lets it (the README's first column).
+FULL_CONFINEMENT = frozenset({"pid", "net", "mount"})
 _POLL_SECONDS = 0.05
 # After SIGTERM the jail kills its namespace at once; this only bounds a jail
 # that is itself stuck.
@@ -42,6 +45,10 @@ LIMITS = {
 }
 # Per user, so only meaningful (and only set) once the command has a user of its own.
 NPROC_LIMIT = 128
+
+
+log = logging.getLogger(__name__)
+_warned: set[frozenset[str]] = set()
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,7 @@ def run_confined(
         with os.fdopen(status_read, "rb") as status:
             stdout, stderr, timed_out = _exchange(proc, stdin, timeout)
             outcome = json.loads(status.read() or b"{}")
+    _warn_if_partial(frozenset(outcome.get("namespaces", FULL_CONFINEMENT)))
     if timed_out:
         return Completed(None, stdout, stderr)
     if "exec_error" in outcome:
@@ -150,6 +158,18 @@ def run_confined(
         # The jail died without a word: nothing says how the command ended.
         return Completed(None, stdout, stderr, exec_error="the sandbox ended without an outcome")
     return Completed(outcome["returncode"], stdout, stderr)
+
+
+def _warn_if_partial(entered: frozenset[str]) -> None:
+    # Once per process and shortfall: an operator should know, a log should not flood.
+    missing = FULL_CONFINEMENT - entered
+    if missing and sys.platform.startswith("linux") and missing not in _warned:
+        _warned.add(missing)
+        log.warning(
+            "command checkers run without %s namespaces here (the kernel refused them); "
+            "see README 'Security' for what is not enforced",
+            ", ".join(sorted(missing)),
+        )
 
 
 def _exchange(proc: subprocess.Popen, stdin: bytes, timeout: float) -> tuple[str, str, bool]:
