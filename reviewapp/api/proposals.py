@@ -213,7 +213,16 @@ def judgement_out(judgement: Judgement) -> dict:
         "verdict": judgement.verdict,
         "rationale": judgement.rationale,
         "claims": [_claim_out(c) for c in claims if not c.dropped],
-        "unresolved_cites": [c.cite for c in claims if c.dropped],
+        "unresolved_cites": [
+            {
+                "cite": c.cite,
+                "assessment": c.assessment or None,
+                "note": c.note,
+                "claim_id": c.claim_id,
+            }
+            for c in claims
+            if c.dropped
+        ],
     }
 
 

@@ -119,14 +119,24 @@ class ClaimOut(Schema):
     anchor: Anchor | None
 
 
+class UnresolvedCiteOut(Schema):
+    cite: str
+    assessment: Assessment | None = Field(
+        description="What the lens said of the cite; null only where it was never recorded."
+    )
+    note: str
+    claim_id: str
+
+
 class JudgementOut(Schema):
     lens: str
     lens_version: int
     verdict: Verdict
     rationale: str
     claims: list[ClaimOut]
-    unresolved_cites: list[str] = Field(
-        description="Cites that resolved to nothing and were dropped from the claims."
+    unresolved_cites: list[UnresolvedCiteOut] = Field(
+        description="Cites that resolved to nothing and were dropped from the claims, "
+        "each with the lens's own assessment."
     )
 
 

@@ -308,6 +308,11 @@ class GroundedClaim:
 class UnresolvedCite:
     target_id: str
     cite: str
+    # What the lens said about the cite it could not ground: the record keeps
+    # its own words, never a default.
+    assessment: str = ""
+    note: str = ""
+    claim_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -380,7 +385,15 @@ def ground_claims(
             # A blank cite is legitimate only as a back-reference to an earlier
             # claim id; blank and id-less it carries no identity, so it is a miss.
             if not (blank and has_id):
-                unresolved.append(UnresolvedCite(target_id, "" if blank else claim.cite))
+                unresolved.append(
+                    UnresolvedCite(
+                        target_id,
+                        "" if blank else claim.cite,
+                        claim.assessment,
+                        claim.note,
+                        claim.claim_id,
+                    )
+                )
                 if policy is GroundingPolicy.REJECT:
                     continue
         grounded.append(

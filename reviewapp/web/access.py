@@ -1,9 +1,12 @@
 """Who may see the review pages: members of the reviewers group, and staff."""
 
 from functools import wraps
+from urllib.parse import urlsplit
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from reviewapp.review.demo import REVIEWERS_GROUP
 
@@ -21,13 +24,46 @@ def is_reviewer(user) -> bool:
     return cached
 
 
+def _return_path(request) -> str:
+    """Where a re-login should land: the page the reviewer was on, never a POST-only URL."""
+    if request.method == "GET" and not request.headers.get("HX-Request"):
+        return request.get_full_path()
+    # htmx names the page it runs on; a plain form post only has its Referer.
+    page = request.headers.get("HX-Current-URL") or request.headers.get("Referer") or ""
+    if url_has_allowed_host_and_scheme(
+        page, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        parts = urlsplit(page)
+        return parts.path + (f"?{parts.query}" if parts.query else "") or "/"
+    return "/"
+
+
+def _wants_status(request) -> bool:
+    """htmx and app.js's own requests: a 401 they can act on, not a login page to paste."""
+    return request.headers.get("HX-Request") == "true" or "application/json" in request.headers.get(
+        "Accept", ""
+    )
+
+
 def reviewer_required(view):
-    """Anonymous visitors go to the login page; signed-in non-reviewers get 403."""
+    """Anonymous visitors go to the login page; signed-in non-reviewers get 403.
+
+    An htmx request gets a 401 whose HX-Redirect sends the whole page to the
+    login, which then returns to the proposal page (the typed rationale is
+    kept in the browser meanwhile).
+    """
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
+            login = redirect_to_login(_return_path(request))
+            if _wants_status(request):
+                response = HttpResponse(
+                    "Your session has expired: log in again.", status=401, content_type="text/plain"
+                )
+                response["HX-Redirect"] = login["Location"]
+                return response
+            return login
         if not is_reviewer(request.user):
             raise PermissionDenied("Only reviewers can open review pages.")
         return view(request, *args, **kwargs)

@@ -52,6 +52,64 @@ def reason_badges(reasons) -> list[dict]:
     ]
 
 
+def _names(names) -> str:
+    names = [str(n) for n in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def escalation_reasons(escalation: Escalation, tally: dict | None) -> list[dict]:
+    """Every reason the escalation has, each explained in words (a badge alone says little)."""
+    detail = escalation.detail or {}
+    tally = tally or {}
+    out = []
+    for badge in reason_badges(escalation.reasons):
+        code = badge["code"]
+        if code == Escalation.Reason.NO_QUORUM:
+            text = (
+                f"{tally.get('passed', 0)} lens{'es' if tally.get('passed', 0) != 1 else ''} "
+                f"passed and {tally.get('failed', 0)} failed of {tally.get('asked', 0)} asked; "
+                f"{tally.get('need', 0)} had to agree, so the panel decided nothing."
+                if tally
+                else "The panel's lenses did not agree enough to decide."
+            )
+        elif code == Escalation.Reason.LENS_FAILED:
+            failed = detail.get("failed_lenses") or []
+            who = _names(failed) if failed else "A lens"
+            text = (
+                f"{who} never answered (a lens error, not a fail verdict); "
+                "without every judgement the machines may reject but never approve."
+            )
+        elif code == Escalation.Reason.INCONCLUSIVE:
+            checkers = detail.get("inconclusive_checkers") or []
+            text = (
+                "; ".join(
+                    f"checker {c['checker']} could not decide: {c['reason']}" for c in checkers
+                )
+                if checkers
+                else "A checker could not decide."
+            ) + "."
+        elif code == Escalation.Reason.SIGN_OFF:
+            text = "The panel reached pass, and this panel asks a person to sign off every pass."
+        else:
+            text = ""
+        out.append({**badge, "text": text})
+    return out
+
+
+def unresolved_why(*, dropped: bool, backend: str, requote_rounds: int) -> str:
+    """Why a cite is unresolved, truthfully: who was asked what, which policy kept or dropped it."""
+    if not dropped:
+        return (
+            "kept unanchored by the panel's repair policy (no lens is asked to re-quote under it)"
+        )
+    if backend == "external":
+        return "dropped: an external lens answers once over the API and is never asked to re-quote"
+    if requote_rounds:
+        asks = f"{requote_rounds} re-quote request{'s' if requote_rounds != 1 else ''}"
+        return f"dropped after {asks}: the re-quote budget is spent"
+    return "dropped by the panel's reject policy without a re-quote request"
+
+
 def tally_text(tally: dict | None) -> str:
     """'2 pass · 1 fail of 3, need 3 → no quorum', or '' before the panel is tallied."""
     if not tally:
@@ -151,7 +209,9 @@ def proposal_view(
 
     `judgements` must have their claims prefetched.
     """
-    snapshot_lenses = [entry["name"] for entry in (proposal.panel_snapshot or {}).get("lenses", [])]
+    snapshot_entries = (proposal.panel_snapshot or {}).get("lenses", [])
+    snapshot_lenses = [entry["name"] for entry in snapshot_entries]
+    backends = {entry["name"]: entry.get("backend", "") for entry in snapshot_entries}
     slots: dict[str, int] = {}
     for name in (
         snapshot_lenses + [j.lens_name for j in judgements] + [f.lens_name for f in failures]
@@ -203,6 +263,11 @@ def proposal_view(
             elif claim.anchor_kind == Claim.AnchorKind.THOUGHT_WINDOW and not claim.dropped:
                 thought_claims.append(item)
             else:
+                item["why"] = unresolved_why(
+                    dropped=claim.dropped,
+                    backend=backends.get(judgement.lens_name, ""),
+                    requote_rounds=judgement.requote_rounds,
+                )
                 unresolved.append(item)
             card.claims.append(item)
 
@@ -210,6 +275,7 @@ def proposal_view(
     for index, span in enumerate(ordered):
         span["id"] = index
         span["lens_slots"] = sorted({c["slot"] for c in span["claims"]})
+        span["lens_count"] = len({c["lens"] for c in span["claims"]})
 
     highlight_data = {
         "lenses": [{"slot": cards[name].slot, "name": name} for name in slots],
@@ -230,6 +296,18 @@ def proposal_view(
                 ],
             }
             for span in ordered
+        ],
+        # Thought-window anchors carry no offsets: the page finds the resolved
+        # text in the thought process, which is where grounding found it.
+        "thought": [
+            {
+                "lens": c["lens"],
+                "slot": c["slot"],
+                "assessment": c["assessment"],
+                "note": c["note"],
+                "text": c["text"] or "",
+            }
+            for c in thought_claims
         ],
     }
     return ProposalView(

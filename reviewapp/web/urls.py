@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from . import proposal_views, views
 
 urlpatterns = [
     path(
@@ -14,11 +14,29 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.inbox, name="inbox"),
     path("proposals", views.proposal_list, name="proposal_list"),
-    path("proposals/<int:pk>", views.proposal_detail, name="proposal_detail"),
-    path("proposals/<int:pk>/progress", views.proposal_progress, name="proposal_progress"),
-    path("escalations/<int:pk>/claim", views.escalation_claim_view, name="escalation_claim"),
-    path("escalations/<int:pk>/release", views.escalation_release_view, name="escalation_release"),
-    path("escalations/<int:pk>/decide", views.escalation_decide_view, name="escalation_decide"),
+    path("proposals/<int:pk>", proposal_views.proposal_detail, name="proposal_detail"),
+    path("proposals/<int:pk>/progress", proposal_views.proposal_progress, name="proposal_progress"),
+    path(
+        "escalations/<int:pk>/claim",
+        proposal_views.escalation_claim_view,
+        name="escalation_claim",
+    ),
+    path(
+        "escalations/<int:pk>/release",
+        proposal_views.escalation_release_view,
+        name="escalation_release",
+    ),
+    path(
+        "escalations/<int:pk>/decide",
+        proposal_views.escalation_decide_view,
+        name="escalation_decide",
+    ),
+    path(
+        "escalations/<int:pk>/heartbeat",
+        proposal_views.escalation_heartbeat_view,
+        name="escalation_heartbeat",
+    ),
+    path("escalations/next", proposal_views.escalation_next_view, name="escalation_next"),
     path("decisions", views.decision_list, name="decision_list"),
     path("decisions/<int:pk>/verify", views.decision_verify, name="decision_verify"),
 ]

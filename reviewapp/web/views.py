@@ -5,33 +5,21 @@ relations are joined (`select_related`), large text columns deferred, counts
 taken in one aggregate.
 """
 
-from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import IntegrityError, connection
-from django.db.models import Case, Count, Q, Value, When
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.db import connection
+from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
-from reviewapp.ledger.services import decision_ledger_status, ledger_position_for_decision
+from reviewapp.ledger.services import decision_ledger_status
 from reviewapp.review.models import Decision, Escalation, Panel, Proposal
 from reviewapp.review.services.decisions import decision_check
-from reviewapp.review.services.escalations import (
-    ClaimHeldByOther,
-    EscalationClosed,
-    escalation_claim,
-    escalation_decide,
-    escalation_release,
-)
 
 from .access import reviewer_required
 from .presenters import (
     REASON_LABELS,
     claim_state,
-    claim_ttl,
-    proposal_view,
     reason_badges,
     tally_outcome,
     tally_text,
@@ -40,7 +28,6 @@ from .presenters import (
 INBOX_PAGE_SIZE = 25
 LIST_PAGE_SIZE = 50
 INBOX_POLL_SECONDS = 5
-PROGRESS_POLL_SECONDS = 2
 OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED)
 # Columns a list never shows; a 1 MB proposal must not be read to list its title.
 PROPOSAL_HEAVY = ("content", "thought_process", "panel_snapshot", "metadata")
@@ -186,181 +173,6 @@ def proposal_list(request):
             "page_query": _query_without(request, "page"),
         },
     )
-
-
-def _current_escalation(proposal: Proposal) -> Escalation | None:
-    """The unresolved escalation if there is one, else the latest."""
-    return (
-        Escalation.objects.filter(proposal=proposal)
-        .select_related("claimed_by")
-        .order_by(
-            # Unresolved first, then newest.
-            Case(When(status=Escalation.Status.RESOLVED, then=Value(1)), default=Value(0)),
-            "-created_at",
-            "-id",
-        )
-        .first()
-    )
-
-
-def _adjudication_context(request, proposal, *, error: str = "", notice: str = "") -> dict:
-    escalation = _current_escalation(proposal)
-    decision = Decision.objects.filter(proposal=proposal).first()
-    return {
-        "proposal": proposal,
-        "escalation": escalation,
-        "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
-        "claim": claim_state(escalation, request.user) if escalation else None,
-        "decision": decision,
-        "ledger_position": ledger_position_for_decision(decision) if decision else None,
-        "claim_ttl_minutes": int(claim_ttl().total_seconds() // 60),
-        "adjudication_error": error,
-        "adjudication_notice": notice,
-    }
-
-
-@require_GET
-@reviewer_required
-def proposal_detail(request, pk: int):
-    proposal = get_object_or_404(Proposal.objects.select_related("panel", "client"), pk=pk)
-    judgements = list(proposal.judgements.prefetch_related("claims").order_by("id"))
-    failures = list(proposal.lens_failures.order_by("id"))
-    evidence = list(proposal.evidence.order_by("checker_name"))
-    view = proposal_view(proposal, judgements, failures)
-    context = {
-        **_adjudication_context(request, proposal),
-        "view": view,
-        "evidence": evidence,
-        "tally_text": tally_text(proposal.tally),
-        "tally_outcome": tally_outcome(proposal.tally),
-        "running": not proposal.is_final,
-        "poll_seconds": PROGRESS_POLL_SECONDS,
-        "progress": _progress(proposal, judgements, failures),
-    }
-    return render(request, "web/proposal_detail.html", context)
-
-
-def _progress(proposal: Proposal, judgements, failures) -> dict:
-    answered = {j.lens_name: j.verdict for j in judgements}
-    answered.update({f.lens_name: "failed" for f in failures})
-    lenses = [
-        {"name": entry["name"], "state": answered.get(entry["name"], "waiting")}
-        for entry in (proposal.panel_snapshot or {}).get("lenses", [])
-    ]
-    return {
-        "answered": proposal.lenses_answered,
-        "asked": proposal.lenses_asked,
-        "lenses": lenses,
-        "status": proposal.status,
-    }
-
-
-@require_GET
-@reviewer_required
-def proposal_progress(request, pk: int):
-    """The live progress indicator; once the proposal is final the page reloads itself."""
-    proposal = get_object_or_404(Proposal.objects.defer("content", "thought_process"), pk=pk)
-    if proposal.is_final:
-        if _is_htmx(request):
-            response = HttpResponse(status=204)
-            response["HX-Refresh"] = "true"
-            return response
-        return redirect("proposal_detail", pk=pk)
-    judgements = list(proposal.judgements.only("lens_name", "verdict"))
-    failures = list(proposal.lens_failures.only("lens_name"))
-    return render(
-        request,
-        "web/proposal_detail.html#progress",
-        {
-            "proposal": proposal,
-            "progress": _progress(proposal, judgements, failures),
-            "poll_seconds": PROGRESS_POLL_SECONDS,
-            "running": True,
-        },
-    )
-
-
-# --- adjudication ---------------------------------------------------------------
-
-
-def _after_action(request, escalation: Escalation, *, error: str = "", notice: str = ""):
-    """htmx gets the refreshed adjudication panel; a plain form post is redirected back."""
-    if _is_htmx(request):
-        proposal = Proposal.objects.defer("content", "thought_process").get(
-            pk=escalation.proposal_id
-        )
-        return render(
-            request,
-            "web/proposal_detail.html#adjudication",
-            _adjudication_context(request, proposal, error=error, notice=notice),
-        )
-    if error:
-        messages.error(request, error)
-    elif notice:
-        messages.success(request, notice)
-    return redirect(reverse("proposal_detail", args=[escalation.proposal_id]) + "#adjudication")
-
-
-@require_POST
-@reviewer_required
-def escalation_claim_view(request, pk: int):
-    escalation = get_object_or_404(Escalation, pk=pk)
-    try:
-        escalation_claim(escalation_id=escalation.pk, user=request.user)
-    except ClaimHeldByOther as exc:
-        return _after_action(
-            request, escalation, error=f"Already claimed by {exc.holder}. They hold it now."
-        )
-    except EscalationClosed:
-        return _after_action(request, escalation, error="This escalation is already decided.")
-    return _after_action(request, escalation, notice="Claimed.")
-
-
-@require_POST
-@reviewer_required
-def escalation_release_view(request, pk: int):
-    escalation = get_object_or_404(Escalation, pk=pk)
-    if escalation_release(escalation_id=escalation.pk, user=request.user):
-        return _after_action(request, escalation, notice="Claim released.")
-    return _after_action(request, escalation, error="You do not hold a claim on this escalation.")
-
-
-@require_POST
-@reviewer_required
-def escalation_decide_view(request, pk: int):
-    escalation = get_object_or_404(Escalation.objects.select_related("claimed_by"), pk=pk)
-    outcome = request.POST.get("outcome", "")
-    rationale = request.POST.get("rationale", "")
-    if outcome not in Decision.Outcome.values:
-        return _after_action(request, escalation, error="Choose approve or reject.")
-    if not rationale.strip():
-        return _after_action(request, escalation, error="A rationale is required to decide.")
-    state = claim_state(escalation, request.user)
-    if state.resolved:
-        return _after_action(request, escalation, error="This escalation is already decided.")
-    if not state.can_decide:
-        if state.live:
-            error = f"Claimed by {state.holder}: only they can decide it."
-        else:
-            error = "Claim this escalation before deciding it."
-        return _after_action(request, escalation, error=error)
-    try:
-        escalation_decide(
-            escalation_id=escalation.pk,
-            outcome=outcome,
-            rationale=rationale.strip(),
-            user=request.user,
-            decided_by_name=request.user.get_username(),
-        )
-    except ClaimHeldByOther as exc:
-        return _after_action(
-            request, escalation, error=f"Claimed by {exc.holder}: only they can decide it."
-        )
-    except (EscalationClosed, IntegrityError):
-        return _after_action(request, escalation, error="This escalation is already decided.")
-    except ValueError as exc:
-        return _after_action(request, escalation, error=str(exc).capitalize() + ".")
-    return _after_action(request, escalation, notice=f"Decision signed: {outcome}.")
 
 
 # --- decisions --------------------------------------------------------------------

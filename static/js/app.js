@@ -5,9 +5,14 @@
  *   j / k    next / previous row (inbox and lists)
  *   Enter    open the selected row
  *   c        claim (the selected inbox row, or the open proposal)
- *   a / r    focus approve / reject
+ *   a / r    choose approve / reject and focus the rationale (desk.js)
+ *   Ctrl+Enter  sign with the chosen outcome, from the rationale (desk.js)
  *   n / N    next / previous cited span on a proposal
  *   ?        show the shortcuts
+ *
+ * Also: the collapsible header on small screens, the inbox filters remembered
+ * for "next escalation", and htmx errors shown where they happened instead of
+ * a silent nothing (or a login page pasted into a card).
  */
 (function () {
   "use strict";
@@ -91,6 +96,58 @@
 
   document.addEventListener("click", function (event) {
     if (event.target.closest("[data-shortcuts-open]")) openHelp();
+    var toggle = event.target.closest("[data-nav-toggle]");
+    if (toggle) {
+      var open = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      var menu = document.getElementById(toggle.getAttribute("aria-controls"));
+      if (menu) menu.classList.toggle("is-open", open);
+    }
+  });
+
+  // The inbox's filters are the queue "next escalation" walks (see web/queue.py).
+  if (document.body.dataset.page === "inbox") {
+    try { sessionStorage.setItem("reviewapp:queue", location.search.replace(/^\?/, "")); } catch (e) { /* storage off */ }
+  }
+
+  // --- htmx answers that are not a fragment to swap ----------------------------
+  function alertBox(target) {
+    var card = target && target.closest && target.closest("#adjudication");
+    var box = card && card.querySelector("#adjudication-alert");
+    return box || document.getElementById("page-alert");
+  }
+
+  window.reviewappAlert = function (target, text, link) {
+    var box = alertBox(target);
+    if (!box) return;
+    box.replaceChildren(document.createTextNode(text));
+    if (link) {
+      var a = document.createElement("a");
+      a.href = link.href;
+      a.textContent = link.text;
+      box.appendChild(document.createTextNode(" "));
+      box.appendChild(a);
+    }
+    box.hidden = false;
+    box.scrollIntoView({ block: "nearest" });
+  };
+
+  // A refusal of the adjudication card (400/409) is the card itself, rationale kept: swap it.
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    var status = event.detail.xhr.status;
+    if ((status === 400 || status === 409) && event.detail.target && event.detail.target.id === "adjudication") {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+  document.body.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr.status === 401) return; // HX-Redirect takes the page to the login, which comes back here
+    var text = xhr.status === 403 ? "You may not do that here." : "The server answered " + xhr.status + ": nothing changed.";
+    window.reviewappAlert(event.detail.elt, text + " Reload the page to see the current state; your draft is kept.");
+  });
+  document.body.addEventListener("htmx:sendError", function (event) {
+    window.reviewappAlert(event.detail.elt, "Could not reach the server: nothing changed. Try again; your draft is kept.");
   });
 
   document.addEventListener("change", function (event) {
@@ -111,14 +168,6 @@
       return true;
     }
     return false;
-  }
-
-  function focusById(id) {
-    var el = document.getElementById(id);
-    if (!el) return false;
-    el.focus();
-    el.scrollIntoView({ block: "nearest" });
-    return true;
   }
 
   document.addEventListener("keydown", function (event) {
@@ -152,10 +201,10 @@
         handled = claim();
         break;
       case "a":
-        handled = focusById("approve-btn");
+        handled = !!(window.reviewappDesk && window.reviewappDesk.choose("approved"));
         break;
       case "r":
-        handled = focusById("reject-btn");
+        handled = !!(window.reviewappDesk && window.reviewappDesk.choose("rejected"));
         break;
       case "n":
         if (window.reviewappNextSpan) {

@@ -261,7 +261,9 @@ def test_unresolvable_cite_is_listed_apart_from_the_claims(api, awaiting):
 
     body = response.json()
     assert [c["cite"] for c in body["claims"]] == ["Paris"]
-    assert body["unresolved_cites"] == ["Berlin is lovely"]
+    assert body["unresolved_cites"] == [
+        {"cite": "Berlin is lovely", "assessment": "refuted", "note": "", "claim_id": ""}
+    ]
 
 
 def test_external_judgement_keeps_an_echoed_claim_id(api, awaiting):

@@ -125,7 +125,7 @@ def test_an_expired_claim_can_be_taken_by_someone_else(
     )
     client, token = _csrf_client(second_reviewer)
     page = client.get(reverse("proposal_detail", args=[escalation.proposal_id])).content.decode()
-    assert "rita's claim expired" in page and 'id="claim-btn"' in page
+    assert "rita's claim lapsed" in page and 'id="claim-btn"' in page
     _post(client, token, "escalation_claim", escalation)
     escalation.refresh_from_db()
     assert escalation.claimed_by == second_reviewer
@@ -176,7 +176,7 @@ def test_decide_requires_holding_the_claim(reviewer, escalation):
     response = _post(
         client, token, "escalation_decide", escalation, outcome="approved", rationale="Ok."
     )
-    assert "Claim this escalation before deciding it." in response.content.decode()
+    assert "You do not hold this escalation (never claimed, lapsed or released)" in response.content.decode()
     assert not Decision.objects.exists()
 
 

@@ -304,7 +304,7 @@ def test_claim_race_has_one_winner_and_one_decision(open_as, reviewer, second_re
         }""",
         [decide_url, at],
     )
-    assert status == 200  # redirected back to the page with the refusal
+    assert status == 409  # the page again, the refusal in its card
     pages[winner].wait_for_selector("#decision-signature")
     assert Decision.objects.count() == 1
     decision = Decision.objects.get()
@@ -365,10 +365,21 @@ def test_proposal_keyboard_n_c_a_r(open_as, reviewer, tricky):
     page.wait_for_selector("#approve-btn")
     escalation.refresh_from_db()
     assert escalation.claimed_by == reviewer
+    # After c the cursor is in the card's rationale box.
+    page.wait_for_function("() => document.activeElement.id === 'rationale'")
+    page.keyboard.press("Escape")
     page.keyboard.press("a")
-    assert page.evaluate("() => document.activeElement.id") == "approve-btn"
+    assert page.evaluate("() => document.activeElement.id") == "rationale"
+    assert page.locator("#chosen-outcome").inner_text() == "Ctrl+Enter will approve."
+    page.keyboard.press("Escape")
     page.keyboard.press("r")
-    assert page.evaluate("() => document.activeElement.id") == "reject-btn"
+    assert page.evaluate("() => document.activeElement.id") == "rationale"
+    assert page.locator("#chosen-outcome").inner_text() == "Ctrl+Enter will reject."
+    page.keyboard.type("Fabricated citation.")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#decision-signature")
+    decision = Decision.objects.get()
+    assert decision.outcome == "rejected" and decision.rationale == "Fabricated citation."
 
 
 def test_question_mark_opens_the_shortcuts(open_as, reviewer, escalation):

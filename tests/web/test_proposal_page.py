@@ -81,7 +81,9 @@ def test_claims_of_two_lenses_on_the_same_span_are_grouped(reviewer_client, tric
 def test_side_list_shows_each_lens_with_verdict_and_rationale(reviewer_client, tricky):
     content = reviewer_client.get(reverse("proposal_detail", args=[tricky.pk])).content.decode()
     assert '<h3 class="lens-card__name">alpha</h3>' in content
-    assert '<span class="verdict verdict--fail">fail</span>' in content
+    assert '<span class="verdict verdict--fail"><span aria-hidden="true">✗</span> fail</span>' in (
+        content
+    )
     assert "Reasoned." in content
 
 
@@ -155,7 +157,7 @@ def test_progress_partial_reports_answered_lenses(reviewer_client, panel):
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="progress"')
     assert "Evaluating" in body and "1 of 2 lenses answered" in body
-    assert f"{first.name}: pass" in body
+    assert f'{first.name}: <span aria-hidden="true">✓</span> pass' in body
 
 
 def test_progress_partial_reloads_the_page_once_final(reviewer_client, escalated):
@@ -201,3 +203,103 @@ def test_inbox_and_lists_escape_titles(reviewer_client):
 
 def test_unknown_proposal_is_404(reviewer_client):
     assert reviewer_client.get(reverse("proposal_detail", args=[999999])).status_code == 404
+
+
+# --- unresolved cites say what the lens said, and why they are unresolved ---------
+
+
+def _unresolved_items(content: str) -> list[str]:
+    section = content.split('id="unresolved"', 1)[1].split("</section>", 1)[0]
+    items = re.findall(r'<li class="claim unresolved-claim">(.*?)</li>', section, re.S)
+    return [html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", i))).strip() for i in items]
+
+
+def test_a_cite_dropped_after_requoting_shows_the_lens_assessment_and_the_spent_budget(
+    reviewer_client,
+):
+    from tests.factories import recorded
+
+    panel = make_panel("reg-risk", need=1, policy="reject")
+    content = "The regulation applies from 2025."
+    bogus = {"cite": "The regulation was repealed in 2024.", "assessment": "refuted"}
+    answer = judgement("fail", "The regulation applies from 2025.", bogus)
+    # The first answer and both re-quote rounds cite the same fabrication.
+    recorded(panel.ordered_lenses()[0], content, answer, answer, answer)
+    from tests.review.helpers import evaluate_in_process, submit
+
+    proposal = evaluate_in_process(submit(panel, content))
+    dropped = Claim.objects.get(judgement__proposal=proposal, dropped=True)
+    assert dropped.assessment == "refuted"
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    [item] = _unresolved_items(page)
+    assert "lens said: refuted" in item
+    assert "verified" not in item
+    assert "Dropped after 2 re-quote requests: the re-quote budget is spent." in item
+
+
+def test_an_external_lens_cite_is_never_said_to_have_been_requoted(reviewer_client):
+    from reviewapp.core.cite import ClaimInput
+    from reviewapp.review.services.judgements import external_judgement_submit
+    from tests.factories import LensFactory, PanelFactory
+    from tests.review.helpers import submit
+
+    from reviewapp.review.models import ApiClient
+
+    lens = LensFactory(name="ext", backend="external")
+    judge = ApiClient.objects.create(
+        name="judge", token_prefix="j", token_hash="0" * 64, scopes=["judge"]
+    )
+    lens.judge_clients.add(judge)
+    panel = PanelFactory(lenses=[lens], need=1, grounding_policy="reject")
+    proposal = submit(panel, "Paris is the capital.")
+    external_judgement_submit(
+        client=judge,
+        proposal=proposal,
+        lens_name="ext",
+        verdict="fail",
+        rationale="Made up.",
+        claims=[ClaimInput(cite="this text is nowhere", assessment="refuted")],
+    )
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    [item] = _unresolved_items(page)
+    assert "lens said: refuted" in item
+    assert "re-quoting" not in item and "budget" not in item
+    assert "never asked to re-quote" in item
+
+
+def test_under_repair_an_unresolved_cite_says_the_policy_kept_it(reviewer_client):
+    panel = make_panel("alpha", need=1, policy="repair")
+    proposal = run_panel(
+        panel,
+        "Water is wet.",
+        {"alpha": judgement("pass", {"cite": "Fire is cold.", "assessment": "contested"})},
+    )
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    [item] = _unresolved_items(page)
+    assert "lens said: contested" in item
+    assert "Kept unanchored by the panel's repair policy" in item
+
+
+def test_every_escalation_reason_is_explained_in_words(reviewer_client):
+    panel = make_panel("alpha", "beta", "gamma")
+    content = "The sky is blue."
+    proposal = run_panel(
+        panel,
+        content,
+        {"alpha": judgement("pass", "The sky is blue."), "beta": judgement("fail", "The sky")},
+    )
+    assert sorted(proposal.escalations.get().reasons) == ["lens_failed", "no_quorum"]
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    reasons = page.split('id="escalation-reasons"', 1)[1].split("</ul>", 1)[0]
+    text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", reasons)))
+    assert "No quorum 1 lens passed and 1 failed of 3 asked; 3 had to agree" in text
+    assert "Lens failed gamma never answered (a lens error, not a fail verdict)" in text
+
+
+def test_a_lens_error_and_a_fail_verdict_use_different_words_and_marks(reviewer_client):
+    panel = make_panel("alpha", "beta")
+    proposal = run_panel(panel, "The sky is blue.", {"alpha": judgement("fail", "The sky")})
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    assert '<span aria-hidden="true">✗</span> fail</span>' in page
+    assert '<span aria-hidden="true">⚠</span> lens error</span>' in page
+    assert ">failed<" not in page

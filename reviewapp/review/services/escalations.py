@@ -1,6 +1,6 @@
 """Human adjudication of escalated proposals."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -80,6 +80,23 @@ def escalation_release(*, escalation_id: int, user) -> bool:
         if released:
             webhook_record_released(escalation=Escalation.objects.get(pk=escalation_id))
     return bool(released)
+
+
+def escalation_claim_extend(*, escalation_id: int, user) -> datetime | None:
+    """Renew `user`'s live claim while they work; the new expiry, or None if it is not theirs.
+
+    `claimed_at` then means "claimed or last renewed". A conditional UPDATE:
+    a claim that lapsed, was released or was taken over in the meantime is
+    never revived by a late heartbeat.
+    """
+    now = timezone.now()
+    renewed = Escalation.objects.filter(
+        pk=escalation_id,
+        status=Escalation.Status.CLAIMED,
+        claimed_by=user,
+        claimed_at__gte=_claim_expiry_cutoff(),
+    ).update(claimed_at=now)
+    return now + timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES) if renewed else None
 
 
 def escalation_decide(

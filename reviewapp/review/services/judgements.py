@@ -4,7 +4,13 @@ from collections.abc import Iterable
 
 from django.db import IntegrityError, connection, transaction
 
-from reviewapp.core.cite import ClaimInput, GroundedClaim, GroundingPolicy, ground_claims
+from reviewapp.core.cite import (
+    ClaimInput,
+    GroundedClaim,
+    GroundingPolicy,
+    UnresolvedCite,
+    ground_claims,
+)
 from reviewapp.core.text import storable
 
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Proposal
@@ -26,7 +32,9 @@ class LensGone(Exception):
     """The lens the proposal awaits was deleted; the proposal is escalated instead."""
 
 
-def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -> list[Claim]:
+def _claim_rows(
+    claims: Iterable[GroundedClaim], dropped_cites: Iterable[UnresolvedCite]
+) -> list[Claim]:
     rows = []
     for claim in claims:
         anchor = claim.anchor
@@ -35,7 +43,7 @@ def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -
             Claim(
                 claim_id=storable(claim.claim_id or ""),
                 cite=storable(claim.cite),
-                text=storable(claim.text),
+                text=None if claim.text is None else storable(claim.text),
                 assessment=claim.assessment,
                 note=storable(claim.note),
                 anchor_kind=kind,
@@ -43,11 +51,14 @@ def _claim_rows(claims: Iterable[GroundedClaim], dropped_cites: Iterable[str]) -
                 end_utf16=getattr(anchor, "end_utf16", None),
             )
         )
-    for cite in dropped_cites:
+    for miss in dropped_cites:
+        # The lens's own assessment: a dropped "refuted" must never read as "verified".
         rows.append(
             Claim(
-                cite=storable(cite),
-                assessment=Claim.Assessment.VERIFIED,
+                claim_id=storable(miss.claim_id or ""),
+                cite=storable(miss.cite),
+                assessment=miss.assessment,
+                note=storable(miss.note),
                 anchor_kind=Claim.AnchorKind.UNRESOLVED,
                 dropped=True,
             )
@@ -149,7 +160,7 @@ def judgement_record(
     verdict: str,
     rationale: str,
     claims: list[GroundedClaim],
-    dropped_cites: list[str] = (),
+    dropped_cites: Iterable[UnresolvedCite] = (),
     raw_response: str = "",
     attempts: int = 1,
     requote_rounds: int = 0,
@@ -245,7 +256,7 @@ def external_judgement_submit(
         policy=policy,
     )
     # Under Reject the misses were removed from the claims; keep them on record.
-    dropped = [u.cite for u in grounded.unresolved] if policy is GroundingPolicy.REJECT else []
+    dropped = grounded.unresolved if policy is GroundingPolicy.REJECT else []
     judgement = judgement_record(
         proposal_id=proposal.pk,
         lens=lens,

@@ -1,0 +1,332 @@
+"""The proposal page and its adjudication card: claim, keep the claim alive, decide, go on.
+
+Nothing a reviewer typed is lost on a refusal: htmx gets the card back with
+the rationale still in it (and a 4xx status saying why), a plain form post
+gets the whole page re-rendered the same way instead of a redirect that
+would drop the text. The browser also keeps a draft per escalation (app.js).
+"""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.db import IntegrityError
+from django.db.models import Case, Value, When
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from reviewapp.ledger.services import ledger_position_for_decision
+from reviewapp.review.models import Decision, Escalation, Proposal
+from reviewapp.review.services.escalations import (
+    ClaimHeldByOther,
+    EscalationClosed,
+    escalation_claim,
+    escalation_claim_extend,
+    escalation_decide,
+    escalation_release,
+)
+
+from .access import reviewer_required
+from .presenters import (
+    claim_state,
+    claim_ttl,
+    escalation_reasons,
+    proposal_view,
+    reason_badges,
+    tally_outcome,
+    tally_text,
+)
+from .queue import queue_next, queue_params
+from .views import _is_htmx
+
+PROGRESS_POLL_SECONDS = 2
+# While the reviewer types, the page renews the claim at most this often.
+HEARTBEAT_SECONDS = 60
+
+
+def _current_escalation(proposal: Proposal) -> Escalation | None:
+    """The unresolved escalation if there is one, else the latest."""
+    return (
+        Escalation.objects.filter(proposal=proposal)
+        .select_related("claimed_by")
+        .order_by(
+            # Unresolved first, then newest.
+            Case(When(status=Escalation.Status.RESOLVED, then=Value(1)), default=Value(0)),
+            "-created_at",
+            "-id",
+        )
+        .first()
+    )
+
+
+def _queue(request) -> str:
+    """The inbox filters the reviewer works under, as a query string (see queue.py)."""
+    raw = request.POST.get("queue") if request.method == "POST" else request.GET.get("queue")
+    return queue_params(raw or "").urlencode()
+
+
+def _next_info(request, escalation: Escalation | None, queue: str) -> dict | None:
+    if escalation is None or escalation.status != Escalation.Status.RESOLVED:
+        return None
+    following, left = queue_next(queue_params(queue), user=request.user, after_id=escalation.pk)
+    return {
+        "left": left,
+        "url": reverse("escalation_next")
+        + "?"
+        + urlencode({"after": escalation.pk, "queue": queue}),
+        "exists": following is not None,
+    }
+
+
+def _adjudication_context(
+    request, proposal, *, error: str = "", notice: str = "", draft: str = "", focus: str = ""
+) -> dict:
+    escalation = _current_escalation(proposal)
+    decision = Decision.objects.filter(proposal=proposal).first()
+    queue = _queue(request)
+    return {
+        "proposal": proposal,
+        "escalation": escalation,
+        "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
+        "escalation_reasons": escalation_reasons(escalation, proposal.tally) if escalation else [],
+        "claim": claim_state(escalation, request.user) if escalation else None,
+        "decision": decision,
+        "ledger_position": ledger_position_for_decision(decision) if decision else None,
+        "claim_ttl_minutes": int(claim_ttl().total_seconds() // 60),
+        "heartbeat_seconds": HEARTBEAT_SECONDS,
+        "adjudication_error": error,
+        "adjudication_notice": notice,
+        "draft": draft,
+        "focus": focus or ("message" if error else ""),
+        "queue": queue,
+        "next": _next_info(request, escalation, queue) if decision else None,
+    }
+
+
+def _proposal_page(request, proposal: Proposal, *, status: int = 200, **adjudication):
+    judgements = list(proposal.judgements.prefetch_related("claims").order_by("id"))
+    failures = list(proposal.lens_failures.order_by("id"))
+    evidence = list(proposal.evidence.order_by("checker_name"))
+    context = {
+        **_adjudication_context(request, proposal, **adjudication),
+        "view": proposal_view(proposal, judgements, failures),
+        "evidence": evidence,
+        "tally_text": tally_text(proposal.tally),
+        "tally_outcome": tally_outcome(proposal.tally),
+        "running": not proposal.is_final,
+        "poll_seconds": PROGRESS_POLL_SECONDS,
+        "progress": _progress(proposal, judgements, failures),
+    }
+    return render(request, "web/proposal_detail.html", context, status=status)
+
+
+@require_GET
+@reviewer_required
+def proposal_detail(request, pk: int):
+    proposal = get_object_or_404(Proposal.objects.select_related("panel", "client"), pk=pk)
+    return _proposal_page(request, proposal)
+
+
+def _progress(proposal: Proposal, judgements, failures) -> dict:
+    answered = {j.lens_name: j.verdict for j in judgements}
+    answered.update({f.lens_name: "failed" for f in failures})
+    lenses = [
+        {"name": entry["name"], "state": answered.get(entry["name"], "waiting")}
+        for entry in (proposal.panel_snapshot or {}).get("lenses", [])
+    ]
+    return {
+        "answered": proposal.lenses_answered,
+        "asked": proposal.lenses_asked,
+        "lenses": lenses,
+        "status": proposal.status,
+    }
+
+
+@require_GET
+@reviewer_required
+def proposal_progress(request, pk: int):
+    """The live progress indicator; once the proposal is final the page reloads itself."""
+    proposal = get_object_or_404(Proposal.objects.defer("content", "thought_process"), pk=pk)
+    if proposal.is_final:
+        if _is_htmx(request):
+            response = HttpResponse(status=204)
+            response["HX-Refresh"] = "true"
+            return response
+        return redirect("proposal_detail", pk=pk)
+    judgements = list(proposal.judgements.only("lens_name", "verdict"))
+    failures = list(proposal.lens_failures.only("lens_name"))
+    return render(
+        request,
+        "web/proposal_detail.html#progress",
+        {
+            "proposal": proposal,
+            "progress": _progress(proposal, judgements, failures),
+            "poll_seconds": PROGRESS_POLL_SECONDS,
+            "running": True,
+        },
+    )
+
+
+# --- adjudication ---------------------------------------------------------------
+
+
+def _page_url(escalation: Escalation, queue: str = "") -> str:
+    query = "?" + urlencode({"queue": queue}) if queue else ""
+    return reverse("proposal_detail", args=[escalation.proposal_id]) + query + "#adjudication"
+
+
+def _refused(request, escalation: Escalation, error: str, *, status: int = 409):
+    """A refusal, shown in the card with whatever was typed still in the box."""
+    draft = request.POST.get("rationale", "")
+    if _is_htmx(request):
+        proposal = Proposal.objects.defer("content", "thought_process").get(
+            pk=escalation.proposal_id
+        )
+        return render(
+            request,
+            "web/proposal_detail.html#adjudication",
+            _adjudication_context(request, proposal, error=error, draft=draft),
+            status=status,
+        )
+    proposal = Proposal.objects.select_related("panel", "client").get(pk=escalation.proposal_id)
+    return _proposal_page(request, proposal, status=status, error=error, draft=draft)
+
+
+def _done(request, escalation: Escalation, notice: str, *, focus: str = ""):
+    """Success: htmx gets the refreshed card; a plain post is redirected (post/redirect/get)."""
+    if _is_htmx(request):
+        proposal = Proposal.objects.defer("content", "thought_process").get(
+            pk=escalation.proposal_id
+        )
+        return render(
+            request,
+            "web/proposal_detail.html#adjudication",
+            _adjudication_context(
+                request,
+                proposal,
+                notice=notice,
+                draft=request.POST.get("rationale", ""),
+                focus=focus,
+            ),
+        )
+    messages.success(request, notice)
+    return redirect(_page_url(escalation, _queue(request)))
+
+
+@require_POST
+@reviewer_required
+def escalation_claim_view(request, pk: int):
+    escalation = get_object_or_404(Escalation, pk=pk)
+    try:
+        escalation_claim(escalation_id=escalation.pk, user=request.user)
+    except ClaimHeldByOther as exc:
+        return _refused(request, escalation, f"Already claimed by {exc.holder}. They hold it now.")
+    except EscalationClosed:
+        return _refused(request, escalation, "This escalation is already decided.")
+    return _done(request, escalation, "Claimed.", focus="rationale")
+
+
+@require_POST
+@reviewer_required
+def escalation_release_view(request, pk: int):
+    escalation = get_object_or_404(Escalation, pk=pk)
+    if escalation_release(escalation_id=escalation.pk, user=request.user):
+        return _done(request, escalation, "Claim released.")
+    return _refused(request, escalation, "You do not hold a claim on this escalation.")
+
+
+@require_POST
+@reviewer_required
+def escalation_heartbeat_view(request, pk: int):
+    """The reviewer is still working: renew their claim, or say it is gone (JSON for app.js)."""
+    escalation = get_object_or_404(Escalation.objects.select_related("claimed_by"), pk=pk)
+    expires_at = escalation_claim_extend(escalation_id=escalation.pk, user=request.user)
+    if expires_at is not None:
+        return JsonResponse({"held": True, "expires_at": expires_at.isoformat()})
+    escalation.refresh_from_db()
+    state = claim_state(escalation, request.user)
+    if state.resolved:
+        message = "This escalation has been decided."
+    elif state.live:
+        message = f"{state.holder} holds this escalation now."
+    else:
+        message = "Your claim has lapsed or was released."
+    return JsonResponse(
+        {"held": False, "message": message + " Your draft is kept in this browser."}, status=409
+    )
+
+
+@require_POST
+@reviewer_required
+def escalation_decide_view(request, pk: int):
+    escalation = get_object_or_404(Escalation.objects.select_related("claimed_by"), pk=pk)
+    outcome = request.POST.get("outcome", "")
+    rationale = request.POST.get("rationale", "")
+    if outcome not in Decision.Outcome.values:
+        return _refused(request, escalation, "Choose approve or reject.", status=400)
+    if not rationale.strip():
+        return _refused(request, escalation, "A rationale is required to decide.", status=400)
+    state = claim_state(escalation, request.user)
+    if state.resolved:
+        return _refused(request, escalation, "This escalation is already decided.")
+    if not state.can_decide:
+        if state.live:
+            error = f"Claimed by {state.holder}: only they can decide it."
+        else:
+            error = (
+                "You do not hold this escalation (never claimed, lapsed or released):"
+                " claim it, then decide."
+            )
+        return _refused(request, escalation, error)
+    try:
+        escalation_decide(
+            escalation_id=escalation.pk,
+            outcome=outcome,
+            rationale=rationale.strip(),
+            user=request.user,
+            decided_by_name=request.user.get_username(),
+        )
+    except ClaimHeldByOther as exc:
+        return _refused(request, escalation, f"Claimed by {exc.holder}: only they can decide it.")
+    except (EscalationClosed, IntegrityError):
+        return _refused(request, escalation, "This escalation is already decided.")
+    except ValueError as exc:
+        return _refused(request, escalation, str(exc).capitalize() + ".", status=400)
+    notice = f"Decision signed: {outcome}."
+    if request.POST.get("then") == "next":
+        return _go_next(request, escalation, notice)
+    return _done(request, escalation, notice)
+
+
+def _go_next(request, escalation: Escalation, notice: str):
+    """Decide & next: straight to the next escalation in the queue, the notice going along."""
+    queue = _queue(request)
+    following, left = queue_next(queue_params(queue), user=request.user, after_id=escalation.pk)
+    if following is None:
+        return _done(request, escalation, notice + " That was the last one in this queue.")
+    messages.success(
+        request, f"{notice[:-1]} on #{escalation.proposal_id}. {left} left in this queue."
+    )
+    url = _page_url(following, queue)
+    if _is_htmx(request):
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+@require_GET
+@reviewer_required
+def escalation_next_view(request):
+    """The next escalation under the inbox filters in `queue`, or the inbox when none is left."""
+    queue = _queue(request)
+    try:
+        after_id = int(request.GET.get("after", ""))
+    except ValueError:
+        after_id = None
+    following, _ = queue_next(queue_params(queue), user=request.user, after_id=after_id)
+    if following is None:
+        messages.info(request, "Nothing left in this queue.")
+        return redirect(reverse("inbox") + ("?" + queue if queue else ""))
+    return redirect(_page_url(following, queue))

@@ -1,0 +1,197 @@
+/*
+ * The adjudication card: nothing typed is lost, the claim stays alive while
+ * the reviewer works, and deciding leads on to the next escalation.
+ *
+ * - The rationale is saved in localStorage per escalation on every keystroke
+ *   and put back whenever the box is empty (page load, a card swapped in
+ *   after a claim or a refusal, a return after logging in again). It is
+ *   removed once the card shows that escalation decided.
+ * - Typing renews the claim (POST .../heartbeat, at most once per
+ *   data-heartbeat-seconds); a lost claim or session is said in the card.
+ * - a / r choose the outcome and focus the box; Ctrl+Enter signs.
+ * The card works without this file: it is a plain form, refused posts come
+ * back with the text in the box.
+ */
+(function () {
+  "use strict";
+
+  var DRAFT_PREFIX = "reviewapp:draft:";
+  var NEXT_SETTING = "reviewapp:decide-and-next";
+  var chosen = null;
+  var lastBeat = 0;
+
+  function store(fn) {
+    try { return fn(window.localStorage); } catch (e) { return null; } // storage disabled
+  }
+
+  function card() { return document.getElementById("adjudication"); }
+  function form() { return document.getElementById("decide-form"); }
+  function box() { return document.getElementById("rationale"); }
+
+  function draftKey(id) { return DRAFT_PREFIX + id; }
+
+  function csrfToken() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"]; } catch (e) { return ""; }
+  }
+
+  function alert(text, link) {
+    if (window.reviewappAlert) window.reviewappAlert(card(), text, link);
+  }
+
+  function loginLink() {
+    return { href: "/login/?next=" + encodeURIComponent(location.pathname + location.search), text: "Log in again" };
+  }
+
+  // --- the draft ---------------------------------------------------------------
+  function restore() {
+    var c = card();
+    if (!c) return;
+    if (c.dataset.decided) store(function (s) { s.removeItem(draftKey(c.dataset.decided)); });
+    var f = form(), b = box();
+    if (!f || !b) return;
+    var saved = store(function (s) { return s.getItem(draftKey(f.dataset.escalation)); });
+    if (saved && !b.value) b.value = saved;
+    // The server echoed what was typed (a refusal): that is the draft now.
+    if (b.value) store(function (s) { s.setItem(draftKey(f.dataset.escalation), b.value); });
+    var next = document.getElementById("decide-and-next");
+    if (next) next.checked = store(function (s) { return s.getItem(NEXT_SETTING); }) === "1";
+    var queue = f.querySelector("[data-queue]");
+    if (queue && !queue.value) {
+      var fromUrl = new URLSearchParams(location.search).get("queue");
+      queue.value = fromUrl || (function () {
+        try { return sessionStorage.getItem("reviewapp:queue") || ""; } catch (e) { return ""; }
+      })();
+    }
+    showChosen();
+  }
+
+  document.addEventListener("input", function (event) {
+    var b = box(), f = form();
+    if (event.target !== b || !f) return;
+    store(function (s) {
+      if (b.value) s.setItem(draftKey(f.dataset.escalation), b.value);
+      else s.removeItem(draftKey(f.dataset.escalation));
+    });
+    heartbeat();
+  });
+
+  document.addEventListener("change", function (event) {
+    if (event.target.id === "decide-and-next") {
+      var on = event.target.checked;
+      store(function (s) { if (on) s.setItem(NEXT_SETTING, "1"); else s.removeItem(NEXT_SETTING); });
+    }
+  });
+
+  // --- the claim stays alive while the reviewer types ------------------------------
+  function heartbeat() {
+    var f = form();
+    if (!f || !f.hasAttribute("data-held")) return;
+    var every = Number(f.dataset.heartbeatSeconds || 60) * 1000;
+    var now = Date.now();
+    if (now - lastBeat < every) return;
+    lastBeat = now;
+    fetch(f.dataset.heartbeatUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
+    }).then(function (response) {
+      if (response.status === 401) {
+        alert("Your session has expired. Your draft is kept in this browser.", loginLink());
+        return null;
+      }
+      return response.json().then(function (body) {
+        if (body.held) {
+          var time = document.getElementById("claim-expires");
+          if (time) time.setAttribute("datetime", body.expires_at);
+          tick();
+        } else {
+          f.removeAttribute("data-held");
+          alert(body.message);
+        }
+        document.dispatchEvent(new CustomEvent("reviewapp:heartbeat", { detail: body }));
+      });
+    }).catch(function () {
+      lastBeat = 0; // try again on the next keystroke
+    });
+  }
+
+  function tick() {
+    var time = document.getElementById("claim-expires");
+    var countdown = document.getElementById("claim-countdown");
+    if (!time || !countdown) return;
+    var at = new Date(time.getAttribute("datetime"));
+    time.textContent = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    var minutes = Math.round((at - Date.now()) / 60000);
+    if (at <= Date.now()) {
+      countdown.textContent = "lapsed";
+      var f = form();
+      if (f && f.hasAttribute("data-held")) {
+        f.removeAttribute("data-held");
+        alert("Your claim has lapsed: claim the escalation again to decide. Your draft is kept.");
+      }
+    } else {
+      countdown.textContent = minutes < 1 ? "in under a minute" : "in " + minutes + " minute" + (minutes === 1 ? "" : "s");
+    }
+  }
+  setInterval(tick, 15000);
+
+  // --- keyboard: a / r choose, Ctrl+Enter signs -------------------------------------
+  var LABELS = { approved: "Ctrl+Enter will approve.", rejected: "Ctrl+Enter will reject." };
+
+  function showChosen() {
+    var label = document.getElementById("chosen-outcome");
+    if (label) label.textContent = chosen ? LABELS[chosen] : "";
+  }
+
+  function choose(outcome) {
+    var b = box();
+    if (!b || !document.getElementById(outcome === "approved" ? "approve-btn" : "reject-btn")) return false;
+    chosen = outcome;
+    showChosen();
+    b.focus();
+    b.scrollIntoView({ block: "nearest" });
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey) || event.target !== box()) return;
+    event.preventDefault();
+    var button = chosen && document.getElementById(chosen === "approved" ? "approve-btn" : "reject-btn");
+    if (!button) {
+      alert(document.getElementById("approve-btn")
+        ? "Choose first: press Esc, then a (approve) or r (reject); or click a button."
+        : "Claim this escalation to decide. Your draft is kept.");
+      return;
+    }
+    button.click(); // htmx sends the clicked button's outcome; requestSubmit(button) would not
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && event.target === box()) box().blur();
+  });
+
+  // --- after a swap: put the draft back, and the eyes where they belong ----------------
+  function settle(focus) {
+    restore();
+    var c = card();
+    if (!c) return;
+    var message = c.querySelector("[data-card-message]");
+    if (message) message.scrollIntoView({ block: "nearest" });
+    var b = box();
+    var wanted = focus || c.dataset.focus;
+    if (wanted === "rationale" && b && form().hasAttribute("data-held")) b.focus();
+    else if (wanted === "message" && b) b.focus({ preventScroll: true });
+    else if (message) c.focus({ preventScroll: true });
+    tick();
+  }
+
+  // The card is swapped outerHTML: the event names the element it replaced.
+  document.body.addEventListener("htmx:afterSwap", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "adjudication") return;
+    chosen = null;
+    settle();
+  });
+
+  window.reviewappDesk = { choose: choose };
+  settle(location.hash === "#adjudication" ? "rationale" : "");
+})();
