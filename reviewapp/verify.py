@@ -547,7 +547,10 @@ def load_public_keys(value: str) -> list[bytes]:
     """
     path = Path(value)
     if not path.is_file():
-        return [_decode_key(value, repr(value))]
+        try:
+            return [_decode_key(value, repr(value))]
+        except ValueError:
+            raise ValueError(f"{value!r} is neither a base64 public key nor a file") from None
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith(("{", "[")):
         try:

@@ -36,5 +36,10 @@ class Command(BaseCommand):
         else:
             self.stdout.write("There was no previous key file.")
         self.stdout.write(
+            "Add the new public key to the trust anchors (REVIEWAPP_TRUSTED_KEYS, or the file it "
+            f"names) before verifying what it signs:\n  {rotation.new.public_key} "
+            f"{rotation.new.key_id}"
+        )
+        self.stdout.write(
             self.style.WARNING("Restart web and worker processes so they sign with the new key.")
         )
