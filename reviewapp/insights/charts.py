@@ -62,6 +62,40 @@ def _short(label: str, limit: int = 32) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+def _middle_short(label: str, limit: int = 32) -> str:
+    """Keep both ends: pair labels ("panel: a × b") differ at the end as often as the start."""
+    if len(label) <= limit:
+        return label
+    head = (limit - 1) // 2
+    return label[:head] + "…" + label[-(limit - 1 - head) :]
+
+
+def distinct_labels(labels: Sequence[str], limit: int = 32) -> list[str]:
+    """Labels short enough for the label column, never two the same for different rows.
+
+    Cut at the end; rows that would then read alike are cut in the middle
+    instead; any still alike are numbered. The full label is in each row's <title>.
+    """
+    out = [_short(label, limit) for label in labels]
+    for shorten in (_middle_short, None):
+        seen: dict[str, list[int]] = {}
+        for i, text in enumerate(out):
+            seen.setdefault(text, []).append(i)
+        clashes = [idxs for text, idxs in seen.items() if len(idxs) > 1]
+        if not clashes:
+            break
+        for idxs in clashes:
+            if len({labels[i] for i in idxs}) == 1:
+                continue  # the same label twice is the caller's business
+            for n, i in enumerate(idxs, 1):
+                if shorten is not None:
+                    out[i] = shorten(labels[i], limit)
+                else:
+                    number = f"{n}. "
+                    out[i] = number + _middle_short(labels[i], limit - len(number))
+    return out
+
+
 def _svg(chart_id: str, title: str, desc: str, height: float, body: list[str]) -> SafeString:
     return mark_safe(
         f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {WIDTH} {_n(height)}" '
@@ -287,11 +321,12 @@ def bars(
             f'stroke="{AXIS if t == 0 else GRID}" stroke-width="1"/>'
         )
         parts.append(_text(x_of(t), axis_y + 16, fmt(t), anchor="middle"))
+    shown = distinct_labels([row.label for row in rows])
     for r, row in enumerate(rows):
         y0 = top + row_h * r + 6
         parts.append(
             f"<g><title>{escape(row.label)}</title>"
-            + _text(plot_x - 8, y0 + per_row / 2 + 4, _short(row.label), anchor="end", fill=INK)
+            + _text(plot_x - 8, y0 + per_row / 2 + 4, shown[r], anchor="end", fill=INK)
             + "</g>"
         )
         stack_x = x_of(max(low, 0.0))

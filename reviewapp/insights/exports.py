@@ -1,7 +1,10 @@
 """Proposal exports, CSV and JSON Lines, streamed.
 
-Filtered like the proposals list (status, panel, q over title and external
-reference; plus the dashboard's start/end submission dates). Rows come from
+Filtered like the proposals list (status, panel, q over title, content and
+external reference; plus the dashboard's start/end submission dates). A
+filter that cannot mean anything (an unknown status, a panel id that is not
+an id, a date that is not a date) answers 400 saying which, rather than
+exporting something other than what was asked for. Rows come from
 `.iterator(chunk_size=EXPORT_CHUNK_SIZE)`: the database is read a chunk at a
 time and judgements are prefetched per chunk (one query per chunk), so an
 export of 100,000 proposals never holds more than one chunk in memory.
@@ -15,13 +18,14 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 
 from django.db.models import Count, Prefetch, Q
-from django.http import StreamingHttpResponse
+from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
-from reviewapp.review.models import Claim, Judgement, Proposal
+from reviewapp.review.models import Claim, Escalation, Judgement, Proposal
 from reviewapp.web.access import reviewer_required
+from reviewapp.web.search import clean_query, proposal_text_q
 
 from .queries import Scope
 
@@ -51,33 +55,53 @@ CSV_COLUMNS = (
     "decided_by",
     "decided_at",
     "decision_hash",
+    "decision_rationale",
+    "escalation_reasons",
     "judgements",
 )
 
-# A cell starting with one of these is a formula to a spreadsheet
-# (CSV injection); proposal titles come from agents, so they are defused.
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# A cell whose first non-blank character is one of these is a formula to some
+# spreadsheet (CSV injection): Excel and LibreOffice skip leading spaces,
+# accept the full-width forms, and LibreOffice/Lotus read "|" as DDE. Titles,
+# references and rationales come from agents and people, so they are defused.
+FORMULA_CHARS = frozenset("=+-@|\uff1d\uff0b\uff0d\uff20\uff5c")
+# Control characters some spreadsheets drop before reading the rest as a formula.
+FORMULA_PREFIXES = ("\t", "\r", "\n")
+# Ids are BIGINT primary keys.
+_ID_RANGE = range(1, 2**63)
+
+
+class BadFilter(ValueError):
+    """A query parameter that cannot be a filter; the message says which and why."""
 
 
 def _filters(request) -> tuple[Scope, str, str]:
-    """(scope, status, q) from the query string; invalid values are ignored, as on the list."""
+    """(scope, status, q) from the query string; raises BadFilter on a value that cannot be one."""
     status = request.GET.get("status", "")
-    if status not in Proposal.Status.values:
-        status = ""
-    try:
-        panel_id = int(request.GET.get("panel", ""))
-    except ValueError:
-        panel_id = None
+    if status and status not in Proposal.Status.values:
+        raise BadFilter(f"status must be one of {', '.join(Proposal.Status.values)}.")
+    panel_id = None
+    if raw := request.GET.get("panel", ""):
+        try:
+            panel_id = int(raw)
+        except ValueError:
+            panel_id = 0  # not None: `None in range(...)` walks the whole range
+        if panel_id not in _ID_RANGE:
+            raise BadFilter("panel must be a panel id (a whole number from 1 to 2^63 - 1).")
 
     def day(name: str) -> date | None:
-        try:
-            return date.fromisoformat(request.GET.get(name, ""))
-        except ValueError:
+        raw = request.GET.get(name, "")
+        if not raw:
             return None
+        try:
+            return date.fromisoformat(raw)
+        except ValueError:
+            raise BadFilter(f"{name} must be a date written YYYY-MM-DD.") from None
 
     scope = Scope(panel_id=panel_id, start=day("start"), end=day("end"))
-    # PostgreSQL text cannot hold NUL; a search for it can only match nothing.
-    return scope, status, request.GET.get("q", "").replace("\x00", "").strip()
+    if scope.start and scope.end and scope.start > scope.end:
+        raise BadFilter("end is before start.")
+    return scope, status, clean_query(request.GET.get("q", ""))
 
 
 def export_queryset(scope: Scope, status: str = "", q: str = ""):
@@ -93,6 +117,7 @@ def export_queryset(scope: Scope, status: str = "", q: str = ""):
         )
         .order_by("id")
     )
+    escalations = Escalation.objects.only("id", "proposal_id", "reasons", "status").order_by("id")
     rows = (
         scope.proposals()
         .select_related("panel", "decision")
@@ -102,13 +127,16 @@ def export_queryset(scope: Scope, status: str = "", q: str = ""):
             "decision__signature",
             "panel__description",
         )
-        .prefetch_related(Prefetch("judgements", queryset=judgements))
+        .prefetch_related(
+            Prefetch("judgements", queryset=judgements),
+            Prefetch("escalations", queryset=escalations),
+        )
         .order_by("id")
     )
     if status:
         rows = rows.filter(status=status)
     if q:
-        rows = rows.filter(Q(title__icontains=q) | Q(external_ref__icontains=q))
+        rows = rows.filter(proposal_text_q(q, reference=True))
     return rows
 
 
@@ -144,6 +172,9 @@ def proposal_record(p: Proposal) -> dict:
             }
             for j in p.judgements.all()
         ],
+        "escalations": [
+            {"reasons": list(e.reasons), "status": e.status} for e in p.escalations.all()
+        ],
         "decision": None
         if decision is None
         else {
@@ -159,7 +190,9 @@ def proposal_record(p: Proposal) -> dict:
 
 
 def _defuse(value):
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+    if isinstance(value, str) and (
+        value.startswith(FORMULA_PREFIXES) or value.lstrip()[:1] in FORMULA_CHARS
+    ):
         return "'" + value
     return value
 
@@ -184,6 +217,10 @@ def csv_row(record: dict) -> list:
         "decided_by": decision.get("decided_by"),
         "decided_at": decision.get("created_at"),
         "decision_hash": decision.get("hash"),
+        "decision_rationale": decision.get("rationale"),
+        # Every escalation the proposal had, in order, its reasons joined by ","
+        # and escalations separated by ";" (the JSONL keeps the structure).
+        "escalation_reasons": ";".join(",".join(e["reasons"]) for e in record["escalations"]),
         "judgements": json.dumps(judgements, ensure_ascii=False, separators=(",", ":")),
     }
     return [_defuse(row[k]) if row[k] is not None else "" for k in CSV_COLUMNS]
@@ -224,15 +261,27 @@ def _stream(lines: Iterable[str], content_type: str, extension: str) -> Streamin
     return response
 
 
+def _bad_filter(exc: BadFilter) -> HttpResponseBadRequest:
+    return HttpResponseBadRequest(
+        f"Cannot export: {exc}\n", content_type="text/plain; charset=utf-8"
+    )
+
+
 @require_GET
 @reviewer_required
 def proposals_csv(request):
-    rows = export_queryset(*_filters(request))
+    try:
+        rows = export_queryset(*_filters(request))
+    except BadFilter as exc:
+        return _bad_filter(exc)
     return _stream(csv_lines(rows), "text/csv; charset=utf-8", "csv")
 
 
 @require_GET
 @reviewer_required
 def proposals_jsonl(request):
-    rows = export_queryset(*_filters(request))
+    try:
+        rows = export_queryset(*_filters(request))
+    except BadFilter as exc:
+        return _bad_filter(exc)
     return _stream(jsonl_lines(rows), "application/jsonl; charset=utf-8", "jsonl")

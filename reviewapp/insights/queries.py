@@ -93,7 +93,7 @@ class Day:
     escalated_open: int
     pending: int
     total: int
-    finalized: int
+    finalized: int  # proposals with a signed decision (an open escalation is not final yet)
     escalated: int  # finalized proposals that went to a human at some point
 
     @property
@@ -124,8 +124,10 @@ def proposals_per_day(scope: Scope) -> list[Day]:
             ),
             pending=Count("pk", filter=Q(status__in=PENDING_STATUSES)),
             total=Count("pk"),
-            finalized=Count("pk", filter=Q(finalized_at__isnull=False)),
-            escalated=Count("pk", filter=Q(ever_escalated, finalized_at__isnull=False)),
+            # `finalized_at` is also set when a proposal is escalated; only a
+            # signed decision makes it final for the escalation rate.
+            finalized=Count("pk", filter=Q(decision__isnull=False)),
+            escalated=Count("pk", filter=Q(ever_escalated, decision__isnull=False)),
         )
         .order_by("day")
     )

@@ -46,9 +46,8 @@ class DashboardFilters(forms.Form):
         return cleaned
 
     def scope(self) -> queries.Scope:
-        """The valid part of the filters; an invalid field is ignored (and reported)."""
-        self.is_valid()
-        data = self.cleaned_data  # without the fields that had errors
+        """The filters as a scope; only called on a valid form."""
+        data = self.cleaned_data
         return queries.Scope(
             panel_id=data.get("panel"), start=data.get("start"), end=data.get("end")
         )
@@ -317,6 +316,20 @@ def _tables(data: queries.Dashboard) -> dict:
 def dashboard(request):
     panels = list(Panel.objects.only("id", "name").order_by("name"))
     form = DashboardFilters(request.GET or None, panels=panels)
+    if request.GET and not form.is_valid():
+        # Figures for some other range than the one asked for would be read as
+        # the answer: a filter that cannot be applied is an error, not ignored.
+        template = (
+            "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
+        )
+        response = render(
+            request,
+            template,
+            {"form": form, "panels": panels, "scope": queries.Scope(), "invalid": True},
+            status=400,
+        )
+        patch_vary_headers(response, ["HX-Request"])
+        return response
     scope = form.scope() if request.GET else queries.Scope()
     data = queries.dashboard(scope)
     export_query = urlencode(

@@ -71,3 +71,45 @@ def test_filter_form_works_without_javascript(open_dashboard, panels):
     page.click("form[aria-label='Filter the dashboard'] button[type=submit]")
     page.wait_for_url(f"**/dashboard?panel={first.pk}*")
     assert _total(page) == "3"
+
+
+def test_every_kappa_row_is_visible_without_scrolling_inside_the_table(open_dashboard):
+    panel = make_panel("accuracy-check", "tone-of-voice", "policy-compliance", "units", need=3)
+    for verdicts in (
+        {
+            "accuracy-check": "pass",
+            "tone-of-voice": "pass",
+            "policy-compliance": "fail",
+            "units": "pass",
+        },
+        {
+            "accuracy-check": "fail",
+            "tone-of-voice": "pass",
+            "policy-compliance": "fail",
+            "units": "fail",
+        },
+    ):
+        judged(panel, verdicts)
+    page = open_dashboard(viewport={"width": 1366, "height": 768})
+    rows = page.locator("#table-cohen tbody tr")
+    assert rows.count() == 6
+    sixth = rows.nth(5)
+    sixth.scroll_into_view_if_needed()
+    # Visible in the page, and not clipped by a scrolling box around the table.
+    clipped = sixth.evaluate(
+        """row => {
+            const box = row.getBoundingClientRect();
+            for (let el = row.parentElement; el; el = el.parentElement) {
+                const style = getComputedStyle(el);
+                if (style.overflowY === 'visible') continue;
+                const outer = el.getBoundingClientRect();
+                if (box.bottom > outer.bottom + 1 || box.top < outer.top - 1) return true;
+            }
+            return false;
+        }"""
+    )
+    assert not clipped
+    labels = page.locator("#chart-cohen g > text").evaluate_all(
+        "els => els.map(e => e.textContent)"
+    )
+    assert len(set(labels)) == len(labels) == 6

@@ -152,8 +152,38 @@ def test_exports_filter_like_the_proposals_list(reviewer_client, data, name):
     assert ids(panel=data["other_panel"].pk) == {data["other"].pk}
     assert ids(q="refund") == {data["approved"].pk}
     assert ids(q="ticket-") == {data["approved"].pk, data["pending"].pk}
-    # Unknown values are ignored, as on the list.
-    assert len(ids(status="bogus", panel="x")) == 4
+    assert ids() == {p.pk for k, p in data.items() if not k.endswith("panel")}
+
+
+@pytest.mark.parametrize("name", ["export_proposals_csv", "export_proposals_jsonl"])
+def test_exports_search_the_content_too(reviewer_client, data, name):
+    panel = make_panel("s1", "s2", need=2)
+    found = submit(panel, "Our warehouse in Rotterdam ships daily.", title="No hint here")
+    response = reviewer_client.get(reverse(name), {"q": "rotterdam"})
+    body = _body(response)
+    assert f'"id":{found.pk},' in body or body.splitlines()[1].startswith(f"{found.pk},")
+    assert len(body.strip().splitlines()) == (2 if name.endswith("csv") else 1)
+
+
+@pytest.mark.parametrize("name", ["export_proposals_csv", "export_proposals_jsonl"])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"panel": "9999999999999999999999999"}, "panel must be a panel id"),
+        ({"panel": "0"}, "panel must be a panel id"),
+        ({"panel": "x"}, "panel must be a panel id"),
+        ({"status": "bogus"}, "status must be one of"),
+        ({"start": "2024-02-30"}, "start must be a date written YYYY-MM-DD"),
+        ({"end": "yesterday"}, "end must be a date written YYYY-MM-DD"),
+        ({"start": "2024-03-02", "end": "2024-03-01"}, "end is before start"),
+    ],
+)
+def test_a_filter_that_cannot_be_one_answers_400_saying_which(
+    reviewer_client, data, name, params, message
+):
+    response = reviewer_client.get(reverse(name), params)
+    assert response.status_code == 400
+    assert message in response.content.decode()
 
 
 def test_csv_defuses_spreadsheet_formulas(reviewer_client):
@@ -162,6 +192,41 @@ def test_csv_defuses_spreadsheet_formulas(reviewer_client):
     [row] = _csv(reviewer_client.get(reverse("export_proposals_csv")))
     assert row["title"] == '\'=HYPERLINK("http://evil")'
     assert row["external_ref"] == "'+1"
+
+
+@pytest.mark.parametrize(
+    "title",
+    [" =1+2", "\u3000=1+2", "\uff1dSUM(A1)", "|cmd", "  @SUM(A1)", "\n=1", "\uff0b1", " -1"],
+)
+def test_csv_defuses_formulas_behind_blanks_full_width_and_pipes(reviewer_client, title):
+    panel = make_panel("x1", "x2", need=2)
+    submit(panel, "Formula.", title=title)
+    [row] = _csv(reviewer_client.get(reverse("export_proposals_csv")))
+    assert row["title"] == "'" + title
+
+
+def test_csv_leaves_plain_text_alone(reviewer_client):
+    panel = make_panel("x1", "x2", need=2)
+    submit(panel, "Plain.", title="  Refund = policy")
+    [row] = _csv(reviewer_client.get(reverse("export_proposals_csv")))
+    assert row["title"] == "  Refund = policy"
+
+
+def test_csv_carries_the_reviewer_rationale_and_the_escalation_reasons(reviewer_client, data):
+    rows = {int(r["id"]): r for r in _csv(reviewer_client.get(reverse("export_proposals_csv")))}
+    escalated = rows[data["escalated"].pk]
+    assert escalated["decision_rationale"] == "Checked by hand."
+    assert escalated["escalation_reasons"] == "no_quorum,lens_failed"
+    assert rows[data["approved"].pk]["escalation_reasons"] == ""
+
+
+def test_jsonl_carries_the_escalations_with_their_reasons(reviewer_client, data):
+    records = {r["id"]: r for r in _jsonl(reviewer_client.get(reverse("export_proposals_jsonl")))}
+    assert records[data["escalated"].pk]["escalations"] == [
+        {"reasons": ["no_quorum", "lens_failed"], "status": "resolved"}
+    ]
+    assert records[data["escalated"].pk]["decision"]["rationale"] == "Checked by hand."
+    assert records[data["approved"].pk]["escalations"] == []
 
 
 def test_export_reads_in_chunks_with_a_prefetch_per_chunk(
@@ -175,12 +240,13 @@ def test_export_reads_in_chunks_with_a_prefetch_per_chunk(
     response = reviewer_client.get(reverse("export_proposals_jsonl"))
     lines = iter(response.streaming_content)
     # The view returned without reading a row: the rows are read as the body is sent.
-    with django_assert_num_queries(2):  # the proposals, and the first chunk's judgements
+    # The proposals, and the first chunk's judgements and escalations.
+    with django_assert_num_queries(3):
         first = json.loads(next(lines))
     assert len(first["judgements"]) == 2
     with django_assert_num_queries(0):
         next(lines)  # the rest of the first chunk is already in memory
-    with django_assert_num_queries(2):  # two more chunks: one judgement query each
+    with django_assert_num_queries(4):  # two more chunks: judgements and escalations each
         rest = list(lines)
     assert len(rest) == 3
     assert all(len(json.loads(line)["judgements"]) == 2 for line in rest)
@@ -194,6 +260,7 @@ def test_export_query_count_grows_only_with_chunks(
     for _ in range(12):
         judged(panel, {"k1": "pass", "k2": "fail"})
     response = reviewer_client.get(reverse("export_proposals_csv"))
-    with django_assert_num_queries(2):  # one chunk: the proposals and their judgements
+    # One chunk: the proposals, their judgements and their escalations.
+    with django_assert_num_queries(3):
         rows = list(csv.DictReader(io.StringIO(_body(response))))
     assert len(rows) == 12 == Proposal.objects.count()
