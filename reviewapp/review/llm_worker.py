@@ -207,6 +207,7 @@ class _Runtime:
             api_key=api_key,
             temperature=lens.temperature,
             timeout=lens.timeout_seconds,
+            response_format=lens.response_format,
             gate=self.gate_for(lens),
         )
         try:

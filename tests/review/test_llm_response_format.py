@@ -3,7 +3,8 @@
 import pytest
 
 from reviewapp.core.judging import JUDGEMENT_SCHEMA
-from reviewapp.review.models import Lens, LensFailure
+from reviewapp.review.models import Decision, Lens, LensFailure
+from tests.conftest import wait_for
 from tests.core.openai_stub import Answer, HttpError
 from tests.factories import LensFactory, PanelFactory
 from tests.review.helpers import evaluate_in_process, judgement, submit
@@ -68,3 +69,35 @@ def test_a_server_that_rejects_the_format_is_a_clear_lens_error_not_a_retry_loop
     assert "json_object, or text" in failure.error
     assert len(openai_server.requests) == 1
     assert proposal.escalations.get().reasons == ["no_quorum", "lens_failed"]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_the_llm_worker_sends_each_lens_its_own_response_format(start_worker, openai_server):
+    openai_server.respond = lambda request: Answer(PASS)
+    lenses = [
+        LensFactory(
+            backend=Lens.Backend.LLM,
+            base_url=openai_server.base_url,
+            model=f"judge-{mode}",
+            timeout_seconds=10,
+            response_format=mode,
+        )
+        for mode in ("json_schema", "json_object", "text")
+    ]
+    panel = PanelFactory(lenses=lenses, need=3)
+    start_worker(queues="celery")
+    llm = start_worker(queues="llm", pool="threads", concurrency=8)
+    proposal = submit(panel, CONTENT)
+    wait_for(
+        lambda: Decision.objects.filter(proposal=proposal).exists(), timeout=60, message=llm.log()
+    )
+    sent = {
+        r.body["model"]: (r.body.get("response_format") or {}).get("type")
+        for r in openai_server.requests
+    }
+    assert sent == {
+        "judge-json_schema": "json_schema",
+        "judge-json_object": "json_object",
+        "judge-text": None,
+    }
