@@ -1,7 +1,8 @@
 import base64
 import json
 
-from reviewapp.ledger.models import LedgerEntry
+from reviewapp.core import merkle
+from reviewapp.ledger.models import LedgerEntry, LedgerNode
 from reviewapp.ledger.services import checkpoint_create, export_lines
 from reviewapp.review.keys import server_signer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
@@ -49,3 +50,18 @@ def write_jsonl(path, objects):
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def rebuild_tree() -> None:
+    """Recompute every stored subtree hash from the leaves, as a careful attacker would
+    (call inside ``tampering()``)."""
+    leaves = [
+        bytes.fromhex(h)
+        for h in LedgerEntry.objects.order_by("leaf_index").values_list("leaf_hash", flat=True)
+    ]
+    LedgerNode.objects.all().delete()
+    LedgerNode.objects.bulk_create(
+        LedgerNode(level=level, node_index=index, hash=h.hex())
+        for (level, index), h in merkle.MemoryTree(leaves).nodes.items()
+        if level
+    )

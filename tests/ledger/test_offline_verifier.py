@@ -503,3 +503,34 @@ def test_api_pages_saved_as_they_came_verify(tmp_path):
     assert out.startswith("OK: 3 decisions")
     pages[1]["items"][0]["outcome"] = "rejected"
     fails(write_jsonl(path, pages), match=r"^FAIL line 2, item 1 \(decision .*in outcome")
+
+
+def _subprocess_verify(path) -> subprocess.CompletedProcess:
+    """In a real process: a RecursionError there would print a traceback."""
+    return subprocess.run(
+        [sys.executable, "-m", "reviewapp.verify", str(path), "--public-key", public_key_b64()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_deeply_nested_payload_is_a_clean_failure_line(exported):
+    objects = read_jsonl(exported)
+    objects[2]["payload"] = "[" * 100_000 + "]" * 100_000
+    result = _subprocess_verify(write_jsonl(exported, objects))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "RecursionError" not in result.stderr
+    assert result.stderr.splitlines() == [
+        "FAIL line 3 (entry 1): signed bytes are JSON nested too deeply to check"
+    ]
+
+
+def test_a_deeply_nested_line_is_a_clean_failure_line(exported):
+    lines = exported.read_text().splitlines(keepends=True)
+    lines.insert(2, '{"index":' * 100_000 + "0" + "}" * 100_000 + "\n")
+    exported.write_text("".join(lines))
+    result = _subprocess_verify(exported)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == ["FAIL line 3: not JSON (nested too deeply to check)"]

@@ -17,29 +17,15 @@ from django.urls import reverse
 from reviewapp.core import merkle
 from reviewapp.core.signing import Signer, sha256_hex
 from reviewapp.ledger import services
-from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerNode
+from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry
 from reviewapp.review.keys import server_signer, trusted_keys
 from reviewapp.review.models import ChainHead, Decision, SigningKey
 from reviewapp.review.services.decisions import decision_check
 from tests.api.conftest import Api, make_token
-from tests.ledger.helpers import decide, export, public_key_b64
+from tests.ledger.helpers import decide, export, public_key_b64, rebuild_tree
 from tests.support.tamper import tampering
 
 pytestmark = pytest.mark.django_db
-
-
-def _rebuild_tree() -> None:
-    """Recompute every stored subtree hash from the leaves, as a careful attacker would."""
-    leaves = [
-        bytes.fromhex(h)
-        for h in LedgerEntry.objects.order_by("leaf_index").values_list("leaf_hash", flat=True)
-    ]
-    LedgerNode.objects.all().delete()
-    LedgerNode.objects.bulk_create(
-        LedgerNode(level=level, node_index=index, hash=h.hex())
-        for (level, index), h in merkle.MemoryTree(leaves).nodes.items()
-        if level
-    )
 
 
 def _sign_checkpoint(signer: Signer) -> None:
@@ -84,7 +70,7 @@ def forged():
         LedgerEntry.objects.filter(pk=entry.pk).update(
             entry=text.decode(), leaf_hash=merkle.leaf_hash(text).hex()
         )
-        _rebuild_tree()
+        rebuild_tree()
         LedgerCheckpoint.objects.all().delete()
         _sign_checkpoint(rogue)
     return Decision.objects.get(pk=target.pk), rogue
