@@ -56,6 +56,11 @@ def evaluate_proposal(
         return
     worker_lenses = worker_lens_ids(proposal.panel_snapshot)
     by_id = Lens.objects.in_bulk(worker_lenses)
+    if len(by_id) < len(worker_lenses):
+        # A lens deleted since submission will never answer: the final step
+        # escalates the proposal now, naming it, instead of it waiting forever.
+        _final_step(proposal_id, deadline_passed=True)
+        return
     answered = answered_lens_ids(proposal_id) if proposal.lenses_answered else set()
     if proposal.status == Proposal.Status.QUEUED:
         proposal_begin_evaluation(proposal_id=proposal_id)

@@ -5,7 +5,7 @@ from django.db import connection
 
 from reviewapp.review.models import CheckerConfig, Escalation, Lens, PanelLens, Proposal
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
-from reviewapp.review.tasks import finalize_proposal, run_lens
+from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
 from tests.api.conftest import lens_answer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 
@@ -56,3 +56,18 @@ def test_a_worker_lens_deleted_in_the_database_escalates_the_proposal_naming_it(
     escalation = Escalation.objects.get(proposal=proposal)
     assert "lens_failed" in escalation.reasons
     assert escalation.detail["failed_lenses"] == ["gone-lens"]
+
+
+def test_the_pipeline_escalates_a_proposal_whose_worker_lens_was_deleted_naming_it():
+    kept, gone = LensFactory(), LensFactory(name="gone-lens")
+    recorded(kept, CONTENT, lens_answer("pass", "42"))
+    panel = PanelFactory(lenses=[kept, gone], need=2)
+    proposal, _ = proposal_submit(panel_name=panel.name, content=CONTENT)
+    PanelLens.objects.filter(lens=gone).delete()
+    _delete_in_the_database(Lens, gone.pk)
+
+    evaluate_proposal(proposal.pk)
+
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.ESCALATED
+    assert "gone-lens" in Escalation.objects.get(proposal=proposal).detail["failed_lenses"]

@@ -8,9 +8,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
-
 from reviewapp.core.blank import shows_nothing
+from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
 
 from ..access import may_sign_decisions
 from ..models import Decision, Escalation, Proposal
