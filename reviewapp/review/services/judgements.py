@@ -271,6 +271,7 @@ def external_judgement_submit(
         raise AlreadyJudged(f"proposal {proposal.pk} is already final; judgements are closed")
     return judgement
 
+
 def external_judge_check(*, lens: Lens, client: ApiClient, proposal: Proposal) -> None:
     """Raise JudgementForbidden unless `client` may answer for `lens` on `proposal`."""
     if not lens.judge_clients.filter(pk=client.pk).exists():
