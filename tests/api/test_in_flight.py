@@ -1,6 +1,5 @@
 """A judgement for an external lens deleted under its proposal: a 4xx, and a human decides."""
 
-import pytest
 from django.db import connection
 
 from reviewapp.review.models import AwaitedLens, Escalation, Lens, PanelLens, Proposal

@@ -27,6 +27,7 @@ BACKEND_FIELDS = {
     Lens.Backend.RECORDED: (),
 }
 
+
 def env_name_problem(name: str) -> str | None:
     """Why `name` cannot be a lens's API-key variable, or None."""
     return llm_keys.problem(name)
