@@ -1,7 +1,8 @@
 import json
 
+from reviewapp.review.models import Lens
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
-from reviewapp.review.tasks import finalize_proposal, run_lens
+from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
 from tests.factories import LensFactory, PanelFactory
 
 
@@ -35,9 +36,17 @@ def submit(panel, content: str, **kwargs):
 
 
 def evaluate_in_process(proposal):
-    """What the worker does, called directly: every lens, then the final step."""
+    """What the workers do, called directly: the proposal's one CPU task, after its LLM lenses.
+
+    The CPU task runs the CPU lenses inline and the final step, as in the
+    pipeline; LLM lenses are judged here with ``run_lens`` (the LLM worker's
+    loop would read the database on its own connection, outside the test's
+    transaction).
+    """
     for lens in lenses_to_run(proposal):
-        run_lens(proposal.pk, lens.pk)
+        if lens.backend == Lens.Backend.LLM:
+            run_lens(proposal.pk, lens.pk)
+    evaluate_proposal(proposal.pk, llm_answers=[])
     finalize_proposal(proposal.pk)
     proposal.refresh_from_db()
     return proposal
