@@ -58,13 +58,3 @@ def test_once_the_proposal_is_final_the_lens_may_go(admin_client_ada, in_flight)
 
     assert response.status_code == 302
     assert not Lens.objects.filter(pk=lens.pk).exists()
-
-
-def test_an_external_lens_naming_no_client_says_so_in_the_admin(admin_client_ada):
-    lens = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
-
-    page = admin_client_ada.get(f"/admin/review/lens/{lens.pk}/change/").content.decode()
-    listing = admin_client_ada.get("/admin/review/lens/").content.decode()
-
-    assert "accepts no judgement" in page
-    assert "accepts no judgement" in listing

@@ -56,3 +56,11 @@ def test_taken_name_is_refused(db):
 
     with pytest.raises(CommandError, match="already exists"):
         create("ci-bot", "--scopes", "read")
+
+
+def test_read_all_is_granted_only_when_asked_for(db):
+    create("auditor", "--scopes", "read,read:all")
+    create("agent", "--scopes", "submit,read")
+
+    assert ApiClient.objects.get(name="auditor").scopes == ["read", "read:all"]
+    assert "read:all" not in ApiClient.objects.get(name="agent").scopes
