@@ -83,7 +83,7 @@ api.add_router("", escalations.router)
 api.add_router("", decisions.router)
 api.add_router("", cite.router)
 api.add_router("", webhooks.router)
-# Public verifiability: the ledger endpoints take no authentication.
+# Public verifiability: checkpoints and proofs take no authentication; raw entries need a reader.
 api.add_router("/ledger", ledger_router)
 
 
