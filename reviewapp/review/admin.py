@@ -57,7 +57,8 @@ from .trial import trial_start
 
 API_CLIENT_AUDIT_FIELDS = ("name", "scopes", "token_prefix", "revoked_at")
 
-ADMIN_MEDIA_JS = ("admin_ext/backend_fields.js", "vendor/htmx.min.js")
+# htmx-csp.js right after htmx: no injected style, no eval (Content-Security-Policy).
+ADMIN_MEDIA_JS = ("admin_ext/backend_fields.js", "vendor/htmx.min.js", "js/htmx-csp.js")
 ADMIN_MEDIA_CSS = {"all": ("admin_ext/admin_ext.css",)}
 
 

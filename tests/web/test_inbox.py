@@ -114,7 +114,7 @@ def test_sign_off_escalation_is_counted(reviewer_client):
 
 def test_inbox_polls_a_partial(reviewer_client, escalation):
     page = reviewer_client.get(reverse("inbox")).content.decode()
-    assert 'hx-trigger="every 5s [document.visibilityState' in page
+    assert 'hx-trigger="poll" data-poll="5"' in page
     assert 'id="inbox-results"' in page
     partial = reviewer_client.get(reverse("inbox"), headers={"HX-Request": "true"})
     body = partial.content.decode()
