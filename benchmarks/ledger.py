@@ -41,6 +41,12 @@ SEED = base64.b64encode(b"reviewapp-ledger-benchmark-key!!").decode()
 TARGET_SECONDS = 30.0
 
 
+def _public_key_b64(seed_b64: str) -> str:
+    from nacl.signing import SigningKey
+
+    return base64.b64encode(bytes(SigningKey(base64.b64decode(seed_b64)).verify_key)).decode()
+
+
 def setup(args) -> Path:
     var_dir = ROOT / "var" / "bench" / f"ledger-{os.getpid()}"
     var_dir.mkdir(parents=True, exist_ok=True)
@@ -61,6 +67,8 @@ def setup(args) -> Path:
             "DATABASE_URL": database_url,
             "REVIEWAPP_VAR_DIR": str(var_dir),
             "REVIEWAPP_SIGNING_KEY": SEED,
+            # The trust anchor: production verifies with anchored keys only (DEBUG is off).
+            "REVIEWAPP_TRUSTED_KEYS": _public_key_b64(SEED),
             "CELERY_BROKER_URL": "filesystem://",
             "LOG_LEVEL": "WARNING",
         }

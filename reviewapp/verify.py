@@ -182,7 +182,7 @@ def check_entry(
                 leaf, f"a decision entry whose payload is not a {DECISION_TYPE}", label
             ), {}
         facts = decision_facts(payload_bytes, signed)
-        evidence = _bound_evidence(signed.get("evidence"))
+        evidence = bound_evidence(signed.get("evidence"))
         if evidence is None:
             return Checked(leaf, "a decision whose evidence list is malformed", label), {}
         return Checked(leaf, None, label, facts["prev_hash"], facts["hash"], evidence), facts
@@ -196,7 +196,7 @@ def check_entry(
     return Checked(leaf, None, label, hash=sha256_hex(payload_bytes)), facts
 
 
-def _bound_evidence(items: Any) -> tuple[tuple[str, str], ...] | None:
+def bound_evidence(items: Any) -> tuple[tuple[str, str], ...] | None:
     """(checker, payload SHA-256) of each evidence item a decision signed, or None if malformed."""
     if items is None:
         return ()

@@ -19,9 +19,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from reviewapp.core import merkle
-from reviewapp.core.signing import verify
+from reviewapp.core.signing import sha256_hex, verify
 from reviewapp.review.keys import public_key_for, server_signer, trusted_keys, untrusted_key_problem
 from reviewapp.review.models import Decision, Evidence
+from reviewapp.verify import bound_evidence
 
 from .models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
 from .witness import checkpoint_witness
@@ -260,6 +261,11 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
         return DecisionLedgerStatus(position, False, None, untrusted_key_problem(decision.key_id))
     if not verify(decision.payload.encode(), _b64(decision.signature), public_key):
         return DecisionLedgerStatus(position, False, None, "signature does not verify")
+    missing = _missing_evidence(decision)
+    if missing:
+        return DecisionLedgerStatus(
+            position, False, None, f"its signed evidence from {missing} is not in the ledger"
+        )
     checkpoint = latest_checkpoint()
     if checkpoint is None or checkpoint.tree_size <= position:
         return DecisionLedgerStatus(
@@ -279,6 +285,18 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
     return DecisionLedgerStatus(
         position, True, signed.size, f"signature and inclusion in checkpoint {signed.size} verified"
     )
+
+
+def _missing_evidence(decision: Decision) -> str | None:
+    """The checker of the first piece of evidence the decision signed that the ledger lacks."""
+    bound = bound_evidence(json.loads(decision.payload).get("evidence")) or ()
+    if not bound:
+        return None
+    entries = LedgerEntry.objects.filter(
+        kind=LedgerEntry.Kind.EVIDENCE, evidence__proposal_id=decision.proposal_id
+    ).values_list("entry", flat=True)
+    present = {sha256_hex(json.loads(text)["payload"].encode()) for text in entries}
+    return next((checker for checker, digest in bound if digest not in present), None)
 
 
 def _b64(text: str) -> bytes:

@@ -278,3 +278,10 @@ def test_a_rolled_back_checkpoint_is_never_witnessed(witness, django_capture_on_
             services.checkpoint_create()
             raise RuntimeError("the caller's transaction fails")
     assert not witness.exists()
+
+
+def test_deleting_a_fail_evidence_entry_fails_the_proposal_pages_verify(fail_evidence_deleted):
+    rejected, failing = fail_evidence_deleted
+    status = services.decision_ledger_status(Decision.objects.get(proposal=rejected))
+    assert not status.verified
+    assert status.detail == f"its signed evidence from {failing.name} is not in the ledger"
