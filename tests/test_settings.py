@@ -85,3 +85,15 @@ def test_an_api_key_allowlist_entry_that_is_no_name_is_refused():
     assert "REVIEWAPP_LLM_KEY_ENV_ALLOW: '*' is neither a variable name nor a prefix" in (
         result.stderr
     )
+
+
+def test_an_unknown_checker_sandbox_user_is_refused():
+    result = _load_settings(REVIEWAPP_CHECKER_USER="no-such-user-here")
+    assert result.returncode != 0
+    assert "REVIEWAPP_CHECKER_USER: no user 'no-such-user-here'" in result.stderr
+
+
+def test_root_as_the_checker_sandbox_user_is_refused():
+    result = _load_settings(REVIEWAPP_CHECKER_USER="root")
+    assert result.returncode != 0
+    assert "REVIEWAPP_CHECKER_USER must not be root" in result.stderr

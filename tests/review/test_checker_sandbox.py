@@ -10,14 +10,13 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from reviewapp.review.checker_sandbox import checker_sandbox
 from reviewapp.review.keys import server_signer
 from reviewapp.review.models import CheckerConfig, Evidence, Proposal
 from tests.conftest import wait_for
 from tests.factories import LensFactory, PanelFactory, ReviewerFactory, recorded
 from tests.review.helpers import judgement, submit
 from tests.support.worker import test_database_url as worker_database_url
-
-pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 CONTENT = "The migration is reversible."
 
@@ -39,6 +38,8 @@ sys.exit(1)
 """
 
 
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
 def test_a_hostile_checker_on_the_worker_leaks_no_secret(worker, client):
     seed = server_signer() and settings.REVIEWAPP_SIGNING_KEY_FILE.read_text().strip()
     database = settings.DATABASES["default"]["NAME"]
@@ -87,3 +88,18 @@ def test_a_hostile_checker_on_the_worker_leaks_no_secret(worker, client):
     for text in [reason, *served]:
         for secret in secrets:
             assert secret not in text
+
+
+def test_the_sandbox_hides_the_apps_data_and_secrets(settings, tmp_path):
+    settings.REVIEWAPP_CHECKER_HIDE = [str(tmp_path / "extra")]
+    settings.REVIEWAPP_CHECKER_USER = "daemon"
+    sandbox = checker_sandbox()
+    assert sandbox.user == "daemon"
+    assert set(sandbox.hidden) >= {
+        str(settings.VAR_DIR),
+        str(settings.BASE_DIR / ".env"),
+        str(settings.REVIEWAPP_SIGNING_KEY_FILE),
+        str(tmp_path / "extra"),
+    }
+    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        assert str(settings.DATABASES["default"]["NAME"]) in sandbox.hidden
