@@ -9,6 +9,7 @@ class LedgerConfig(AppConfig):
     verbose_name = "Ledger"
 
     def ready(self) -> None:
+        from . import checks  # noqa: F401 - registers the deploy check
         from .immutability import register_sqlite_function, reinstall_after_migrate
 
         post_migrate.connect(

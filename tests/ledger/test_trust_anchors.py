@@ -219,3 +219,16 @@ def test_a_bad_anchor_stops_the_process_at_start_up():
         "REVIEWAPP_TRUSTED_KEYS: '/no/such/anchors.txt' is neither a base64 public key nor a file"
         in result.stderr
     )
+
+
+def test_the_deploy_check_warns_when_the_signing_key_is_not_anchored(settings):
+    from reviewapp.ledger.checks import signing_key_is_anchored
+
+    signer = server_signer()
+    settings.REVIEWAPP_TRUST_OWN_KEY = False
+    settings.REVIEWAPP_TRUSTED_KEYS = []
+    (warning,) = signing_key_is_anchored(None)
+    assert warning.id == "reviewapp.W100" and signer.key_id in warning.msg
+    assert signer.public_key_b64 in warning.hint
+    settings.REVIEWAPP_TRUSTED_KEYS = [signer.public_key_b64]
+    assert signing_key_is_anchored(None) == []

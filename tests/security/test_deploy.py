@@ -13,11 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reviewapp.core.signing import Signer
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def production_env(var_dir: Path) -> dict[str, str]:
     """The documented production environment, and nothing inherited from the test run."""
+    seed = secrets.token_bytes(32)
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
@@ -31,7 +34,9 @@ def production_env(var_dir: Path) -> dict[str, str]:
         # Port 1 refuses at once: a check that tried to connect would fail loudly.
         "DATABASE_URL": "postgres://reviewapp:secret@127.0.0.1:1/reviewapp",
         "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
-        "REVIEWAPP_SIGNING_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        "REVIEWAPP_SIGNING_KEY": base64.b64encode(seed).decode(),
+        # Its public half, anchored: else check --deploy warns that nothing it signs verifies.
+        "REVIEWAPP_TRUSTED_KEYS": Signer.from_seed(seed).public_key_b64,
         "REVIEWAPP_VAR_DIR": str(var_dir),
         # The production defaults, stated so that a developer's .env cannot weaken them.
         "SECURE_SSL_REDIRECT": "true",
