@@ -138,6 +138,9 @@ class OpenAIStub:
         self.in_flight = 0
         self.max_in_flight = 0
         self.spans: list[tuple[float, float]] = []
+        # The client's port of each request: one port for many requests is one
+        # reused connection.
+        self.client_ports: list[int] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         # Handlers stuck in a Slow/Trickle step must not block shutdown.
         self._server.daemon_threads = True
@@ -183,8 +186,9 @@ class OpenAIStub:
                 return self._steps.pop(0)
         return self.respond(request) if self.respond is not None else None
 
-    def _enter(self) -> float:
+    def _enter(self, client_port: int) -> float:
         with self._lock:
+            self.client_ports.append(client_port)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         return time.monotonic()
@@ -215,7 +219,7 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send(400, b'{"error": {"message": "request body is not JSON"}}')
                 return
-            started = stub._enter()
+            started = stub._enter(self.client_address[1])
             try:
                 step = stub._take(StubRequest(self.path, body, self.headers.get("Authorization")))
                 self._play(step, body.get("model", "stub-model"))

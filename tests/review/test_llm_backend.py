@@ -110,3 +110,11 @@ def test_the_allowlist_setting_admits_other_names(llm_panel, openai_server, monk
     openai_server.script([Answer(judgement("pass", "Paris is the capital of France."))])
     evaluate_in_process(submit(llm_panel, CONTENT))
     assert openai_server.requests[0].authorization == "Bearer sk-team"
+
+
+def test_calls_in_process_reuse_one_client_and_connection_per_endpoint(llm_panel, openai_server):
+    openai_server.script([Answer(judgement("pass")), Answer(judgement("pass"))])
+    evaluate_in_process(submit(llm_panel, CONTENT))
+    evaluate_in_process(submit(llm_panel, CONTENT + " Again."))
+    assert len(openai_server.client_ports) == 2
+    assert len(set(openai_server.client_ports)) == 1  # built once, kept alive
