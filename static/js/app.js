@@ -143,7 +143,9 @@
   document.body.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
     if (xhr.status === 401) return; // HX-Redirect takes the page to the login, which comes back here
-    var text = xhr.status === 403 ? "You may not do that here." : "The server answered " + xhr.status + ": nothing changed.";
+    var text = xhr.status === 403
+      ? "Refused (403): you may not do that, or this page is stale."
+      : "The server answered " + xhr.status + ": nothing changed.";
     window.reviewappAlert(event.detail.elt, text + " Reload the page to see the current state; your draft is kept.");
   });
   document.body.addEventListener("htmx:sendError", function (event) {

@@ -12,7 +12,12 @@
  *
  * Painting uses the CSS Custom Highlight API (one Highlight per lens colour);
  * where it is missing the text is split into <mark> elements instead.
- * Overlapping spans from different lenses are painted by both lenses.
+ * Characters cited by one lens carry that lens's colour and underline style;
+ * characters several lenses cite carry one "multi" mark instead of a blend
+ * of colours nobody can read back (the tooltip and the list name them all).
+ * Cites into the thought process are painted in the thought text the same way.
+ * A span that starts or ends inside a grapheme cluster (a cite "cafe" of
+ * "cafe\u0301") is flagged as a partial character in the tooltip and list.
  */
 (function () {
   "use strict";
@@ -166,26 +171,17 @@
       while (next < bySortedStart.length && bySortedStart[next].start <= from) active.push(bySortedStart[next++]);
       active = active.filter(function (sp) { return sp.end > from; });
       var node = document.createTextNode(content.slice(from, to));
-      var slots = [];
-      active.forEach(function (sp) {
-        sp.claims.forEach(function (cl) { if (slots.indexOf(cl.slot) < 0) slots.push(cl.slot); });
-      });
-      slots.sort();
-      if (!slots.length) {
+      var lenses = lensesOf(active);
+      if (!lenses.length) {
         fragment.appendChild(node);
       } else {
-        // Nested marks, one per lens colour: translucent backgrounds stack, so
-        // an overlap shows both lenses.
-        var outer = null, inner = null;
-        slots.forEach(function (slot) {
-          var el = document.createElement("mark");
-          el.className = "hl lens-" + slot;
-          markEls.push({ el: el, start: from, end: to });
-          if (inner) inner.appendChild(el); else outer = el;
-          inner = el;
-        });
-        inner.appendChild(node);
-        fragment.appendChild(outer);
+        // One mark per piece: a lens's own, or the multi-lens mark with its count.
+        var el = document.createElement("mark");
+        el.className = lenses.length > 1 ? "hl hl-multi" : "hl lens-" + lenses[0].slot;
+        el.dataset.lenses = String(lenses.length);
+        markEls.push({ el: el, start: from, end: to });
+        el.appendChild(node);
+        fragment.appendChild(el);
       }
       out.push({ start: from, end: to, node: node });
     }
@@ -199,9 +195,58 @@
   }
 
   // --- paint -------------------------------------------------------------------
+  // The distinct lenses citing any of `items` (each with a `claims` list), by slot.
+  function lensesOf(items) {
+    var byName = new Map();
+    items.forEach(function (it) {
+      it.claims.forEach(function (cl) { if (!byName.has(cl.lens)) byName.set(cl.lens, cl); });
+    });
+    return Array.from(byName.values()).sort(function (x, y) { return x.slot - y.slot; });
+  }
+
+  // Cut [start, end) items into pieces covered by the same lenses: [{start, end, lenses}].
+  function pieces(items) {
+    var bounds = new Set();
+    items.forEach(function (it) { bounds.add(it.start); bounds.add(it.end); });
+    var cuts = Array.from(bounds).sort(function (x, y) { return x - y; });
+    var sorted = items.slice().sort(function (x, y) { return x.start - y.start; });
+    var out = [], active = [], next = 0;
+    for (var c = 0; c < cuts.length - 1; c++) {
+      var from = cuts[c], to = cuts[c + 1];
+      while (next < sorted.length && sorted[next].start <= from) active.push(sorted[next++]);
+      active = active.filter(function (it) { return it.end > from; });
+      var lenses = lensesOf(active);
+      if (!lenses.length) continue;
+      var last = out[out.length - 1];
+      var key = lenses.map(function (l) { return l.lens; }).join("\u0000");
+      if (last && last.end === from && last.key === key) last.end = to;
+      else out.push({ start: from, end: to, lenses: lenses, key: key });
+    }
+    return out;
+  }
+
+  var highlights = new Map();
+  function highlightNamed(name, priority) {
+    var h = highlights.get(name);
+    if (!h) {
+      h = new Highlight();
+      h.priority = priority;
+      highlights.set(name, h);
+    }
+    return h;
+  }
+
+  // Register one root's pieces: single-lens pieces in their lens's highlight, the rest in "multi".
+  function paintPieces(list, makeRange) {
+    if (!useHighlightApi) return;
+    list.forEach(function (piece) {
+      var name = piece.lenses.length > 1 ? "rv-multi" : "rv-lens-" + piece.lenses[0].slot;
+      highlightNamed(name, piece.lenses.length > 1 ? 100 : piece.lenses[0].slot).add(makeRange(piece.start, piece.end));
+    });
+  }
+
   var painted = [];
   var spanRanges = new Map();
-  var highlights = new Map();
   valid.forEach(function (sp) {
     var range = rangeFor(sp.start, sp.end);
     spanRanges.set(sp.id, range);
@@ -209,22 +254,101 @@
     sp.claims.forEach(function (cl) {
       if (seen.has(cl.lens)) return;
       seen.add(cl.lens);
-      var own = range.cloneRange();
-      if (useHighlightApi) {
-        var h = highlights.get(cl.slot);
-        if (!h) {
-          h = new Highlight();
-          h.priority = cl.slot;
-          highlights.set(cl.slot, h);
-        }
-        h.add(own);
-      }
-      painted.push({ lens: cl.lens, slot: cl.slot, spanId: sp.id, start: sp.start, end: sp.end, text: sp.text, range: own });
+      painted.push({ lens: cl.lens, slot: cl.slot, spanId: sp.id, start: sp.start, end: sp.end, text: sp.text, range: range.cloneRange() });
     });
   });
+  var answerPieces = pieces(valid);
+  paintPieces(answerPieces, rangeFor);
+  window.reviewappPieces = answerPieces.map(function (p) {
+    return { start: p.start, end: p.end, lenses: p.lenses.map(function (l) { return l.lens; }) };
+  });
+
+  // --- the thought process: anchors carry no offsets, the resolved text is found in it ---
+  var thoughtPainted = [];
+  (function paintThought() {
+    var thoughtRoot = document.querySelector("[data-thought-root]");
+    var thoughtScript = document.getElementById("thought-content");
+    var cites = data.thought || [];
+    if (!thoughtRoot || !thoughtScript || !cites.length) return;
+    var thought = JSON.parse(thoughtScript.textContent);
+    var node = document.createTextNode(thought);
+    thoughtRoot.replaceChildren(node);
+    var items = [];
+    cites.forEach(function (cl) {
+      var at = cl.text ? thought.indexOf(cl.text) : -1;
+      if (at < 0) return;
+      items.push({ start: at, end: at + cl.text.length, claims: [cl] });
+    });
+    function thoughtRange(start, end) {
+      var r = document.createRange();
+      r.setStart(node, start);
+      r.setEnd(node, end);
+      return r;
+    }
+    var list = pieces(items);
+    if (useHighlightApi) {
+      paintPieces(list, thoughtRange);
+    } else {
+      // Mark mode: wrap the pieces, last first so earlier offsets stay valid.
+      list.slice().reverse().forEach(function (piece) {
+        var el = document.createElement("mark");
+        el.className = piece.lenses.length > 1 ? "hl hl-multi" : "hl lens-" + piece.lenses[0].slot;
+        thoughtRange(piece.start, piece.end).surroundContents(el);
+      });
+    }
+    items.forEach(function (it) {
+      thoughtPainted.push({ lens: it.claims[0].lens, start: it.start, end: it.end, text: thought.slice(it.start, it.end) });
+    });
+  })();
+  window.reviewappThoughtHighlights = thoughtPainted;
+
   if (useHighlightApi) {
-    highlights.forEach(function (h, slot) { CSS.highlights.set("rv-lens-" + slot, h); });
+    highlights.forEach(function (h, name) { CSS.highlights.set(name, h); });
   }
+
+  // --- partial graphemes: a span edge that is not a grapheme boundary --------------
+  var segmenter = typeof Intl !== "undefined" && Intl.Segmenter ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
+
+  // The whole grapheme `offset` cuts into, or null if `offset` is a boundary.
+  function clusterCut(offset) {
+    if (!segmenter || offset <= 0 || offset >= content.length) return null;
+    // A window wide enough for any real cluster (a ZWJ family is 11 units);
+    // boundaries after the window's first are exact.
+    var from = Math.max(0, offset - 40);
+    var windowText = content.slice(from, Math.min(content.length, offset + 40));
+    var found = null;
+    for (var seg of segmenter.segment(windowText)) {
+      var start = from + seg.index, end = start + seg.segment.length;
+      if (start === offset) return null;
+      if (start < offset && offset < end) found = seg.segment;
+      if (start > offset) break;
+    }
+    return found;
+  }
+  var partial = valid.filter(function (sp) {
+    var atStart = clusterCut(sp.start), atEnd = clusterCut(sp.end);
+    if (atStart === null && atEnd === null) return false;
+    var parts = [];
+    if (atStart !== null) parts.push("starts inside “" + atStart + "”");
+    if (atEnd !== null) parts.push("ends inside “" + atEnd + "”");
+    sp.partial = "Partial character: the cite " + parts.join(" and ") + ", covering only part of it.";
+    return true;
+  });
+  // The span list comes after this script in the page: flag its items once parsed.
+  function flagList() {
+    partial.forEach(function (sp) {
+      var item = document.getElementById("span-item-" + sp.id);
+      if (!item) return;
+      var flag = document.createElement("span");
+      flag.className = "partial-grapheme";
+      flag.title = sp.partial;
+      flag.textContent = "partial character";
+      var link = item.querySelector(".span-link");
+      if (link) link.after(flag); else item.prepend(flag);
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", flagList);
+  else flagList();
 
   mark("reviewapp-highlights-registered");
   window.reviewappHighlights = painted;
@@ -381,6 +505,13 @@
   function showTooltip(hits, x, y) {
     if (!tooltip) return;
     tooltip.replaceChildren();
+    var here = lensesOf(hits);
+    if (here.length > 1) {
+      var head = document.createElement("p");
+      head.className = "hl-tooltip__count";
+      head.textContent = "Cited by " + here.length + " lenses: " + here.map(function (l) { return l.lens; }).join(", ");
+      tooltip.appendChild(head);
+    }
     hits.forEach(function (sp) {
       var block = document.createElement("div");
       block.className = "hl-tooltip__span";
@@ -407,6 +538,12 @@
         list.appendChild(li);
       });
       block.appendChild(list);
+      if (sp.partial) {
+        var warn = document.createElement("p");
+        warn.className = "hl-tooltip__partial";
+        warn.textContent = sp.partial;
+        block.appendChild(warn);
+      }
       tooltip.appendChild(block);
     });
     tooltip.hidden = false;

@@ -40,7 +40,10 @@ def _dropped(raw_response: str, cite: str) -> Claim:
 
 def test_the_assessment_in_the_kept_answer_replaces_the_stored_verified():
     raw = json.dumps(
-        {"verdict": "fail", "claims": [{"cite": "Made up.", "assessment": "refuted", "note": "No."}]}
+        {
+            "verdict": "fail",
+            "claims": [{"cite": "Made up.", "assessment": "refuted", "note": "No."}],
+        }
     )
     claim = _dropped(raw, "Made up.")
     migration.recover_assessments(apps, None)

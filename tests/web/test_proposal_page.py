@@ -239,11 +239,10 @@ def test_a_cite_dropped_after_requoting_shows_the_lens_assessment_and_the_spent_
 
 def test_an_external_lens_cite_is_never_said_to_have_been_requoted(reviewer_client):
     from reviewapp.core.cite import ClaimInput
+    from reviewapp.review.models import ApiClient
     from reviewapp.review.services.judgements import external_judgement_submit
     from tests.factories import LensFactory, PanelFactory
     from tests.review.helpers import submit
-
-    from reviewapp.review.models import ApiClient
 
     lens = LensFactory(name="ext", backend="external")
     judge = ApiClient.objects.create(
