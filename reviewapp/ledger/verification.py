@@ -2,7 +2,7 @@
 
 Checks, in ledger order, and stops at the first problem, naming the entry:
 
-- every entry's signature (with the registered public keys), its leaf hash and
+- every entry's signature (with the trust anchors, never the key rows), its leaf hash and
   its canonical encoding — via the offline verifier's own code
   (``reviewapp.verify``), so the server and an outside auditor agree;
 - that the decision or evidence row it records still says what was signed
@@ -64,9 +64,6 @@ class LedgerVerification:
         return self.problem is None
 
 
-def registered_keys() -> dict[str, bytes]:
-    """The keys verification accepts: the trust anchors, never the key rows it verifies."""
-    return trusted_keys()
 
 
 def _where(context: tuple) -> str:
@@ -119,7 +116,7 @@ def _witnessed(
 
 
 def _verify(result: LedgerVerification, workers: int | None, witness_files: list[str]) -> None:
-    keys = registered_keys()
+    keys = trusted_keys()
     result.untrusted_rows = sorted(
         set(SigningKey.objects.values_list("key_id", flat=True)) - set(keys)
     )

@@ -2,7 +2,9 @@
 
 A new seed replaces the old one in REVIEWAPP_SIGNING_KEY_FILE; the old seed
 file is moved aside (never deleted) and the old public key stays registered,
-retired, so every decision it signed still verifies. Private keys never enter
+retired; every decision it signed still verifies as long as that key stays
+among the trust anchors (REVIEWAPP_TRUSTED_KEYS, or in DEBUG the retired seed
+file beside the key file), and the new key verifies once it is added there. Private keys never enter
 the database: only `SigningKey` rows with public halves are written.
 """
 
@@ -51,10 +53,10 @@ def signing_key_rotate(*, actor=None) -> Rotation:
     if settings.REVIEWAPP_SIGNING_KEY:
         raise RotationRefused(
             "The signing key comes from the REVIEWAPP_SIGNING_KEY environment variable, "
-            "which cannot be rotated from here. Put a new base64 seed in that variable and "
-            "restart every web and worker process (the old public key stays registered, so "
-            "old decisions still verify), or switch to REVIEWAPP_SIGNING_KEY_FILE to rotate "
-            "with this command."
+            "which cannot be rotated from here. Add the new seed's public key to "
+            "REVIEWAPP_TRUSTED_KEYS (keep the old one there, so old decisions still verify), "
+            "put the new base64 seed in that variable and restart every web and worker "
+            "process, or switch to REVIEWAPP_SIGNING_KEY_FILE to rotate with this command."
         )
     key_file = Path(settings.REVIEWAPP_SIGNING_KEY_FILE)
     key_file.parent.mkdir(parents=True, exist_ok=True)
