@@ -3,7 +3,6 @@
 import os
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +15,8 @@ from reviewapp.core.checkers import (
     GrantOverreach,
     GrantRefused,
 )
+
+from .processes import gone_soon, unique_seconds
 
 # ── command ──────────────────────────────────────────────────────────────────
 
@@ -102,32 +103,6 @@ def test_a_timeout_is_inconclusive_and_quick(key):
     assert evidence.verdict is CheckVerdict.INCONCLUSIVE
     assert "timed out" in evidence.reason
     assert time.monotonic() - started < 5
-
-
-def running_with(marker):
-    """Live processes whose command line holds ``marker``, seen from outside any namespace."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            cmdline = (proc / "cmdline").read_bytes()
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError, NotADirectoryError, IndexError):
-            continue
-        if marker.encode() in cmdline and state != "Z":
-            pids.append(int(proc.name))
-    return pids
-
-
-def gone_soon(marker):
-    deadline = time.monotonic() + 5
-    while running_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not running_with(marker)
-
-
-def unique_seconds():
-    # A sleep duration no other process on the machine is using: a marker in /proc.
-    return f"{os.getpid()}.{time.monotonic_ns() % 10**6:06d}"
 
 
 def test_a_timeout_kills_every_process_it_started_however_detached(key):

@@ -4,14 +4,19 @@ Each test is one thing a checker tries to reach beyond what it judges; each
 must fail, and nothing secret may come back in what it prints (its reason).
 """
 
+import json
 import os
 import socket
+import subprocess
 import tempfile
 
 import pytest
 
 from reviewapp.core.checkers import CheckInput, CheckVerdict, CommandChecker, Sandbox
+from reviewapp.core.checkers.sandbox import COMMAND_ENV, JAIL
 from reviewapp.core.signing import Signer
+
+from .processes import gone_soon, unique_seconds
 
 PYTHON = "/usr/bin/python3"
 
@@ -178,3 +183,53 @@ def test_hidden_paths_are_covered_with_nothing(key, readable_dir):
     )
     evidence = checker.check(CheckInput("x"), key)
     assert evidence.reason.splitlines() == ["list: GOT []", "read: GOT ''"]
+
+
+def run_jail_unprivileged(script, *, stop_after=None):
+    """The jail as an unprivileged worker runs it: as nobody, with no namespaces it may enter
+    (the system interpreter here has no os.unshare), so only the subreapers stand guard."""
+    spec = {
+        "executable": "/bin/sh",
+        "argv": ["sh", "-c", script],
+        "env": COMMAND_ENV,
+        "workdir": "/",
+        "uid": None,
+        "gid": None,
+        "limits": {},
+        "hidden": [],
+    }
+    status_read, status_write = os.pipe()
+    jail = subprocess.Popen(
+        [PYTHON, "-I", "-S", JAIL, json.dumps(spec), str(status_write)],
+        pass_fds=(status_write,),
+        user="nobody",
+        group="nogroup",
+        extra_groups=[],
+        start_new_session=True,
+    )
+    os.close(status_write)
+    try:
+        jail.wait(stop_after)
+    except subprocess.TimeoutExpired:
+        jail.terminate()  # what the worker does at the deadline
+        jail.wait(5)
+    with os.fdopen(status_read, "rb") as status:
+        return status.read()
+
+
+def test_without_namespaces_nothing_a_finished_command_detached_survives_it():
+    marker = unique_seconds()
+    status = run_jail_unprivileged(
+        f"setsid sleep {marker} & setsid sh -c 'sleep {marker} &'; sleep 0.3; exit 0"
+    )
+    assert json.loads(status) == {"returncode": 0, "namespaces": []}
+    assert gone_soon(marker)
+
+
+def test_without_namespaces_a_deadline_kills_everything_however_detached():
+    marker = unique_seconds()
+    run_jail_unprivileged(
+        f"setsid sleep {marker} & setsid sh -c 'sleep {marker} &'; sleep {marker}",
+        stop_after=0.5,
+    )
+    assert gone_soon(marker)
