@@ -24,8 +24,11 @@ from .presenters import (
     tally_outcome,
     tally_text,
 )
+from .search import clean_query, proposal_text_q
 
 INBOX_PAGE_SIZE = 25
+# Age order; both walk the (status, created_at, id) inbox index.
+INBOX_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 LIST_PAGE_SIZE = 50
 INBOX_POLL_SECONDS = 5
 OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED)
@@ -81,15 +84,22 @@ def _reason_q(reason: str) -> Q:
 def inbox(request):
     reason = _choice_param(request, "reason", REASON_LABELS)
     panel_id = _int_param(request, "panel")
+    sort = _choice_param(request, "sort", INBOX_SORTS) or "newest"
+    mine = request.GET.get("mine") == "1"
+    q = clean_query(request.GET.get("q", ""))
 
     base = Escalation.objects.filter(status__in=OPEN_STATUSES)
     if panel_id is not None:
         base = base.filter(proposal__panel_id=panel_id)
+    if mine:
+        base = base.filter(status=Escalation.Status.CLAIMED, claimed_by=request.user)
+    if q:
+        base = base.filter(proposal_text_q(q, id_field="proposal_id"))
     counts = base.aggregate(
         all=Count("pk"), **{code: Count("pk", filter=_reason_q(code)) for code in REASON_LABELS}
     )
     rows = base.filter(_reason_q(reason)) if reason else base
-    ids = rows.order_by("-created_at", "-id").values_list("pk", flat=True)
+    ids = rows.order_by(*INBOX_SORTS[sort]).values_list("pk", flat=True)
     paginator = Paginator(ids, INBOX_PAGE_SIZE)
     # The reason counts above already counted these rows: no second COUNT.
     paginator.count = counts[reason or "all"]
@@ -114,6 +124,9 @@ def inbox(request):
         "page": page,
         "reason": reason,
         "panel_id": panel_id,
+        "sort": sort,
+        "mine": mine,
+        "q": q,
         "reason_filters": [
             {
                 "code": code,
@@ -142,8 +155,7 @@ def inbox(request):
 def proposal_list(request):
     status = _choice_param(request, "status", Proposal.Status.values)
     panel_id = _int_param(request, "panel")
-    # PostgreSQL text cannot hold NUL; a search for it can only match nothing.
-    q = request.GET.get("q", "").replace("\x00", "").strip()
+    q = clean_query(request.GET.get("q", ""))
 
     rows = Proposal.objects.select_related("panel", "decision").defer(
         *PROPOSAL_HEAVY, "decision__payload"
@@ -153,7 +165,7 @@ def proposal_list(request):
     if panel_id is not None:
         rows = rows.filter(panel_id=panel_id)
     if q:
-        rows = rows.filter(Q(title__icontains=q) | Q(external_ref__icontains=q))
+        rows = rows.filter(proposal_text_q(q, reference=True))
     page = Paginator(rows.order_by("-created_at", "-id"), LIST_PAGE_SIZE).get_page(
         request.GET.get("page")
     )

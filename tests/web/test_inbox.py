@@ -160,3 +160,61 @@ def test_polled_partial_query_count_does_not_grow_with_rows(
     _escalations(panel, rows)
     with django_assert_num_queries(INBOX_QUERIES - 1):
         reviewer_client.get(reverse("inbox"), headers={"HX-Request": "true"})
+
+
+def test_mine_shows_only_what_i_hold(reviewer_client, reviewer, second_reviewer, panel):
+    mine, theirs, _open = _escalations(panel, 3)
+    escalation_claim(escalation_id=mine.pk, user=reviewer)
+    escalation_claim(escalation_id=theirs.pk, user=second_reviewer)
+    response = reviewer_client.get(reverse("inbox"), {"mine": "1"})
+    assert _row_ids(response) == [mine.pk]
+    assert 'data-count="all">1<' in response.content.decode()
+
+
+def test_sort_by_age_oldest_first(reviewer_client, panel):
+    first, second, third = _escalations(panel, 3)
+    assert _row_ids(reviewer_client.get(reverse("inbox"), {"sort": "oldest"})) == [
+        first.pk,
+        second.pk,
+        third.pk,
+    ]
+    assert _row_ids(reviewer_client.get(reverse("inbox"), {"sort": "bogus"})) == [
+        third.pk,
+        second.pk,
+        first.pk,
+    ]
+
+
+def test_search_matches_the_content_and_the_title(reviewer_client, panel):
+    by_content = Escalation.objects.get(
+        proposal=split_panel_proposal(panel, content="Refunds go to Rotterdam. The sky is blue.")
+    )
+    by_title = Escalation.objects.get(
+        proposal=split_panel_proposal(panel, title="Rotterdam shipping", content="Water is wet.")
+    )
+    _escalations(panel, 2)
+    response = reviewer_client.get(reverse("inbox"), {"q": "rotterdam"})
+    assert sorted(_row_ids(response)) == sorted([by_content.pk, by_title.pk])
+    assert 'data-count="all">2<' in response.content.decode()
+    assert _row_ids(reviewer_client.get(reverse("inbox"), {"q": "amsterdam"})) == []
+
+
+def test_the_page_says_reason_counts_overlap(reviewer_client, escalation):
+    content = reviewer_client.get(reverse("inbox")).content.decode()
+    assert "can have several reasons" in content
+
+
+def test_filters_keep_each_other_in_the_reason_links(reviewer_client, escalation):
+    content = reviewer_client.get(reverse("inbox"), {"q": "sky", "sort": "oldest", "mine": "1"})
+    html = content.content.decode()
+    assert "q=sky&amp;sort=oldest&amp;mine=1&amp;reason=no_quorum" in html
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_searching_and_filtering_the_inbox_costs_no_extra_query(
+    reviewer_client, reviewer, panel, django_assert_num_queries, rows
+):
+    escalations = _escalations(panel, rows)
+    escalation_claim(escalation_id=escalations[0].pk, user=reviewer)
+    with django_assert_num_queries(INBOX_QUERIES):
+        reviewer_client.get(reverse("inbox"), {"q": "sky", "sort": "oldest", "mine": "1"})
