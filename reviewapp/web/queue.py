@@ -12,7 +12,8 @@ from django.utils import timezone
 from reviewapp.review.models import Escalation
 
 from .presenters import REASON_LABELS, claim_ttl
-from .views import OPEN_STATUSES, _reason_q
+from .search import clean_query, proposal_text_q
+from .views import INBOX_SORTS, OPEN_STATUSES, _reason_q
 
 _ID_RANGE = range(1, 2**63)
 
@@ -32,16 +33,20 @@ def _panel_id(params: QueryDict) -> int | None:
     return value if value in _ID_RANGE else None
 
 
-def queue_rows(params: QueryDict):
+def queue_rows(params: QueryDict, *, user):
     """Open escalations under the inbox filters in `params`, in the inbox's order."""
     rows = Escalation.objects.filter(status__in=OPEN_STATUSES)
     panel_id = _panel_id(params)
     if panel_id is not None:
         rows = rows.filter(proposal__panel_id=panel_id)
+    if params.get("mine") == "1":
+        rows = rows.filter(status=Escalation.Status.CLAIMED, claimed_by=user)
+    if q := clean_query(params.get("q", "")):
+        rows = rows.filter(proposal_text_q(q, id_field="proposal_id"))
     reason = params.get("reason", "")
     if reason in REASON_LABELS:
         rows = rows.filter(_reason_q(reason))
-    return rows.order_by("-created_at", "-id")
+    return rows.order_by(*INBOX_SORTS.get(params.get("sort", ""), INBOX_SORTS["newest"]))
 
 
 def queue_next(
@@ -51,7 +56,7 @@ def queue_next(
 
     Two queries: the count, then the first row nobody else holds.
     """
-    rows = queue_rows(params)
+    rows = queue_rows(params, user=user)
     if after_id is not None:
         rows = rows.exclude(pk=after_id)
     left = rows.count()

@@ -176,7 +176,10 @@ def test_decide_requires_holding_the_claim(reviewer, escalation):
     response = _post(
         client, token, "escalation_decide", escalation, outcome="approved", rationale="Ok."
     )
-    assert "You do not hold this escalation (never claimed, lapsed or released)" in response.content.decode()
+    assert (
+        "You do not hold this escalation (never claimed, lapsed or released)"
+        in response.content.decode()
+    )
     assert not Decision.objects.exists()
 
 
@@ -280,3 +283,143 @@ def test_verify_notices_a_decision_missing_from_the_ledger(reviewer_client, revi
 def test_the_decisions_log_offers_the_ledger_export(reviewer_client):
     body = reviewer_client.get(reverse("decision_list")).content.decode()
     assert reverse("ledger_export") in body
+
+
+# --- nothing typed is lost; the claim stays alive; decide and go on ------------------
+
+
+def test_a_refused_decision_comes_back_with_the_typed_rationale(reviewer, escalation):
+    client, token = _csrf_client(reviewer)
+    response = client.post(
+        reverse("escalation_decide", args=[escalation.pk]),
+        {"csrfmiddlewaretoken": token, "outcome": "approved", "rationale": "Typed <carefully>."},
+    )
+    assert response.status_code == 409
+    body = response.content.decode()
+    assert "You do not hold this escalation" in body
+    assert ">Typed &lt;carefully&gt;.</textarea>" in body
+
+
+def test_an_htmx_refusal_is_the_card_with_a_4xx_status(reviewer, escalation):
+    client, token = _csrf_client(reviewer)
+    _post(client, token, "escalation_claim", escalation)
+    response = client.post(
+        reverse("escalation_decide", args=[escalation.pk]),
+        {"csrfmiddlewaretoken": token, "outcome": "approved", "rationale": "   "},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="adjudication"')
+    assert "A rationale is required to decide." in body
+
+
+def test_an_htmx_request_without_a_session_gets_401_and_a_login_that_returns_to_the_page(
+    client, escalation
+):
+    page = f"http://testserver/proposals/{escalation.proposal_id}?queue=panel%3D1"
+    response = client.post(
+        reverse("escalation_claim", args=[escalation.pk]),
+        headers={"HX-Request": "true", "HX-Current-URL": page},
+    )
+    assert response.status_code == 401
+    assert response["HX-Redirect"] == (
+        f"/login/?next=/proposals/{escalation.proposal_id}%3Fqueue%3Dpanel%253D1"
+    )
+
+
+def test_a_plain_post_without_a_session_logs_in_back_to_the_referring_page_not_the_post_url(
+    client, escalation
+):
+    response = client.post(
+        reverse("escalation_decide", args=[escalation.pk]),
+        headers={"Referer": f"http://testserver/proposals/{escalation.proposal_id}"},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"/login/?next=/proposals/{escalation.proposal_id}"
+
+
+def test_a_foreign_referer_never_becomes_the_login_next(client, escalation):
+    response = client.post(
+        reverse("escalation_decide", args=[escalation.pk]),
+        headers={"Referer": "https://evil.example/phish"},
+    )
+    assert response["Location"] == "/login/?next=/"
+
+
+def test_heartbeat_renews_the_holders_claim(reviewer, escalation):
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)
+    Escalation.objects.filter(pk=escalation.pk).update(
+        claimed_at=timezone.now() - timedelta(minutes=20)
+    )
+    client, token = _csrf_client(reviewer)
+    response = client.post(
+        reverse("escalation_heartbeat", args=[escalation.pk]), {"csrfmiddlewaretoken": token}
+    )
+    assert response.status_code == 200 and response.json()["held"] is True
+    escalation.refresh_from_db()
+    assert timezone.now() - escalation.claimed_at < timedelta(seconds=10)
+
+
+def test_heartbeat_never_revives_a_lapsed_claim(reviewer, escalation, settings):
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)
+    lapsed = timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES + 1)
+    Escalation.objects.filter(pk=escalation.pk).update(claimed_at=lapsed)
+    client, token = _csrf_client(reviewer)
+    response = client.post(
+        reverse("escalation_heartbeat", args=[escalation.pk]), {"csrfmiddlewaretoken": token}
+    )
+    assert response.status_code == 409
+    assert "lapsed or was released" in response.json()["message"]
+    escalation.refresh_from_db()
+    assert escalation.claimed_at == lapsed
+
+
+def test_heartbeat_does_not_extend_someone_elses_claim(reviewer, second_reviewer, escalation):
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)
+    before = Escalation.objects.get(pk=escalation.pk).claimed_at
+    client, token = _csrf_client(second_reviewer)
+    response = client.post(
+        reverse("escalation_heartbeat", args=[escalation.pk]), {"csrfmiddlewaretoken": token}
+    )
+    assert (
+        response.status_code == 409
+        and "rita holds this escalation now" in response.json()["message"]
+    )
+    assert Escalation.objects.get(pk=escalation.pk).claimed_at == before
+
+
+def test_next_skips_escalations_held_by_others_and_follows_the_queue_filters(
+    reviewer, second_reviewer, panel
+):
+    from .builders import make_panel, split_panel_proposal
+
+    held, free = (
+        split_panel_proposal(panel, content=f"{i}. The sky is blue. Water is wet.")
+        for i in range(2)
+    )
+    elsewhere = split_panel_proposal(make_panel("o-one", "o-two"))
+    escalation_claim(escalation_id=Escalation.objects.get(proposal=held).pk, user=second_reviewer)
+    client, _ = _csrf_client(reviewer)
+    response = client.get(reverse("escalation_next"), {"queue": f"panel={panel.pk}"})
+    assert response["Location"].startswith(f"/proposals/{free.pk}?")
+    response = client.get(
+        reverse("escalation_next"), {"queue": f"panel={panel.pk}&reason=sign_off"}
+    )
+    assert response["Location"] == f"/?panel={panel.pk}&reason=sign_off"
+    assert elsewhere.pk != free.pk
+
+
+def test_next_follows_the_inbox_search_and_order(reviewer, panel):
+    from .builders import split_panel_proposal
+
+    old, new = (
+        split_panel_proposal(panel, content=f"{i}. The sky is blue. Water is wet.", title=title)
+        for i, title in enumerate(["Refund policy", "Refund window"])
+    )
+    split_panel_proposal(panel, content="2. The sky is blue. Water is wet.", title="Unrelated")
+    client, _ = _csrf_client(reviewer)
+    oldest = client.get(reverse("escalation_next"), {"queue": "q=refund&sort=oldest"})
+    assert oldest["Location"].startswith(f"/proposals/{old.pk}?")
+    newest = client.get(reverse("escalation_next"), {"queue": "q=refund"})
+    assert newest["Location"].startswith(f"/proposals/{new.pk}?")
