@@ -14,6 +14,7 @@ hands ``EndpointGate`` for the limits (Redis or the database, see
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,6 +32,11 @@ from reviewapp.core.judging import (
     _request_body,
     judge_steps,
 )
+
+log = logging.getLogger(__name__)
+
+# How soon to ask the shared store again after it failed to answer.
+STORE_RETRY_SECONDS = 0.5
 
 
 class EndpointGate:
@@ -59,7 +65,13 @@ class EndpointGate:
         async with self._turn:
             while True:
                 self._freed.clear()
-                token, wait = await self._try_acquire()
+                try:
+                    token, wait = await self._try_acquire()
+                except Exception:
+                    # The shared store is briefly unreachable (Redis restarting,
+                    # SQLite busy): ask again; the lens's time limit bounds it.
+                    log.warning("endpoint limits unavailable; asking again", exc_info=True)
+                    token, wait = None, STORE_RETRY_SECONDS
                 if token is not None:
                     return token
                 try:
@@ -70,6 +82,9 @@ class EndpointGate:
     async def release(self, token: str) -> None:
         try:
             await self._release(token)
+        except Exception:
+            # The slot's lease expires on its own; the call's answer stands.
+            log.warning("could not release an endpoint slot", exc_info=True)
         finally:
             self._freed.set()
 

@@ -140,7 +140,7 @@ class _Runtime:
             if ids:
                 try:
                     await self.on_db(_touch, ids)
-                except DatabaseError:
+                except Exception:  # the heartbeat must outlive any one failure
                     log.exception("could not refresh proposals in flight")
 
     def client_for(self, base_url: str) -> httpx.AsyncClient:

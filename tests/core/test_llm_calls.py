@@ -106,3 +106,25 @@ def test_waiters_for_a_full_endpoint_are_served_in_turn_never_beyond_its_size():
     asyncio.run(run())
     assert order == list(range(6))
     assert store.most == 2
+
+
+def test_a_shared_store_that_fails_to_answer_is_asked_again_not_fatal(monkeypatch):
+    monkeypatch.setattr("reviewapp.core.llm_calls.STORE_RETRY_SECONDS", 0.01)
+    answers = iter([ConnectionError("redis restarting"), ("slot", 0.0)])
+
+    async def try_acquire():
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def release(token):
+        raise ConnectionError("still restarting")
+
+    async def run():
+        gate = EndpointGate(try_acquire=try_acquire, release=release)
+        token = await gate.acquire()
+        await gate.release(token)  # a failed release is logged, never raised
+        return token
+
+    assert asyncio.run(run()) == "slot"
