@@ -15,6 +15,8 @@ Rust where they differ:
   `\\pl` is `\\pL`, `\\p{greek}` is `\\p{Greek}`, `\\p{Letter}` is `\\pL`.
 - A repetition may be repeated (`a{2}*`), as in Rust; RE2 refuses that unless grouped.
 - `(?x)` ignores whitespace and `#` comments, as in Rust.
+- `\\u{7F}`, `\\u007F` and `\\U0000007F` name code points, as in Rust; RE2 only has
+  `\\x{7F}`. A capture group name used twice is refused, as in Rust.
 - Counted repetitions must be well formed: `a{,3}` and a stray `{` are refused, as in
   Rust, where RE2 would read them as literal text. `\\Q...\\E` and `\\C`, which RE2
   has and Rust does not, are refused too.
@@ -23,7 +25,8 @@ Known differences left: `\\b`/`\\B` and POSIX classes are ASCII-only (RE2's, and
 latter are ASCII in Rust too); `\\W`/`\\S` inside a bracketed class stay ASCII; nested
 classes and class set operations (`[a[b]]`, `&&`, `--`, `~~`) are refused rather than
 supported; Unicode properties other than general categories and scripts (e.g.
-`\\p{Alphabetic}`) are refused by RE2.
+`\\p{Alphabetic}`) are refused by RE2, and so are counted repetitions above 1000
+(`x{1001}`), which Rust accepts up to its size limit.
 """
 
 import re2
@@ -122,6 +125,7 @@ class _Translator:
         self.group_starts: list[int] = []
         self.atom_start: int | None = None
         self.after_repetition = False
+        self.names: set[str] = set()
 
     def fail(self, message: str) -> None:
         raise PatternError(message)
@@ -221,6 +225,8 @@ class _Translator:
             return f"\\{c}{{{_property_name(name)}}}"
         if c in "QEC":
             self.fail(f"\\{c} is not part of the dialect (Rust's regex has no such escape)")
+        if c in "uU":
+            return self.unicode_escape(c)
         if self.unicode:
             if c == "d":
                 return _DIGIT
@@ -235,6 +241,24 @@ class _Translator:
             if not in_class and c == "S":
                 return f"[^{_SPACE}]"
         return "\\" + c
+
+    def unicode_escape(self, c: str) -> str:
+        """Rust's \\u007F, \\u{7F}, \\U0000007F and \\U{7F}, which RE2 writes \\x{7F}."""
+        p = self.p
+        if p.startswith("{", self.i):
+            close = p.find("}", self.i)
+            digits = p[self.i + 1 : close] if close > 0 else ""
+            end = close + 1
+        else:
+            width = 4 if c == "u" else 8
+            digits = p[self.i : self.i + width]
+            end = self.i + width
+            if len(digits) != width:
+                digits = ""
+        if not digits or not all(ch in "0123456789abcdefABCDEF" for ch in digits):
+            self.fail(f"invalid \\{c} escape at character {self.i - 2}: write \\{c}{{hex digits}}")
+        self.i = end
+        return f"\\x{{{digits}}}"
 
     def char_class(self) -> str:
         p = self.p
@@ -284,6 +308,9 @@ class _Translator:
             if close < 0:
                 self.fail("unclosed group name")
             name = p[p.index("<", self.i) + 1 : close]
+            if name in self.names:
+                self.fail(f"duplicate capture group name {name!r}")
+            self.names.add(name)
             self.i = close + 1
             self.out.append(f"(?P<{name}>")
         else:
