@@ -16,6 +16,11 @@ class AuditEntry(models.Model):
         DELETE = "delete"
         REVOKE = "revoke"
         ROTATE = "rotate"
+        # Work on escalations and trials, recorded beside the configuration changes.
+        CLAIM = "claim"
+        RELEASE = "release"
+        REASSIGN = "reassign"
+        TRIAL = "trial"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

@@ -14,7 +14,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reviewapp.audit.models import Trial, lost_before
+from reviewapp.audit.models import AuditEntry, Trial, lost_before
+from reviewapp.audit.services import audit_record
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import LensFailed
@@ -115,6 +116,13 @@ def trial_start(
         thought_process=thought_process,
         grounding_policy=grounding_policy,
         created_by=user if user is not None and user.is_authenticated else None,
+    )
+    audit_record(
+        actor=user if user is not None and user.is_authenticated else None,
+        action=AuditEntry.Action.TRIAL,
+        target_type=kind,
+        target=target,
+        note=f"trial {trial.pk} on a {len(sample)}-character sample",
     )
     transaction.on_commit(lambda: run_trial.delay(trial.pk))
     return trial

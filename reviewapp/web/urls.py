@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import proposal_views, views
+from . import proposal_views, staff_views, views
 
 urlpatterns = [
     path(
@@ -35,6 +35,11 @@ urlpatterns = [
         "escalations/<int:pk>/heartbeat",
         proposal_views.escalation_heartbeat_view,
         name="escalation_heartbeat",
+    ),
+    path(
+        "escalations/<int:pk>/reassign",
+        staff_views.escalation_reassign_view,
+        name="escalation_reassign",
     ),
     path("escalations/next", proposal_views.escalation_next_view, name="escalation_next"),
     path("decisions", views.decision_list, name="decision_list"),

@@ -8,6 +8,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from reviewapp.audit.models import AuditEntry
+from reviewapp.audit.services import audit_record
 from reviewapp.core.blank import shows_nothing
 from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
 
@@ -63,6 +65,7 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
         escalation = Escalation.objects.select_related("claimed_by").get(pk=escalation_id)
         if won:
             webhook_record_claimed(escalation=escalation)
+            _audit(escalation, actor=user, action=AuditEntry.Action.CLAIM)
     if not won:
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
@@ -77,8 +80,57 @@ def escalation_release(*, escalation_id: int, user) -> bool:
             pk=escalation_id, status=Escalation.Status.CLAIMED, claimed_by=user
         ).update(status=Escalation.Status.OPEN, claimed_by=None, claimed_at=None)
         if released:
-            webhook_record_released(escalation=Escalation.objects.get(pk=escalation_id))
+            escalation = Escalation.objects.get(pk=escalation_id)
+            webhook_record_released(escalation=escalation)
+            _audit(escalation, actor=user, action=AuditEntry.Action.RELEASE)
     return bool(released)
+
+
+def _audit(escalation: Escalation, *, actor, action: str, changes=None, note: str = "") -> None:
+    audit_record(
+        actor=actor,
+        action=action,
+        target_type="escalation",
+        target=escalation,
+        target_repr=f"escalation {escalation.pk} (proposal {escalation.proposal_id})",
+        changes=changes,
+        note=note,
+    )
+
+
+class NotStaff(PermissionDenied):
+    """Only staff may take over or hand on someone else's claim."""
+
+
+def escalation_reassign(*, escalation_id: int, to_user, by_user, note: str = "") -> Escalation:
+    """Staff take over (to_user is themselves) or hand on an escalation, held or not. Audited.
+
+    The row is locked: a decision being signed on it at the same moment
+    either commits first (and this finds it resolved) or waits for this.
+    """
+    if not (by_user.is_staff or by_user.is_superuser):
+        raise NotStaff("only staff can take over or reassign a claim")
+    _ensure_may_sign(to_user)
+    with transaction.atomic():
+        escalation = (
+            Escalation.objects.select_for_update().select_related("claimed_by").get(pk=escalation_id)
+        )
+        if escalation.status == Escalation.Status.RESOLVED:
+            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        previous = escalation.claimed_by.get_username() if escalation.claimed_by else None
+        escalation.status = Escalation.Status.CLAIMED
+        escalation.claimed_by = to_user
+        escalation.claimed_at = timezone.now()
+        escalation.save(update_fields=["status", "claimed_by", "claimed_at"])
+        webhook_record_claimed(escalation=escalation)
+        _audit(
+            escalation,
+            actor=by_user,
+            action=AuditEntry.Action.REASSIGN,
+            changes={"claimed_by": {"old": previous, "new": to_user.get_username()}},
+            note=note,
+        )
+    return escalation
 
 
 def escalation_claim_extend(*, escalation_id: int, user) -> datetime | None:
