@@ -27,7 +27,7 @@ def resolved_address(host: str, port: int, policy: AddressPolicy) -> str:
     """
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
+    except (OSError, UnicodeError, ValueError) as exc:  # ValueError: a NUL in the name
         raise AddressRefused(f"{host} does not resolve ({exc})") from exc
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:

@@ -8,7 +8,7 @@ import certifi
 import httpcore
 import httpx
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -93,15 +93,30 @@ def delivery_claim(*, delivery_id: int) -> Delivery | None:
     """
     now = timezone.now()
     lease = timedelta(seconds=settings.REVIEWAPP_WEBHOOK_LEASE_SECONDS)
-    won = Delivery.objects.filter(
-        pk=delivery_id,
-        status=Delivery.Status.PENDING,
-        next_attempt_at__lte=now,
-        endpoint__disabled_at__isnull=True,
-    ).update(next_attempt_at=now + lease)
+    with transaction.atomic():
+        _commit_without_waiting_for_disk()
+        won = Delivery.objects.filter(
+            pk=delivery_id,
+            status=Delivery.Status.PENDING,
+            next_attempt_at__lte=now,
+            endpoint__disabled_at__isnull=True,
+        ).update(next_attempt_at=now + lease)
     if not won:
         return None
     return Delivery.objects.select_related("endpoint").get(pk=delivery_id)
+
+
+def _commit_without_waiting_for_disk() -> None:
+    """PostgreSQL: this transaction's commit returns before its WAL reaches the disk.
+
+    Only for what a sender writes: a crash may then forget a lease or an
+    attempt's outcome, and the delivery is sent once more with the same
+    webhook-id, which at-least-once delivery allows. The outbox row itself was
+    written durably, with its event. Saves a disk flush per write.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 def delivery_send(*, delivery_id: int) -> float | None:
@@ -146,6 +161,7 @@ def delivery_record_attempt(*, delivery: Delivery, status: int | None, error: st
     attempts = delivery.attempts + 1
     endpoints = Endpoint.objects.filter(pk=delivery.endpoint_id)
     with transaction.atomic():
+        _commit_without_waiting_for_disk()
         if status is not None and 200 <= status < 300:
             Delivery.objects.filter(pk=delivery.pk).update(
                 status=Delivery.Status.DELIVERED,

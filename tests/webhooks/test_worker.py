@@ -141,15 +141,18 @@ def private_broker():
     """This process sends its tasks to a redis-server of its own, which the test may stop."""
     redis = PrivateRedis(PRIVATE_REDIS_PORT)
     redis.start()
-    previous = celery_app.conf.broker_url
+    conf = celery_app.conf
+    previous = conf.broker_url, conf.broker_write_url, conf.broker_transport
 
-    def point_at(url):
-        celery_app.conf.broker_url = url
+    def point_at(settings):
+        # All three: which a send reads depends on how the broker was configured
+        # (the embedded broker names its transport class).
+        conf.broker_url, conf.broker_write_url, conf.broker_transport = settings
         # Drop the pooled connections and producers made for the previous broker.
         celery_app._pool = None
         celery_app.amqp._producer_pool = None
 
-    point_at(redis.url)
+    point_at((redis.url, redis.url, None))
     yield redis
     point_at(previous)
     redis.stop()
