@@ -57,6 +57,8 @@ from .trial import trial_start
 
 API_CLIENT_AUDIT_FIELDS = ("name", "scopes", "token_prefix", "revoked_at")
 
+# A just-created API token, held in the session until its one display.
+TOKEN_SESSION_KEY = "reviewapp_new_api_token"
 # htmx-csp.js right after htmx: no injected style, no eval (Content-Security-Policy).
 ADMIN_MEDIA_JS = ("admin_ext/backend_fields.js", "vendor/htmx.min.js", "js/htmx-csp.js")
 ADMIN_MEDIA_CSS = {"all": ("admin_ext/admin_ext.css",)}
@@ -613,18 +615,13 @@ class ApiClientAdmin(AuditedAdminMixin, admin.ModelAdmin):
             except ClientRefused as exc:
                 form.add_error(None, str(exc))
             else:
-                context = {
-                    **self.admin_site.each_context(request),
-                    "opts": self.opts,
-                    "title": f"API client “{client.name}” created",
-                    "client": client,
-                    "token": token,
-                }
-                response = TemplateResponse(
-                    request, "admin/review/apiclient/token_created.html", context
+                # Post/redirect/get: a reload shows the page again instead of
+                # re-posting the form (a second client). The token waits in the
+                # session for exactly one display, then only its prefix remains.
+                request.session[TOKEN_SESSION_KEY] = {"client": client.pk, "token": token}
+                return HttpResponseRedirect(
+                    reverse("admin:review_apiclient_token", args=[client.pk])
                 )
-                response["Cache-Control"] = "no-store"
-                return response
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -633,6 +630,40 @@ class ApiClientAdmin(AuditedAdminMixin, admin.ModelAdmin):
             "add": True,
         }
         return TemplateResponse(request, "admin/review/apiclient/add_form.html", context)
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:object_id>/token/",
+                self.admin_site.admin_view(self.token_view),
+                name="review_apiclient_token",
+            ),
+            *super().get_urls(),
+        ]
+
+    @method_decorator(never_cache)
+    def token_view(self, request, object_id: int):
+        """The new token, once; later loads say it is gone and what to do instead."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        client = self.get_object(request, str(object_id))
+        if client is None:
+            raise Http404
+        pending = request.session.get(TOKEN_SESSION_KEY) or {}
+        token = None
+        if pending.get("client") == client.pk:
+            token = pending["token"]
+            del request.session[TOKEN_SESSION_KEY]
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"API client “{client.name}” created",
+            "client": client,
+            "token": token,
+        }
+        response = TemplateResponse(request, "admin/review/apiclient/token_created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 # ── signing keys ────────────────────────────────────────────────────────────

@@ -1,5 +1,6 @@
 """Checkers through the admin: the live constraints preview and the grant ceiling."""
 
+import re
 import sys
 
 import pytest
@@ -49,6 +50,24 @@ def test_preview_lists_checkable_clauses_with_their_predicate_and_unenforced_one
     assert "must be at most 50 words" in html
     assert "be friendly" in html
     assert "data-refusal" not in html
+
+
+def test_preview_explains_why_under_n_words_is_unenforced_while_at_most_is_checked(
+    admin_client_ada,
+):
+    html = preview(admin_client_ada, "must be under 50 words; must be at most 200 words")
+    unenforced = re.search(r'<li class="unenforced".*?</li>', html, re.S).group(0)
+    assert "must be under 50 words" in unenforced
+    assert "worded otherwise, so nothing counts its words" in unenforced
+    assert "Write it as “must be at most N words”" in unenforced
+    assert 'data-clause="checkable"' in html and "at most 200 words" in html
+    assert "steers the model" not in html
+
+
+def test_an_unenforced_clause_says_it_counts_neither_as_met_nor_broken(admin_client_ada):
+    html = preview(admin_client_ada, 'be friendly; must contain "refund"')
+    assert "counts neither as met nor as broken" in html
+    assert "must be valid JSON" in html  # the forms that would be checked are listed
 
 
 def test_preview_shows_the_refusal_when_nothing_is_checkable(admin_client_ada):

@@ -15,13 +15,13 @@ pytestmark = pytest.mark.django_db
 TOKEN = re.compile(r'id="api-token">([^<]+)<')
 
 
-def create(client, name="ingest", scopes=("submit", "read")):
-    return client.post(add_url("apiclient"), {"name": name, "scopes": list(scopes)})
+def create(client, name="ingest", scopes=("submit", "read"), **kwargs):
+    return client.post(add_url("apiclient"), {"name": name, "scopes": list(scopes)}, **kwargs)
 
 
 def test_the_token_is_shown_once_and_stored_only_hashed_with_a_prefix(admin_client_ada):
-    response = create(admin_client_ada)
-    assert response.status_code == 200
+    response = create(admin_client_ada, follow=True)
+    assert response.redirect_chain[0][1] == 302  # post/redirect/get
     assert "no-store" in response["Cache-Control"]
     token = TOKEN.search(response.content.decode()).group(1)
     api_client = ApiClient.objects.get(name="ingest")
@@ -45,6 +45,31 @@ def test_the_token_is_shown_once_and_stored_only_hashed_with_a_prefix(admin_clie
     )
 
 
+def test_reloading_the_token_page_shows_it_no_more_and_creates_nothing(admin_client_ada):
+    response = create(admin_client_ada)
+    assert response.status_code == 302
+    first = admin_client_ada.get(response["Location"]).content.decode()
+    token = TOKEN.search(first).group(1)
+    assert "data-copy=\"#api-token\"" in first  # the copy button
+    again = admin_client_ada.get(response["Location"])
+    assert again.status_code == 200
+    body = again.content.decode()
+    assert token not in body and 'id="token-gone"' in body
+    assert "revoke this client and create a new one" in body
+    assert ApiClient.objects.filter(name="ingest").count() == 1
+
+
+def test_the_token_page_of_another_client_shows_no_token(admin_client_ada):
+    first = create(admin_client_ada)
+    other = ApiClient.objects.create(
+        name="other", token_prefix="rvw_x", token_hash="0" * 64, scopes=["read"]
+    )
+    page = admin_client_ada.get(f"/admin/review/apiclient/{other.pk}/token/").content.decode()
+    assert 'id="api-token"' not in page
+    # The pending token still waits for its own page.
+    assert TOKEN.search(admin_client_ada.get(first["Location"]).content.decode())
+
+
 def test_creation_needs_a_scope_and_a_free_name(admin_client_ada):
     assert "This field is required" in create(admin_client_ada, scopes=()).content.decode()
     create(admin_client_ada)
@@ -54,7 +79,7 @@ def test_creation_needs_a_scope_and_a_free_name(admin_client_ada):
 
 
 def test_revoking_stops_the_token_and_is_audited(admin_client_ada):
-    token = TOKEN.search(create(admin_client_ada).content.decode()).group(1)
+    token = TOKEN.search(create(admin_client_ada, follow=True).content.decode()).group(1)
     api_client = ApiClient.objects.get()
     response = admin_client_ada.post(
         "/admin/review/apiclient/", {"action": "revoke", "_selected_action": [api_client.pk]}

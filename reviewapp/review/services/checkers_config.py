@@ -14,6 +14,7 @@ class PreviewClause:
     checkable: bool
     id: str = ""
     predicate: str = ""  # the predicate in words, for a checkable clause
+    why: str = ""  # for an unenforced clause: why nothing checks it, and how to have it checked
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,45 @@ def constraints_preview(text: str) -> ConstraintsPreview:
                 )
             )
         else:
-            clauses.append(PreviewClause(text=clause.text, checkable=False))
+            clauses.append(
+                PreviewClause(text=clause.text, checkable=False, why=unenforced_reason(clause.text))
+            )
     refusal = None
     try:
         core_constraints.ConstraintSet.from_text(text)
     except core_constraints.ConstraintError as exc:
         refusal = str(exc)
     return ConstraintsPreview(text=text, clauses=tuple(clauses), refusal=refusal)
+
+
+CHECKABLE_FORMS = (
+    'must contain "…"',
+    'must not contain "…"',
+    "must be at most N words",
+    "must be no more than N words",
+    "must be at least N words",
+    "must be valid JSON",
+    "must match /…/",
+    "no X without Y",
+)
+
+
+def unenforced_reason(text: str) -> str:
+    """Why a clause is not checked, in words an admin can act on.
+
+    The grammar is closed on purpose (the same forms as the reference
+    catalogue): "under 50 words" or "short" is not guessed into a number.
+    """
+    if "word" in text.lower():
+        return (
+            "Only “must be at most N words”, “must be no more than N words” and “must be at "
+            "least N words” are counted; this clause is worded otherwise, so nothing counts "
+            "its words. Write it as “must be at most N words” to have it checked."
+        )
+    return (
+        "It is not one of the checkable forms (" + "; ".join(CHECKABLE_FORMS) + "), so nothing "
+        "decides it: it counts neither as met nor as broken."
+    )
 
 
 def grants_refusal(checker_name: str, grants: list[str]) -> str | None:
