@@ -18,6 +18,9 @@ def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
         "/api/ledger/proof/{entry}",
         "/api/ledger/consistency",
         "/api/ledger/entries",
+        "/api/webhooks",
+        "/api/webhooks/{endpoint_id}",
+        "/api/webhooks/{endpoint_id}/test",
     }
     assert {"type": "http", "scheme": "bearer"} in schema["components"]["securitySchemes"].values()
 
