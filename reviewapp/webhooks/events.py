@@ -23,7 +23,9 @@ from .models import PING, Delivery, Endpoint, Event
 def webhook_record_decided(*, decision: Decision) -> None:
     proposal = decision.proposal
     data = {
-        "proposal": _proposal_part(proposal),
+        # Said outright: a reviewer's decision is written before the caller's
+        # copy of the proposal knows it is decided.
+        "proposal": {**_proposal_part(proposal), "status": Proposal.Status.DECIDED.value},
         # The signed bytes exactly as stored, with the signature and key id: a
         # receiver verifies the decision itself with the public key.
         "decision": {

@@ -77,6 +77,26 @@ def test_claim_and_release_are_announced():
     assert released["data"]["escalation"]["status"] == "open"
 
 
+def test_a_reviewers_decision_is_announced_as_decided():
+    from reviewapp.review.services.escalations import escalation_decide
+
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["proposal.decided"])
+    proposal = submitted_and_decided(client, requires_sign_off=True)
+    escalation = Escalation.objects.get(proposal=proposal)
+    escalation_decide(
+        escalation_id=escalation.pk,
+        outcome="approved",
+        rationale="Checked by hand.",
+        user=ReviewerFactory(username="rhea"),
+        decided_by_name="rhea",
+    )
+    [body] = bodies(endpoint)
+    assert body["data"]["proposal"]["status"] == "decided"
+    assert body["data"]["decision"]["basis"] == "reviewer"
+    assert body["data"]["decision"]["decided_by"] == "rhea"
+
+
 def test_a_release_by_someone_not_holding_the_claim_announces_nothing():
     client, _ = api_client()
     endpoint, _ = subscribe(client, URL, ["escalation.released"])
