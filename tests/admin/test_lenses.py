@@ -25,6 +25,8 @@ def lens_data(**overrides) -> dict:
         "temperature": "0.0",
         "timeout_seconds": "60",
         "response_format": "json_schema",
+        "max_concurrent_calls": "64",
+        "calls_per_minute": "6000",
         "mandate": "",
         "_save": "Save",
     }
@@ -170,3 +172,23 @@ def test_deactivating_through_the_action_bumps_the_version_and_is_audited(admin_
     entry = AuditEntry.objects.get(target_type="lens", action="update")
     assert entry.changes["active"] == {"old": True, "new": False}
     assert entry.changes["version"] == {"old": 1, "new": 2}
+
+
+def test_an_llm_lens_takes_its_endpoint_limits_from_the_admin_without_a_new_version(
+    admin_client_ada,
+):
+    llm = {"backend": "llm", "base_url": "http://127.0.0.1:11434/v1", "model": "m"}
+    assert admin_client_ada.post(add_url("lens"), lens_data(**llm)).status_code == 302
+    lens = Lens.objects.get(name="accuracy")
+    assert (lens.max_concurrent_calls, lens.calls_per_minute) == (64, 6000)
+    limited = lens_data(**llm, max_concurrent_calls="8", calls_per_minute="120")
+    assert admin_client_ada.post(change_url("lens", lens.pk), limited).status_code == 302
+    lens.refresh_from_db()
+    assert (lens.max_concurrent_calls, lens.calls_per_minute, lens.version) == (8, 120, 1)
+
+
+def test_an_llm_lens_allowing_no_call_at_all_is_refused(admin_client_ada):
+    llm = {"backend": "llm", "base_url": "http://127.0.0.1:11434/v1", "model": "m"}
+    response = admin_client_ada.post(add_url("lens"), lens_data(**llm, max_concurrent_calls="0"))
+    assert response.status_code == 200
+    assert "Allow at least one call at a time." in errors_of(response)
