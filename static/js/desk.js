@@ -193,5 +193,10 @@
   });
 
   window.reviewappDesk = { choose: choose };
-  settle(location.hash === "#adjudication" ? "rationale" : "");
+  settle("");
+  if (location.hash === "#adjudication") {
+    // Back from a claim: the cursor belongs in the box. The browser focuses the
+    // fragment's target (the card) once loaded, so take the focus after that.
+    window.addEventListener("load", function () { setTimeout(function () { settle("rationale"); }, 0); });
+  }
 })();

@@ -363,6 +363,8 @@ def test_c_claims_from_the_inbox(open_as, reviewer, escalation):
     page.wait_for_selector("#approve-btn")
     escalation.refresh_from_db()
     assert escalation.claimed_by == reviewer
+    # Claimed from the inbox, the cursor lands in the card's rationale box.
+    page.wait_for_function("() => document.activeElement.id === 'rationale'")
 
 
 def test_proposal_keyboard_n_c_a_r(open_as, reviewer, tricky):

@@ -421,7 +421,7 @@ def _png_size(png: bytes) -> tuple[int, int]:
 PHONE = {"width": 390, "height": 844}
 
 
-@pytest.mark.parametrize("path_of", ["inbox", "proposal", "decisions", "proposals"])
+@pytest.mark.parametrize("path_of", ["inbox", "proposal", "decisions", "proposals", "verify"])
 def test_reviewer_pages_fit_390px_without_horizontal_scrolling(
     open_as, reviewer, mixed, path_of, tmp_path
 ):
@@ -434,7 +434,7 @@ def test_reviewer_pages_fit_390px_without_horizontal_scrolling(
     escalation_claim(escalation_id=decided_escalation.pk, user=reviewer)
     from reviewapp.review.services.escalations import escalation_decide
 
-    escalation_decide(
+    decision = escalation_decide(
         escalation_id=decided_escalation.pk,
         outcome="approved",
         rationale="ok",
@@ -446,6 +446,7 @@ def test_reviewer_pages_fit_390px_without_horizontal_scrolling(
         "proposal": f"/proposals/{escalation.proposal_id}",
         "decisions": "/decisions",
         "proposals": "/proposals",
+        "verify": f"/decisions/{decision.pk}/verify",
     }[path_of]
     page = open_as(reviewer, path, viewport=PHONE)
     page.wait_for_load_state("networkidle")
