@@ -128,7 +128,9 @@ def test_checker_evidence_shows_verdict_reason_and_unenforced_clauses(reviewer_c
     content = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
     evidence = content.split('id="evidence-title"')[1].split("</section>")[0]
     assert checker.name in evidence
-    assert '<span class="verdict verdict--fail">fail</span>' in evidence
+    assert '<span class="verdict verdict--fail"><span aria-hidden="true">✗</span> fail</span>' in (
+        evidence
+    )
     assert "refund" in evidence
     assert "Unenforced clauses" in evidence and "output must feel authoritative" in evidence
 
