@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.review.models import Decision, Escalation, Lens, Proposal
-from reviewapp.review.services.visibility import client_may_see
+from reviewapp.review.services.visibility import client_may_see, sees_everything
 
 from .models import PING, Delivery, Endpoint, Event
 
@@ -139,9 +139,14 @@ def _subscribed(event_type: str) -> list[Endpoint]:
 
 def _watchers(event_type: str, proposal: Proposal) -> list[Endpoint]:
     """Subscribed endpoints whose client may see the proposal (the API's visibility rule)."""
-    return [
-        e for e in _subscribed(event_type) if client_may_see(client=e.client, proposal=proposal)
-    ]
+    endpoints = _subscribed(event_type)
+    if not any(e["backend"] == "external" for e in proposal.panel_snapshot["lenses"]):
+        # No external lens, so no client is bound to judge it: only the
+        # submitter and `read:all` see it, and asking the database is moot.
+        return [
+            e for e in endpoints if e.client_id == proposal.client_id or sees_everything(e.client)
+        ]
+    return [e for e in endpoints if client_may_see(client=e.client, proposal=proposal)]
 
 
 def _record(

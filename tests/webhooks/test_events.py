@@ -11,7 +11,7 @@ from reviewapp.review.services.proposals import proposal_submit
 from reviewapp.webhooks.models import Delivery
 from tests.factories import LensFactory, PanelFactory, ReviewerFactory
 
-from .helpers import api_client, submitted_and_decided, subscribe
+from .helpers import api_client, one_lens_panel, submitted_and_decided, subscribe
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +60,19 @@ def test_an_escalation_names_every_reason():
     assert body["type"] == "proposal.escalated"
     assert body["data"]["escalation"]["reasons"] == ["sign_off"]
     assert body["data"]["escalation"]["explanation"]
+
+
+def test_a_final_step_that_keeps_failing_is_announced_as_escalated():
+    from reviewapp.review.services.final_step import proposal_escalate_final_step
+
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["proposal.escalated"])
+    panel = one_lens_panel("Never finalized.")
+    proposal, _ = proposal_submit(panel_name=panel.name, content="Never finalized.", client=client)
+    proposal_escalate_final_step(proposal_id=proposal.pk, attempts=3)
+    [body] = bodies(endpoint)
+    assert body["data"]["escalation"]["reasons"] == ["final_step_failed"]
+    assert body["data"]["proposal"]["status"] == "escalated"
 
 
 def test_claim_and_release_are_announced():
@@ -127,6 +140,25 @@ def test_a_client_never_receives_another_clients_events():
     # read:all lifts the rule, but the submitter's own reference stays the submitter's.
     [seen] = bodies(auditor_endpoint)
     assert "external_ref" not in seen["data"]["proposal"]
+
+
+def test_a_client_bound_to_judge_a_proposal_hears_its_outcome_and_no_other_does():
+    from reviewapp.review.tasks import finalize_proposal
+
+    submitter, _ = api_client()
+    judge, _ = api_client("judge")
+    bystander, _ = api_client("judge")
+    outside = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+    outside.judge_clients.add(judge)
+    panel = PanelFactory(lenses=[outside], need=1)
+    judge_endpoint, _ = subscribe(judge, URL, ["proposal.escalated"])
+    bystander_endpoint, _ = subscribe(bystander, URL, ["proposal.escalated"])
+    proposal, _ = proposal_submit(panel_name=panel.name, content="Judge me.", client=submitter)
+    finalize_proposal(proposal.pk, deadline_passed=True)  # the judge never answered
+    [body] = bodies(judge_endpoint)
+    assert body["data"]["proposal"]["id"] == proposal.pk
+    assert "lens_failed" in body["data"]["escalation"]["reasons"]
+    assert bodies(bystander_endpoint) == []
 
 
 def test_judgement_requested_goes_to_the_clients_bound_to_the_external_lens():
