@@ -11,6 +11,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from reviewapp.webhooks.events import webhook_record_escalated
+
 from ..models import Escalation, Proposal
 
 ERROR_LIMIT = 2000
@@ -67,4 +69,5 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         proposal.status = Proposal.Status.ESCALATED
         proposal.finalized_at = timezone.now()
         proposal.save(update_fields=["status", "finalized_at", "updated_at"])
+        webhook_record_escalated(escalation=escalation)  # commits with the escalation
     return escalation
