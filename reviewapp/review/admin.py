@@ -375,8 +375,53 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
         ("Configurations proposals were judged with", {"fields": ("judged_configurations",)}),
     )
 
+    # The change form asks this endpoint, as you edit, whether the need and the
+    # lens rows make a quorum (templates/admin/review/panel/change_form.html).
+    change_form_template = "admin/review/panel/change_form.html"
+
     class Media:
         css = ADMIN_MEDIA_CSS
+        js = ("vendor/htmx.min.js", "js/htmx-csp.js")
+
+    def get_urls(self):
+        return [
+            path(
+                "validate/",
+                self.admin_site.admin_view(self.validate_view),
+                name="review_panel_validate",
+            ),
+            *super().get_urls(),
+        ]
+
+    def validate_view(self, request):
+        """The htmx fragment: the posted panel form's refusals, exactly as Save would give them."""
+        if request.method != "POST":
+            return HttpResponse(status=405)
+        raw_id = request.POST.get("panel_id", "")
+        obj = self.get_object(request, raw_id) if raw_id.isdigit() else None
+        if obj is None and raw_id:
+            raise Http404
+        if obj is not None:
+            allowed = self.has_change_permission(request, obj)
+        else:
+            allowed = self.has_add_permission(request)
+        if not allowed:
+            raise PermissionDenied
+        form = self.get_form(request, obj, change=obj is not None)(
+            request.POST, instance=obj or Panel()
+        )
+        formsets, _ = self._create_formsets(request, form.instance, change=obj is not None)
+        form.is_valid()
+        for formset in formsets:
+            formset.is_valid()
+        errors = [*form.errors.get("need", []), *form.non_field_errors()]
+        for formset in formsets:
+            errors += formset.non_form_errors()
+        return TemplateResponse(
+            request,
+            "admin/review/panel/_validation.html",
+            {"errors": errors, "need": form.cleaned_data.get("need"), "formsets": formsets},
+        )
 
     @admin.display(description="Lenses")
     def lens_names(self, obj):

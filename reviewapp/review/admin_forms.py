@@ -11,7 +11,7 @@ from django.utils.html import format_html
 
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.core.quorum import Quorum, QuorumError, RepeatedLens, UnnamedLens
+from reviewapp.core.quorum import Quorum, QuorumError
 
 from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens
 from .services.checkers_config import constraints_preview, grants_refusal
@@ -195,10 +195,9 @@ class PanelLensFormSet(BaseInlineFormSet):
         try:
             Quorum(need, [lens.name for lens in self.ordered_lenses])
         except QuorumError as exc:
-            message = str(exc)
-            if parent is not None and not isinstance(exc, RepeatedLens | UnnamedLens):
-                parent.add_error("need", message)
-            raise ValidationError(message, code="quorum") from exc
+            # Reported once, above the lens rows it is about (the admin validates
+            # the panel form before the formset, so only this error blocks the save).
+            raise ValidationError(str(exc), code="quorum") from exc
         super().clean()
 
 

@@ -203,3 +203,42 @@ def test_the_panel_change_page_renders_with_its_inline(admin_client_ada, lenses)
     assert 'name="panel_lenses-TOTAL_FORMS"' in page.content.decode()
     assert admin_client_ada.get(add_url("panel")).status_code == 200
     assert admin_client_ada.get("/admin/review/panel/").status_code == 200
+
+
+VALIDATE = "/admin/review/panel/validate/"
+
+
+def test_a_quorum_refusal_is_shown_once(admin_client_ada, lenses):
+    response = admin_client_ada.post(
+        add_url("panel"), panel_form_data(name="p", need=3, lenses=lenses[:2])
+    )
+    message = str(quorum.Unreachable(3, 2))
+    assert response.content.decode().count(message) == 1
+
+
+def test_the_validate_endpoint_answers_what_save_would_refuse(admin_client_ada, lenses):
+    data = panel_form_data(name="p", need=3, lenses=lenses[:2])
+    html = admin_client_ada.post(VALIDATE, data).content.decode()
+    assert "data-panel-refusal" in html and str(quorum.Unreachable(3, 2)) in html
+    assert not Panel.objects.exists()  # asking saves nothing
+
+
+def test_the_validate_endpoint_says_when_the_panel_is_fine(admin_client_ada, lenses):
+    html = admin_client_ada.post(
+        VALIDATE, panel_form_data(name="p", need=2, lenses=lenses)
+    ).content.decode()
+    assert "data-panel-ok" in html and "when 2 of its lenses agree" in html
+
+
+def test_the_validate_endpoint_checks_a_change_against_that_panel(admin_client_ada, lenses):
+    panel = PanelFactory(name="p", need=2, lenses=lenses[:3])
+    data = panel_form_data(name="p", need=1, lenses=lenses[:3], panel=panel)
+    html = admin_client_ada.post(VALIDATE, {**data, "panel_id": panel.pk}).content.decode()
+    assert str(quorum.NotAMajority(1, 3)).replace("'", "&#x27;") in html
+    panel.refresh_from_db()
+    assert panel.need == 2
+
+
+def test_the_validate_endpoint_needs_the_admin(client, lenses):
+    response = client.post(VALIDATE, panel_form_data(name="p", need=2, lenses=lenses))
+    assert response.status_code == 302 and "/login/" in response["Location"]

@@ -1,0 +1,70 @@
+"""Admin niggles in headless Chromium: live panel refusals, the one-time token page."""
+
+import pytest
+from playwright.sync_api import expect
+
+from reviewapp.review.models import ApiClient, Panel
+from tests.factories import LensFactory, UserFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def admin_page(open_as):
+    def open_page(path, **options):
+        ada = UserFactory(username="ada", is_staff=True, is_superuser=True)
+        page = open_as(ada, "about:blank", **options)
+        page.violations = []
+        page.on(
+            "console",
+            lambda m: (
+                page.violations.append(m.text) if "Content Security Policy" in m.text else None
+            ),
+        )
+        page.goto(path)
+        return page
+
+    return open_page
+
+
+def test_a_panel_refusal_shows_as_you_edit_once_and_before_save(admin_page):
+    for name in ("accuracy", "policy", "tone"):
+        LensFactory(name=name)
+    page = admin_page("/admin/review/panel/add/")
+    page.fill("#id_name", "gate")
+    page.select_option("select[name='panel_lenses-0-lens']", label="accuracy")
+    page.select_option("select[name='panel_lenses-1-lens']", label="policy")
+    page.fill("#id_need", "1")
+    refusal = page.locator("#panel-validation [data-panel-refusal]")
+    expect(refusal).to_contain_text("1 of 2 is not a majority")
+    # Fixing it clears the refusal, still without saving.
+    page.fill("#id_need", "2")
+    expect(page.locator("#panel-validation [data-panel-ok]")).to_contain_text("2 of its lenses")
+    assert not Panel.objects.exists()
+    # Saved with a refusal, the page shows it once.
+    page.fill("#id_need", "3")
+    page.click("input[name=_save]")
+    message = "a quorum of 3 can never be reached with only 2 judgement(s)"
+    expect(page.locator(".errornote").first).to_be_visible()
+    expect(page.locator("body")).to_contain_text(message)
+    assert page.locator("body").inner_text().count(message) == 1
+    assert page.violations == [] and page.errors == []
+
+
+def test_the_token_page_survives_a_reload_and_copies(admin_page):
+    page = admin_page(
+        "/admin/review/apiclient/add/", permissions=["clipboard-read", "clipboard-write"]
+    )
+    page.fill("#id_name", "ingest")
+    page.check("input[name=scopes][value=read]")
+    page.click("input[name=_save]")
+    token = page.locator("#api-token").inner_text().strip()
+    assert token.startswith(ApiClient.objects.get(name="ingest").token_prefix)
+    page.click("[data-copy]")
+    expect(page.locator("[data-copy-status]")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == token
+    page.reload()
+    expect(page.locator("#token-gone")).to_be_visible()
+    assert token not in page.content()
+    assert ApiClient.objects.filter(name="ingest").count() == 1  # the reload posted nothing
+    assert page.violations == [] and page.errors == []
