@@ -563,6 +563,7 @@ def main() -> None:
         return {
             "inbox /": "/",
             "inbox ?reason=no_quorum": "/?reason=no_quorum",
+            "inbox ?q=refund (search)": "/?q=refund",
             "proposal page (escalated)": f"/proposals/{first}",
         }
 
@@ -615,6 +616,7 @@ def main() -> None:
     runs = [
         ("inbox /", ["/"], "/"),
         ("inbox ?reason=no_quorum", ["/?reason=no_quorum"], "/"),
+        ("inbox ?q=refund (search)", ["/?q=refund"], "/"),
         ("inbox last page", [f"/?page={last_page}"], "/"),
         (
             "proposal pages (500 random escalated)",
