@@ -85,6 +85,7 @@ class LedgerReader(HttpAuthBase):
     ``read:all`` or a session that may read (staff, reviewers)."""
 
     openapi_scheme = "bearer"
+    scope = ApiClient.Scope.READ_ALL.value  # what a token needs
 
     def __call__(self, request):
         # Imported here: reviewapp.api mounts this router, so importing it at the top is circular.
@@ -93,7 +94,7 @@ class LedgerReader(HttpAuthBase):
         if settings.REVIEWAPP_LEDGER_PUBLIC:
             return "public"
         if request.headers.get("Authorization"):
-            return ApiAuth(ApiClient.Scope.READ_ALL.value)(request)
+            return ApiAuth(self.scope)(request)
         return ApiAuth(ApiClient.Scope.READ.value)(request)
 
 

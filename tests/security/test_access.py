@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from reviewapp.api import api
 from reviewapp.api.auth import ApiAuth
+from reviewapp.ledger.api import LedgerReader
 from tests.security.routes import all_routes
 
 ROUTES = all_routes()
@@ -150,7 +151,7 @@ def api_operations():
                     scope = "public"
                 else:
                     (auth,) = auths
-                    assert isinstance(auth, ApiAuth), f"{path}: unexpected auth {auth!r}"
+                    assert isinstance(auth, ApiAuth | LedgerReader), f"{path}: unexpected {auth!r}"
                     scope = auth.scope
                 for method in operation.methods:
                     out.append((method, "/api" + (prefix or "") + path, scope))
@@ -217,11 +218,13 @@ def test_api_token_scope_matrix(world, method, path, scope):
 
 
 # Sessions: reviewers read and decide; staff read; nobody submits or judges with a cookie.
+# (read:all: only raw ledger entries ask it of a token; staff and reviewers see every
+# proposal anyway.)
 SESSION_ALLOWED = {
     "plain": set(),
-    "staff": {None, "read"},
-    "reviewer": {None, "read", "review"},
-    "superuser": {None, "read", "review"},
+    "staff": {None, "read", "read:all"},
+    "reviewer": {None, "read", "read:all", "review"},
+    "superuser": {None, "read", "read:all", "review"},
 }
 
 
