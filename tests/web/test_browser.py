@@ -377,6 +377,9 @@ def test_proposal_keyboard_n_c_a_r(open_as, reviewer, tricky):
     assert page.evaluate("() => window.reviewappCurrentSpan") == 1
     assert page.locator("#claim-cursor").inner_text().startswith("Span 2 of")
     assert page.locator("#span-item-1[aria-current='true']").count() == 1
+    page.keyboard.press("N")
+    assert page.evaluate("() => window.reviewappCurrentSpan") == 0
+    page.keyboard.press("n")
 
     page.keyboard.press("c")
     page.wait_for_selector("#approve-btn")
