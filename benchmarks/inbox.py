@@ -163,6 +163,8 @@ class Loader:
                     finalized,
                     created,
                     finalized,
+                    0,
+                    "",
                 ]
 
         n_proposals = self.copy(
@@ -189,6 +191,8 @@ class Loader:
                 "finalized_at",
                 "created_at",
                 "updated_at",
+                "final_step_attempts",
+                "final_step_error",
             ],
             proposal_rows(),
         )
