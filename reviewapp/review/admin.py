@@ -395,8 +395,6 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
 
     def validate_view(self, request):
         """The htmx fragment: the posted panel form's refusals, exactly as Save would give them."""
-        if request.method != "POST":
-            return HttpResponse(status=405)
         raw_id = request.POST.get("panel_id", "")
         obj = self.get_object(request, raw_id) if raw_id.isdigit() else None
         if obj is None and raw_id:
@@ -407,6 +405,8 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
             allowed = self.has_add_permission(request)
         if not allowed:
             raise PermissionDenied
+        if request.method != "POST":
+            return HttpResponse(status=405)
         form = self.get_form(request, obj, change=obj is not None)(
             request.POST, instance=obj or Panel()
         )
