@@ -112,8 +112,12 @@ def escalation_reassign(*, escalation_id: int, to_user, by_user, note: str = "")
         raise NotStaff("only staff can take over or reassign a claim")
     _ensure_may_sign(to_user)
     with transaction.atomic():
+        # Lock the escalation row only: `claimed_by` is a nullable join, which
+        # PostgreSQL cannot lock FOR UPDATE.
         escalation = (
-            Escalation.objects.select_for_update().select_related("claimed_by").get(pk=escalation_id)
+            Escalation.objects.select_for_update(of=("self",))
+            .select_related("claimed_by")
+            .get(pk=escalation_id)
         )
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
