@@ -8,7 +8,14 @@ from .demo import REVIEWERS_GROUP
 
 
 def may_sign_decisions(user) -> bool:
-    """Whether `user` may claim and decide escalations, in the browser or through the API."""
+    """Whether `user` may claim and decide escalations, in the browser or through the API.
+
+    Cached on the user object: a page asks once per row it shows.
+    """
     if user is None or not user.is_authenticated or not user.is_active:
         return False
-    return user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
+    cached = getattr(user, "_reviewapp_may_sign", None)
+    if cached is None:
+        cached = user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
+        user._reviewapp_may_sign = cached
+    return cached

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from reviewapp.review.demo import REVIEWERS_GROUP
+from reviewapp.review.access import may_sign_decisions
 
 
 def is_reviewer(user) -> bool:
@@ -17,9 +17,7 @@ def is_reviewer(user) -> bool:
         return False
     cached = getattr(user, "_reviewapp_is_reviewer", None)
     if cached is None:
-        cached = bool(
-            user.is_staff or user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
-        )
+        cached = bool(user.is_staff or may_sign_decisions(user))
         user._reviewapp_is_reviewer = cached
     return cached
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from reviewapp.review.access import may_sign_decisions
 from reviewapp.review.models import Claim, Escalation, Judgement, LensFailure, Proposal
 
 REASON_LABELS = {
@@ -141,6 +142,8 @@ class ClaimState:
     live: bool = False
     expired: bool = False
     mine: bool = False
+    # Staff outside the reviewers group may read an escalation, not claim or sign it.
+    may_sign: bool = False
 
     @property
     def resolved(self) -> bool:
@@ -149,7 +152,7 @@ class ClaimState:
     @property
     def claimable(self) -> bool:
         """Whether this user may (re)claim it now."""
-        return not self.resolved and (not self.live or self.mine)
+        return self.may_sign and not self.resolved and (not self.live or self.mine)
 
     @property
     def can_decide(self) -> bool:
@@ -158,7 +161,7 @@ class ClaimState:
 
 def claim_state(escalation: Escalation, user, now: datetime | None = None) -> ClaimState:
     now = now or timezone.now()
-    state = ClaimState(status=escalation.status)
+    state = ClaimState(status=escalation.status, may_sign=may_sign_decisions(user))
     if escalation.status == Escalation.Status.CLAIMED and escalation.claimed_at:
         holder = escalation.claimed_by
         state.holder = holder.get_username() if holder else "someone"

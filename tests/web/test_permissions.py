@@ -130,6 +130,22 @@ def test_staff_outside_the_reviewers_group_may_not_sign_even_holding_a_claim(
     assert not Decision.objects.exists()
 
 
+def test_staff_outside_the_reviewers_group_are_offered_no_claim_they_cannot_use(
+    client, staff_user, escalation
+):
+    client.force_login(staff_user)
+    inbox = client.get(reverse("inbox")).content.decode()
+    page = client.get(reverse("proposal_detail", args=[escalation.proposal_id])).content.decode()
+    claim_url = reverse("escalation_claim", args=[escalation.pk])
+    assert claim_url not in inbox and claim_url not in page
+    assert "signing decisions takes membership of the reviewers group" in page
+
+
+def test_reviewers_are_offered_the_claim(reviewer_client, escalation):
+    claim_url = reverse("escalation_claim", args=[escalation.pk])
+    assert claim_url in reviewer_client.get(reverse("inbox")).content.decode()
+
+
 def test_actions_refuse_get(reviewer_client, escalation):
     assert reviewer_client.get(reverse("escalation_claim", args=[escalation.pk])).status_code == 405
 
