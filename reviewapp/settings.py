@@ -300,7 +300,11 @@ REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEM
 # wait on an event loop (reviewapp/review/llm_worker.py): this many proposals'
 # calls are in flight per LLM worker process, on one database connection.
 REVIEWAPP_LLM_QUEUE = "llm"
-CELERY_TASK_ROUTES = {"reviewapp.review.tasks.judge_llm_lenses": {"queue": REVIEWAPP_LLM_QUEUE}}
+CELERY_TASK_ROUTES = {
+    "reviewapp.review.tasks.judge_llm_lenses": {"queue": REVIEWAPP_LLM_QUEUE},
+    # The admin's "try this lens" on an LLM lens waits on the model like a proposal's call.
+    "reviewapp.review.trial.run_llm_trial": {"queue": REVIEWAPP_LLM_QUEUE},
+}
 REVIEWAPP_LLM_WORKER_CONCURRENCY = _read(env.int, "REVIEWAPP_LLM_WORKER_CONCURRENCY", default=200)
 # All of one lens's calls, retries and re-asks: past this it is a lens failure.
 REVIEWAPP_LLM_LENS_TIME_LIMIT = _read(

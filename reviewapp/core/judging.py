@@ -607,13 +607,25 @@ class _Caller:
 def run_judge(
     *,
     transport: ChatTransport,
-    sleep: Callable[[float], Any] = time.sleep,
+    sleep: Callable[[float], Any] | None = None,
     **loop: Any,
 ) -> JudgeOutcome:
-    """Judge through a blocking transport; ``loop`` is ``judge_steps``'s arguments."""
+    """Judge through a blocking transport; ``loop`` is ``judge_steps``'s arguments.
+
+    This driver runs in the caller's thread, so it never waits of its own
+    accord: a transient error whose retry needs a backoff fails the lens at
+    once, naming the error, unless the caller passes ``sleep`` — a replay
+    (``RecordedTransport``) has no server to wait for and passes one that
+    returns at once; a test may record the delays. LLM calls that should be
+    retried after a backoff go through ``llm_calls.run_judge_async``, which
+    defers the retry on an event loop instead.
+    """
     steps = judge_steps(**loop)
     reply: str | None = None
     error: TransportError | None = None
+    last_error: TransportError | None = None
+    calls = 0
+    transcript: list[dict] = []
     while True:
         try:
             step = steps.throw(error) if error is not None else steps.send(reply)
@@ -621,12 +633,21 @@ def run_judge(
             return done.value
         reply = error = None
         if isinstance(step, Backoff):
+            if sleep is None:
+                raise LensFailed(
+                    f"transient transport error: {last_error}; not retried in process "
+                    f"(the retry would wait {step.seconds:.1f}s in this thread)",
+                    calls,
+                    transcript,
+                ) from last_error
             sleep(step.seconds)
             continue
+        calls += 1
+        transcript = step
         try:
             reply = transport.complete(step)
         except TransportError as exc:
-            error = exc
+            error = last_error = exc
 
 
 def judge_steps(

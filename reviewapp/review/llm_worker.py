@@ -16,6 +16,9 @@ Design (see README, "What happens to a submission"):
 - The answers go back to the CPU queue as one ``evaluate_proposal`` task,
   which records them under the proposal's lock (exactly once, as before),
   runs the proposal's CPU lenses and the final step.
+- The admin's trial of an LLM lens ("try this lens", ``trial.run_llm_trial``)
+  is judged here too, on the same clients and gates, its row read and
+  written on the same database thread.
 
 While a proposal is on the loop its ``updated_at`` is refreshed, so the
 sweeper does not re-enqueue calls that are merely waiting their turn; a
@@ -197,9 +200,35 @@ class _Runtime:
 
     async def _judge_lens(self, job: _Job, lens: Lens) -> dict:
         try:
+            outcome = await self.judge_lens(
+                lens,
+                content=job.content,
+                thought_process=job.thought_process,
+                policy=job.policy,
+                target_id=str(job.proposal_id),
+            )
+        except LensFailed as exc:
+            log.warning("lens %s failed on proposal %s: %s", lens.name, job.proposal_id, exc)
+            return {"lens": lens.pk, "error": str(exc), "attempts": exc.attempts}
+        return _answer_json(lens.pk, outcome)
+
+    async def judge_lens(
+        self,
+        lens: Lens,
+        *,
+        content: str,
+        thought_process: str,
+        policy: GroundingPolicy,
+        target_id: str,
+    ) -> JudgeOutcome:
+        """One LLM lens on one text, on this loop's clients and gates; raises LensFailed.
+
+        Proposals and the admin's trials alike (``trial.run_llm_trial``).
+        """
+        try:
             api_key = llm_keys.read(lens.api_key_env)
         except PermissionError as refused:
-            return {"lens": lens.pk, "error": str(refused), "attempts": 0}
+            raise LensFailed(str(refused), 0, []) from refused
         transport = AsyncChatTransport(
             client=self.client_for(lens.base_url),
             base_url=lens.base_url,
@@ -210,22 +239,17 @@ class _Runtime:
             response_format=lens.response_format,
             gate=self.gate_for(lens),
         )
-        try:
-            outcome = await run_judge_async(
-                transport=transport,
-                time_limit=settings.REVIEWAPP_LLM_LENS_TIME_LIMIT,
-                instructions=lens.instructions,
-                lens_name=lens.name,
-                content=job.content,
-                thought_process=job.thought_process,
-                policy=job.policy,
-                target_id=str(job.proposal_id),
-                transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
-            )
-        except LensFailed as exc:
-            log.warning("lens %s failed on proposal %s: %s", lens.name, job.proposal_id, exc)
-            return {"lens": lens.pk, "error": str(exc), "attempts": exc.attempts}
-        return _answer_json(lens.pk, outcome)
+        return await run_judge_async(
+            transport=transport,
+            time_limit=settings.REVIEWAPP_LLM_LENS_TIME_LIMIT,
+            instructions=lens.instructions,
+            lens_name=lens.name,
+            content=content,
+            thought_process=thought_process,
+            policy=policy,
+            target_id=target_id,
+            transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
+        )
 
 
 def _answer_json(lens_id: int, outcome: JudgeOutcome) -> dict:

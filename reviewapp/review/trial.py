@@ -18,15 +18,17 @@ from reviewapp.audit.models import AuditEntry, Trial, lost_before
 from reviewapp.audit.services import audit_record
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.core.judging import LensFailed
+from reviewapp.core.judging import JudgeOutcome, LensFailed
 from reviewapp.core.signing import Signer
 
 from .evaluators import evaluate_lens
+from .llm_worker import runtime
 from .models import CheckerConfig, Lens, Proposal
 
 log = logging.getLogger(__name__)
 
 TRIAL_TASK_NAME = "reviewapp.review.trial.run_trial"
+LLM_TRIAL_TASK_NAME = "reviewapp.review.trial.run_llm_trial"
 
 
 class TrialFailed(Exception):
@@ -61,6 +63,10 @@ def lens_trial(
         outcome = evaluate_lens(lens=lens, proposal=proposal)
     except LensFailed as exc:
         raise TrialFailed(str(exc)) from exc
+    return _lens_result(lens, outcome, grounding_policy)
+
+
+def _lens_result(lens: Lens, outcome: JudgeOutcome, grounding_policy: str) -> dict:
     return {
         "lens": lens.name,
         "lens_version": lens.version,
@@ -124,12 +130,16 @@ def trial_start(
         target=target,
         note=f"trial {trial.pk} on a {len(sample)}-character sample",
     )
-    transaction.on_commit(lambda: run_trial.delay(trial.pk))
+    # A trial of an LLM lens waits on the model, so it goes where proposals'
+    # LLM calls go: the llm worker's event loop, never a CPU worker slot.
+    is_llm = kind == Trial.Kind.LENS and target.backend == Lens.Backend.LLM
+    task = run_llm_trial if is_llm else run_trial
+    transaction.on_commit(lambda: task.delay(trial.pk))
     return trial
 
 
-def trial_run(trial_id: int) -> Trial | None:
-    """Run a pending trial once and store what came of it. Safe to call twice.
+def _trial_claim(trial_id: int) -> Trial | None:
+    """The trial, now running here; None if another delivery holds it or it is over.
 
     A trial still running past the task time limit lost its worker; a later
     delivery of its task (the broker hands back unacknowledged work) runs it.
@@ -143,15 +153,56 @@ def trial_run(trial_id: int) -> Trial | None:
         )
         .update(status=Trial.Status.RUNNING, started_at=timezone.now())
     )
-    if not claimed:
+    return Trial.objects.get(pk=trial_id) if claimed else None
+
+
+def _trial_lens(trial: Trial) -> Lens:
+    lens = Lens.objects.filter(pk=trial.target_id).first()
+    if lens is None:
+        raise TrialFailed("the lens no longer exists")
+    trial.target_version = lens.version
+    return lens
+
+
+def _is_llm_lens_trial(trial_id: int) -> bool:
+    return Trial.objects.filter(
+        pk=trial_id,
+        kind=Trial.Kind.LENS,
+        target_id__in=Lens.objects.filter(backend=Lens.Backend.LLM).values("pk"),
+    ).exists()
+
+
+def _trial_failed(trial: Trial, exc: Exception) -> None:
+    if isinstance(exc, TrialFailed):
+        trial.error = str(exc)
+    else:  # a trial reports, it never crashes the worker's loop
+        log.error("trial %s crashed", trial.pk, exc_info=exc)
+        trial.error = f"{type(exc).__name__}: {exc}"
+    trial.status = Trial.Status.FAILED
+
+
+def _trial_save(trial: Trial) -> Trial:
+    trial.finished_at = timezone.now()
+    trial.save(update_fields=["status", "result", "error", "target_version", "finished_at"])
+    return trial
+
+
+def trial_run(trial_id: int) -> Trial | None:
+    """Run a pending trial once and store what came of it. Safe to call twice.
+
+    A trial of an LLM lens is not run here (a CPU worker never waits on a
+    model): it is handed to the llm queue, e.g. when the lens became an LLM
+    lens after the trial was started.
+    """
+    if _is_llm_lens_trial(trial_id):
+        run_llm_trial.delay(trial_id)
         return Trial.objects.filter(pk=trial_id).first()
-    trial = Trial.objects.get(pk=trial_id)
+    trial = _trial_claim(trial_id)
+    if trial is None:
+        return Trial.objects.filter(pk=trial_id).first()
     try:
         if trial.kind == Trial.Kind.LENS:
-            lens = Lens.objects.filter(pk=trial.target_id).first()
-            if lens is None:
-                raise TrialFailed("the lens no longer exists")
-            trial.target_version = lens.version
+            lens = _trial_lens(trial)
             trial.result = lens_trial(
                 lens=lens,
                 content=trial.sample,
@@ -165,18 +216,58 @@ def trial_run(trial_id: int) -> Trial | None:
             trial.target_version = checker.version
             trial.result = checker_trial(checker=checker, content=trial.sample)
         trial.status = Trial.Status.DONE
-    except TrialFailed as exc:
-        trial.status = Trial.Status.FAILED
-        trial.error = str(exc)
-    except Exception as exc:  # a trial reports, it never crashes the worker's loop
-        log.exception("trial %s crashed", trial_id)
-        trial.status = Trial.Status.FAILED
-        trial.error = f"{type(exc).__name__}: {exc}"
-    trial.finished_at = timezone.now()
-    trial.save(update_fields=["status", "result", "error", "target_version", "finished_at"])
-    return trial
+    except Exception as exc:
+        _trial_failed(trial, exc)
+    return _trial_save(trial)
+
+
+async def llm_trial_run(trial_id: int) -> None:
+    """Run a pending trial of an LLM lens on the llm worker's loop. Safe to call twice.
+
+    The call takes the same endpoint slots, client and time limit as a
+    proposal's; the trial's row is read and written on the loop's one
+    database thread, so trials add no database connection either.
+    """
+    rt = runtime()
+    trial = await rt.on_db(_trial_claim, trial_id)
+    if trial is None:
+        return
+    try:
+        lens = await rt.on_db(_trial_lens, trial)
+        if lens.backend != Lens.Backend.LLM:
+            # Changed since the trial was started: nothing to wait on, run it as is.
+            result = await rt.on_db(
+                lens_trial,
+                lens=lens,
+                content=trial.sample,
+                thought_process=trial.thought_process,
+                grounding_policy=trial.grounding_policy,
+            )
+        else:
+            try:
+                outcome = await rt.judge_lens(
+                    lens,
+                    content=trial.sample,
+                    thought_process=trial.thought_process,
+                    policy=GroundingPolicy(trial.grounding_policy),
+                    target_id=f"trial-{trial.pk}",
+                )
+            except LensFailed as exc:
+                raise TrialFailed(str(exc)) from exc
+            result = _lens_result(lens, outcome, trial.grounding_policy)
+        trial.result = result
+        trial.status = Trial.Status.DONE
+    except Exception as exc:
+        _trial_failed(trial, exc)
+    await rt.on_db(_trial_save, trial)
 
 
 @shared_task(name=TRIAL_TASK_NAME)
 def run_trial(trial_id: int) -> None:
     trial_run(trial_id)
+
+
+@shared_task(name=LLM_TRIAL_TASK_NAME)
+def run_llm_trial(trial_id: int) -> None:
+    """On the ``llm`` queue: the pool thread only waits for the loop, like ``judge_llm_lenses``."""
+    runtime().run(llm_trial_run(trial_id))

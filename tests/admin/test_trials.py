@@ -210,3 +210,71 @@ def test_a_trial_still_running_within_the_time_limit_is_left_to_its_worker(admin
         reverse("admin:audit_trial_status", args=[trial.pk]), HTTP_HX_REQUEST="true"
     ).content.decode()
     assert "Running…" in fragment and "hx-get" in fragment
+
+
+def _llm_lens(server, **fields):
+    return LensFactory(
+        name="llm-accuracy",
+        backend=Lens.Backend.LLM,
+        base_url=server.base_url,
+        model="m",
+        timeout_seconds=10,
+        **fields,
+    )
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_trial_of_an_llm_lens_runs_on_the_llm_worker(start_worker, client, openai_server):
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(username="ada", is_staff=True, is_superuser=True))
+    openai_server.respond = lambda request: Answer(judgement("pass", "Delivery is free."))
+    lens = _llm_lens(openai_server, max_concurrent_calls=1)
+    # Only the llm queue is consumed: a trial sent to the CPU queue would never run.
+    llm = start_worker(queues="llm", pool="threads", concurrency=8)
+    client.post(
+        reverse("admin:review_lens_try", args=[lens.pk]),
+        {"sample": SAMPLE, "grounding_policy": "reject"},
+    )
+    trial = Trial.objects.get()
+    done = wait_for(
+        lambda: Trial.objects.filter(pk=trial.pk, status__in=["done", "failed"]).first(),
+        timeout=60,
+        message=llm.log(),
+    )
+    assert done.status == "done", done.error
+    assert done.result["verdict"] == "pass" and done.target_version == lens.version
+    assert done.result["claims"][0]["anchor"]["kind"] == "answer_body"
+    assert len(openai_server.requests) == 1
+    assert "reviewapp.review.trial.run_llm_trial" in llm.log()
+
+
+@pytest.mark.django_db
+def test_a_cpu_worker_hands_an_llm_lens_trial_to_the_llm_queue_without_calling_the_model(
+    openai_server,
+):
+    from django.conf import settings
+
+    from reviewapp.celery import app
+
+    def waiting_on(queue):
+        with app.connection_for_read() as conn:
+            return conn.default_channel.queue_declare(queue=queue, passive=True).message_count
+
+    def purge(queue):
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_declare(queue=queue)
+            conn.default_channel.queue_purge(queue)
+
+    openai_server.respond = lambda request: Answer(judgement("pass", "Delivery is free."))
+    lens = _llm_lens(openai_server)
+    trial = Trial.objects.create(kind="lens", target_id=lens.pk, target_name=lens.name, sample="x")
+    purge(settings.REVIEWAPP_LLM_QUEUE)
+    try:
+        trial_run(trial.pk)  # what the CPU queue's run_trial does
+        trial.refresh_from_db()
+        assert trial.status == "pending" and not openai_server.requests
+        assert waiting_on(settings.REVIEWAPP_LLM_QUEUE) == 1  # run_llm_trial, for the llm worker
+    finally:
+        purge(settings.REVIEWAPP_LLM_QUEUE)  # no later test should find it there

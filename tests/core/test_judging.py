@@ -235,6 +235,25 @@ def test_429_exposes_retry_after_on_the_transient_error(openai_server, http):
     assert caught.value.retry_after == 7.0
 
 
+def test_without_a_sleep_the_blocking_driver_fails_a_transient_error_instead_of_waiting(
+    openai_server, http
+):
+    openai_server.script([RateLimited("3"), judgement("pass", GOOD_CITE)])
+    started = time.monotonic()
+    with pytest.raises(LensFailed, match="HTTP 429.*not retried in process") as caught:
+        judge(http(), sleep=None)
+
+    assert caught.value.attempts == 1
+    assert caught.value.transcript[-1]["role"] == "user"
+    assert len(openai_server.requests) == 1
+    assert time.monotonic() - started < 2  # the 3 s Retry-After was not waited
+
+
+def test_without_a_sleep_a_clean_answer_needs_no_wait(openai_server, http):
+    openai_server.script([judgement("pass", GOOD_CITE)])
+    assert judge(http(), sleep=None).verdict == "pass"
+
+
 def test_backoff_is_exponential_with_full_jitter_up_to_the_cap():
     transport = RecordedTransport([{"error": "transient"}] * 4 + [judgement("pass")])
     sleeps = []

@@ -8,7 +8,7 @@ import pytest
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import LensFailed
 from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
-from tests.core.openai_stub import Answer, RateLimited, Slow
+from tests.core.openai_stub import Answer, HttpError, RateLimited, Slow
 
 CONTENT = "Paris is the capital of France."
 PASS = '{"verdict": "pass", "rationale": "ok", "claims": [{"cite": "Paris is the capital"}]}'
@@ -76,6 +76,19 @@ def test_a_429_gives_the_slot_back_before_its_retry_is_deferred(openai_server):
     assert outcome.verdict == "pass" and outcome.transport_calls == 2
     assert held_while_waiting == [(2.0, 0)]  # Retry-After honoured, with no slot held
     assert store.log == [("take", "0"), ("give", "0"), ("take", "1"), ("give", "1")]
+
+
+def test_a_server_error_is_retried_on_the_loop_and_then_succeeds(openai_server):
+    openai_server.script([HttpError(500), Answer(PASS)])
+    outcome = _judge(openai_server.base_url)
+    assert outcome.verdict == "pass" and outcome.transport_calls == 2
+
+
+def test_an_endpoint_that_keeps_failing_spends_the_whole_transport_budget(openai_server):
+    openai_server.script([HttpError(503)] * 3)
+    with pytest.raises(LensFailed, match="transport budget exhausted") as failed:
+        _judge(openai_server.base_url)
+    assert failed.value.attempts == 3 and len(openai_server.requests) == 3
 
 
 def test_the_time_limit_ends_a_call_in_flight_as_a_lens_failure(openai_server):
