@@ -22,6 +22,9 @@ from .models import PING, Delivery, Endpoint, Event
 
 def webhook_record_decided(*, decision: Decision) -> None:
     proposal = decision.proposal
+    watchers = _watchers(Event.PROPOSAL_DECIDED, proposal)
+    if not watchers:
+        return  # nothing to build (reverse() would load the URLconf into a worker)
     data = {
         # Said outright: a reviewer's decision is written before the caller's
         # copy of the proposal knows it is decided.
@@ -39,13 +42,14 @@ def webhook_record_decided(*, decision: Decision) -> None:
             "hash": decision.hash,
         },
     }
-    _record(
-        Event.PROPOSAL_DECIDED, data, _watchers(Event.PROPOSAL_DECIDED, proposal), proposal=proposal
-    )
+    _record(Event.PROPOSAL_DECIDED, data, watchers, proposal=proposal)
 
 
 def webhook_record_escalated(*, escalation: Escalation) -> None:
     proposal = escalation.proposal
+    watchers = _watchers(Event.PROPOSAL_ESCALATED, proposal)
+    if not watchers:
+        return
     data = {
         "proposal": _proposal_part(proposal),
         "escalation": {
@@ -55,12 +59,7 @@ def webhook_record_escalated(*, escalation: Escalation) -> None:
             "explanation": (escalation.detail or {}).get("explanation", ""),
         },
     }
-    _record(
-        Event.PROPOSAL_ESCALATED,
-        data,
-        _watchers(Event.PROPOSAL_ESCALATED, proposal),
-        proposal=proposal,
-    )
+    _record(Event.PROPOSAL_ESCALATED, data, watchers, proposal=proposal)
 
 
 def webhook_record_claimed(*, escalation: Escalation) -> None:
@@ -74,6 +73,9 @@ def webhook_record_released(*, escalation: Escalation) -> None:
 
 def _record_escalation_change(escalation: Escalation, event_type: str) -> None:
     proposal = escalation.proposal
+    watchers = _watchers(event_type, proposal)
+    if not watchers:
+        return
     data = {
         "proposal": _proposal_part(proposal),
         "escalation": {
@@ -83,7 +85,7 @@ def _record_escalation_change(escalation: Escalation, event_type: str) -> None:
             "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
         },
     }
-    _record(event_type, data, _watchers(event_type, proposal), proposal=proposal)
+    _record(event_type, data, watchers, proposal=proposal)
 
 
 def webhook_record_judgement_requested(*, proposal: Proposal) -> None:
