@@ -293,8 +293,18 @@ def test_unresolvable_cite_is_reported():
     result = ground("no international tribunal has ruled on this", policy=GroundingPolicy.REPAIR)
 
     assert result.unresolved == [
-        UnresolvedCite("Candidate_A", "no international tribunal has ruled on this")
+        UnresolvedCite(
+            "Candidate_A", "no international tribunal has ruled on this", assessment="verified"
+        )
     ]
+
+
+def test_an_unresolved_cite_keeps_the_lens_own_assessment_note_and_claim_id():
+    claim = ClaimInput(cite="nowhere in the text", assessment="refuted", note="n", claim_id="c1")
+
+    (unresolved,) = ground(claim).unresolved
+
+    assert (unresolved.assessment, unresolved.note, unresolved.claim_id) == ("refuted", "n", "c1")
 
 
 def test_repair_keeps_the_unresolvable_claim():
@@ -326,7 +336,9 @@ def test_grounding_one_proposal_does_not_touch_another():
     )
 
     assert bad.claims == []
-    assert bad.unresolved == [UnresolvedCite("Candidate_A", "runs in constant time")]
+    assert bad.unresolved == [
+        UnresolvedCite("Candidate_A", "runs in constant time", assessment="verified")
+    ]
     assert [claim.text for claim in clean.claims] == ["A hash join avoids the sort entirely."]
     assert clean.unresolved == []
 
@@ -365,7 +377,7 @@ def test_thought_window_is_counted_in_characters_not_bytes():
 def test_blank_claim_without_claim_id_is_unresolvable():
     result = ground("   ")
 
-    assert result.unresolved == [UnresolvedCite("Candidate_A", "")]
+    assert result.unresolved == [UnresolvedCite("Candidate_A", "", assessment="verified")]
     assert result.claims == []
 
 
@@ -508,4 +520,6 @@ def test_target_id_labels_results_but_does_not_select_the_corpus():
     result = ground("sorts in O(n log n) time", "runs in constant time", target_id="Candidate_ZZ")
 
     assert [claim.text for claim in result.claims] == ["sorts in O(n log n) time"]
-    assert result.unresolved == [UnresolvedCite("Candidate_ZZ", "runs in constant time")]
+    assert result.unresolved == [
+        UnresolvedCite("Candidate_ZZ", "runs in constant time", assessment="verified")
+    ]
