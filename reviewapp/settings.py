@@ -290,6 +290,9 @@ except KeyError:
 # Further paths a command checker must not see; the data directory, .env, the
 # signing key, the SQLite file and the witness log are always hidden.
 REVIEWAPP_CHECKER_HIDE = _read(env.list, "REVIEWAPP_CHECKER_HIDE", default=[])
+# Paths a command checker may read (its scripts, its data) even where they lie in
+# a scratch directory the sandbox empties (/tmp, /run); the checkout always is.
+REVIEWAPP_CHECKER_READABLE = _read(env.list, "REVIEWAPP_CHECKER_READABLE", default=[])
 
 REVIEWAPP_CLAIM_TTL_MINUTES = _read(env.int, "REVIEWAPP_CLAIM_TTL_MINUTES", default=30)
 # A proposal still queued or evaluating this long after its last change is re-enqueued.

@@ -9,7 +9,9 @@ def checker_sandbox() -> Sandbox:
     """The sandbox user, and every path holding this app's data or secrets, hidden.
 
     Files created by the app are not all private (SQLite leaves its database
-    0644), so hiding them does not rest on their permissions.
+    0644), so hiding them does not rest on their permissions. The checkout
+    stays readable (its data and secrets hidden on top) wherever it lies, so a
+    clone under /tmp gives a checker what one elsewhere does.
     """
     database = settings.DATABASES["default"]
     hidden = [
@@ -23,4 +25,5 @@ def checker_sandbox() -> Sandbox:
     return Sandbox(
         user=settings.REVIEWAPP_CHECKER_USER,
         hidden=tuple(str(path) for path in hidden if str(path)),
+        readable=(str(settings.BASE_DIR), *settings.REVIEWAPP_CHECKER_READABLE),
     )

@@ -103,3 +103,8 @@ def test_the_sandbox_hides_the_apps_data_and_secrets(settings, tmp_path):
     }
     if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         assert str(settings.DATABASES["default"]["NAME"]) in sandbox.hidden
+
+
+def test_the_sandbox_keeps_the_checkout_and_configured_paths_readable(settings, tmp_path):
+    settings.REVIEWAPP_CHECKER_READABLE = [str(tmp_path / "scripts")]
+    assert checker_sandbox().readable == (str(settings.BASE_DIR), str(tmp_path / "scripts"))

@@ -5,7 +5,8 @@ depends on the standard library only and nothing of the worker's state (its
 threads, its open connections, its environment) reaches the command. SPEC is
 JSON: ``executable`` (resolved), ``argv``, ``env``, ``workdir``, ``uid`` and
 ``gid`` (or null: stay who we are), ``limits`` (resource name → soft limit),
-``hidden`` (paths to cover with something empty).
+``readable`` (paths kept, read-only, where they lie in an emptied scratch
+directory), ``hidden`` (paths to cover with something empty).
 
 Three processes, because a PID namespace only takes effect for children:
 
@@ -13,13 +14,14 @@ Three processes, because a PID namespace only takes effect for children:
   network and mount; plus user when not root), forks the *init*, and on
   SIGTERM (the worker's deadline) kills it;
 - the *init* (PID 1 of the new PID namespace) makes the filesystem read-only
-  except the working directory, empties /tmp, /run and the like, covers the
-  hidden paths, mounts a /proc that shows only the namespace, forks the
-  *command*, waits for it, and writes its outcome to the
-  status pipe. When the init exits the kernel kills every process left in the
-  namespace, whatever session or process group it moved to: nothing outlives
-  the check. The command is not PID 1 itself because PID 1 ignores signals it
-  does not handle, which would change what a checker's ``kill`` means;
+  except the working directory, empties /tmp, /run and the like (but for the
+  working directory and the readable paths), covers the hidden paths, mounts
+  a /proc that shows only the namespace, forks the *command*, waits for it,
+  and writes its outcome to the status pipe. When the init exits the kernel
+  kills every process left in the namespace, whatever session or process
+  group it moved to: nothing outlives the check. The command is not PID 1
+  itself because PID 1 ignores signals it does not handle, which would change
+  what a checker's ``kill`` means;
 - the *command* drops to the unprivileged user, takes its resource limits and
   execs.
 
@@ -118,14 +120,63 @@ def _read_only_except(workdir: str) -> None:
             pass  # e.g. a mount hidden under another; what is visible matters
 
 
-def _empty_scratch_dirs(workdir: str) -> None:
-    """Empty, read-only /tmp, /run and friends; the working directory stays where it was.
+def _keep(paths: list[str]) -> dict[str, int]:
+    """An O_PATH handle on each existing path, taken before anything covers it."""
+    kept = {}
+    for path in paths:
+        try:
+            kept[path] = os.open(path, os.O_PATH)
+        except OSError:
+            pass  # gone already: nothing to keep
+    return kept
+
+
+def _bind_back(fd: int, target: str, *, writable: bool) -> None:
+    """Put the file or directory held by ``fd`` back at ``target`` inside a fresh cover."""
+    source = f"/proc/self/fd/{fd}"
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+    _mount(source, target, None, MS_BIND)
+    if not writable:
+        kept = 0
+        flags = os.statvfs(target).f_flag
+        for bit, flag in (
+            (os.ST_NOSUID, MS_NOSUID),
+            (os.ST_NODEV, MS_NODEV),
+            (os.ST_NOEXEC, MS_NOEXEC),
+        ):
+            if flags & bit:
+                kept |= flag
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+
+
+def _cover(path: str, size: str, kept: dict[str, int], workdir: str) -> None:
+    """Cover the directory ``path`` with an empty read-only tmpfs, keeping what lies beneath it.
+
+    Each kept path under ``path`` is bound back where it was, shallowest first
+    (so one inside another lands in it): the working directory writable, the
+    rest read-only.
+    """
+    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={size},mode=755")
+    for target in sorted(kept, key=len):
+        if target.startswith(path.rstrip("/") + "/"):
+            _bind_back(kept[target], target, writable=target == workdir)
+    _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _empty_scratch_dirs(workdir: str, readable: list[str]) -> None:
+    """Empty, read-only /tmp, /run and friends, but for the working directory and ``readable``.
 
     Shared scratch places hold other programs' files and sockets (a database's
     Unix socket is not behind the network namespace). The working directory
-    usually lives in /tmp, so it is bound back in before /tmp goes read-only.
+    usually lives in /tmp, and the checker's own files (its executable, its
+    scripts) may too, when the app is checked out there: those are bound back
+    where they were, the working directory writable, the rest read-only.
     """
-    keep = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
+    kept = _keep([workdir, *readable])
     seen = set()
     for scratch in SCRATCH_DIRS:
         real = os.path.realpath(scratch)
@@ -133,37 +184,44 @@ def _empty_scratch_dirs(workdir: str) -> None:
             continue
         seen.add(real)
         try:
-            _mount("tmpfs", real, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=755")
-            if workdir.startswith(real + "/"):
-                os.makedirs(workdir)
-                _mount(f"/proc/self/fd/{keep}", workdir, None, MS_BIND)
-            _mount(None, real, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            _cover(real, "64k", kept, workdir)
         except OSError:
             pass
-    os.close(keep)
+    for fd in kept.values():
+        os.close(fd)
 
 
-def _hide(paths: list[str]) -> None:
-    """Cover each path (the app's data, its secrets) with something empty."""
+def _hide(paths: list[str], workdir: str) -> None:
+    """Cover each path (the app's data, its secrets) with something empty.
+
+    Hiding wins over ``readable``: nothing is bound back into a hidden
+    directory but the working directory (fresh and empty, so nothing secret),
+    which may lie beneath one when the temporary directory does.
+    """
+    kept = _keep([workdir])
     for path in paths:
         try:
+            if path == workdir:
+                continue
             if os.path.isdir(path):
-                _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+                _cover(path, "4k", kept, workdir)
             elif os.path.exists(path):
                 _mount(os.devnull, path, None, MS_BIND)
                 _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
         except OSError:
             pass
+    for fd in kept.values():
+        os.close(fd)
 
 
-def _confine_filesystem(workdir: str, hidden: list[str]) -> None:
+def _confine_filesystem(workdir: str, readable: list[str], hidden: list[str]) -> None:
     """In the new mount namespace: read-only world, and a /proc of our own."""
     try:
         _read_only_except(workdir)
-        _empty_scratch_dirs(workdir)
+        _empty_scratch_dirs(workdir, readable)
     except OSError:
         pass
-    _hide(hidden)
+    _hide(hidden, workdir)
     try:
         # Only this PID namespace's processes: the worker's /proc/PID/environ is not there.
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -229,7 +287,7 @@ def _init(spec: dict, namespaces: set[str], status_fd: int) -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the launcher's death ends everything
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     if "mount" in namespaces:
-        _confine_filesystem(spec["workdir"], spec["hidden"])
+        _confine_filesystem(spec["workdir"], spec["readable"], spec["hidden"])
     read_end, write_end = os.pipe()  # not inherited: closed by a successful exec
     pid = os.fork()
     if pid == 0:

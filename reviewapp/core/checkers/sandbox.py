@@ -58,11 +58,15 @@ class Sandbox:
     ``user``: who the command runs as when the worker is root (otherwise it
     stays the worker's own user). ``hidden``: paths the command must not see
     at all (the app's data directory, its secrets), covered by something
-    empty where the platform allows a mount namespace.
+    empty where the platform allows a mount namespace. ``readable``: the
+    checker's own files (scripts, data it judges with) that stay in reach,
+    read-only, even where they lie in a scratch directory the sandbox empties
+    (/tmp, /run...); the executable always does. Hidden wins over readable.
     """
 
     user: str = "nobody"
     hidden: tuple[str, ...] = ()
+    readable: tuple[str, ...] = ()
 
     def identity(self) -> tuple[int, int] | None:
         """(uid, gid) to drop to, or None when there is nothing to drop (not root)."""
@@ -127,6 +131,7 @@ def run_confined(
             "uid": None if identity is None else identity[0],
             "gid": None if identity is None else identity[1],
             "limits": limits,
+            "readable": [os.path.realpath(p) for p in (executable, *sandbox.readable)],
             "hidden": [os.path.realpath(p) for p in sandbox.hidden],
         }
         status_read, status_write = os.pipe()

@@ -27,8 +27,10 @@ VISIBLE_ROOT = Path(__file__).resolve().parents[3] / "var" / "test" / "checkers"
 
 @pytest.fixture
 def readable_dir():
-    """A directory the sandbox user can read: not tmp_path, which is 0700 for root and
-    under /tmp, which the sandbox empties."""
+    """A directory the sandbox user can read: not tmp_path, which is 0700 for root.
+
+    It lies in the checkout, which may itself be under /tmp (CI clones anywhere),
+    so a checker that is to reach it lists it in ``Sandbox.readable``."""
     VISIBLE_ROOT.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="checker-", dir=VISIBLE_ROOT))
     path.chmod(0o755)

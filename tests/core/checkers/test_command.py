@@ -14,6 +14,7 @@ from reviewapp.core.checkers import (
     CommandChecker,
     GrantOverreach,
     GrantRefused,
+    Sandbox,
 )
 
 from .processes import gone_soon, unique_seconds
@@ -62,7 +63,14 @@ def test_a_python_script_checker(readable_dir, key):
         "    print(f'not JSON: {e}', file=sys.stderr)\n"
         "    sys.exit(1)\n"
     )
-    checker = CommandChecker("py", 1, [PYTHON, str(script)], 10, frozenset({"proc:exec"}))
+    checker = CommandChecker(
+        "py",
+        1,
+        [PYTHON, str(script)],
+        10,
+        frozenset({"proc:exec"}),
+        sandbox=Sandbox(readable=(str(readable_dir),)),
+    )
     assert checker.check(CheckInput('{"ok": true}'), key).permits_commit
     failed = checker.check(CheckInput("{nope"), key)
     assert failed.verdict is CheckVerdict.FAIL

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -21,9 +22,16 @@ from .processes import gone_soon, unique_seconds
 PYTHON = "/usr/bin/python3"
 
 
-def hostile(script, timeout=10.0):
+def hostile(script, timeout=10.0, sandbox=None):
     """A checker running ``script`` under the system interpreter; it prints, then exits 1."""
-    return CommandChecker("hostile", 1, [PYTHON, "-c", script], timeout, frozenset({"proc:exec"}))
+    return CommandChecker(
+        "hostile", 1, [PYTHON, "-c", script], timeout, frozenset({"proc:exec"}), sandbox=sandbox
+    )
+
+
+def reaching(path):
+    """A sandbox that keeps ``path`` in reach wherever the checkout (and so it) lies."""
+    return Sandbox(readable=(str(path),))
 
 
 def reason_of(script, key, **kwargs):
@@ -82,9 +90,39 @@ def test_it_sees_only_its_own_processes(key):
 def test_it_cannot_read_the_signing_key_file(key, readable_dir):
     key_file = Signer.from_seed(bytes([9]) * 32).to_file(readable_dir / "signing.key")
     seed = key_file.read_text().strip()
-    reason = reason_of(TRY + f'attempt("key", lambda: open("{key_file}").read())\nsys.exit(1)', key)
+    script = TRY + f'attempt("key", lambda: open("{key_file}").read())\nsys.exit(1)'
+    reason = reason_of(script, key, sandbox=reaching(readable_dir))
     assert reason == "key: refused (PermissionError)"
     assert seed not in reason
+
+
+def test_a_world_readable_key_file_in_tmp_is_out_of_reach(key):
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
+        os.chmod(scratch, 0o755)
+        key_file = Signer.from_seed(bytes([9]) * 32).to_file(Path(scratch) / "signing.key")
+        key_file.chmod(0o644)  # only the emptied /tmp, not file permissions, stands in the way
+        seed = key_file.read_text().strip()
+        script = TRY + f'attempt("key", lambda: open("{key_file}").read())\nsys.exit(1)'
+        reason = reason_of(script, key)
+    assert reason == "key: refused (FileNotFoundError)"
+    assert seed not in reason
+
+
+def test_an_executable_in_tmp_runs_and_its_neighbours_stay_out_of_reach(key):
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
+        os.chmod(scratch, 0o755)
+        (Path(scratch) / "neighbour").write_text("a secret beside the tool")
+        (Path(scratch) / "neighbour").chmod(0o644)
+        tool = Path(scratch) / "tool"
+        tool.write_text(
+            '#!/bin/sh\ncat "$(dirname "$0")/neighbour" >&2 || echo unreadable >&2\nexit 1\n'
+        )
+        tool.chmod(0o755)
+        checker = CommandChecker("t", 1, [str(tool)], 10, frozenset({f"proc:exec:{scratch}/**"}))
+        evidence = checker.check(CheckInput("x"), key)
+    assert evidence.verdict is CheckVerdict.FAIL, evidence.reason
+    assert evidence.reason.endswith("unreadable")
+    assert "secret" not in evidence.reason
 
 
 def test_it_cannot_write_outside_its_directory(key, readable_dir):
@@ -97,7 +135,7 @@ def test_it_cannot_write_outside_its_directory(key, readable_dir):
         + "".join(f'attempt("{t}", lambda: open("{t}", "w").write("x"))\n' for t in targets)
         + 'attempt("here", lambda: open("made-here", "w").write("x"))\nsys.exit(1)'
     )
-    reason = reason_of(script, key)
+    reason = reason_of(script, key, sandbox=reaching(readable_dir))
     for target in targets:
         assert f"{target}: refused" in reason
         assert not os.path.exists(target)
@@ -179,10 +217,25 @@ def test_hidden_paths_are_covered_with_nothing(key, readable_dir):
         [PYTHON, "-c", script],
         10,
         frozenset({"proc:exec"}),
-        sandbox=Sandbox(hidden=(str(data), str(dotenv))),
+        sandbox=Sandbox(hidden=(str(data), str(dotenv)), readable=(str(readable_dir),)),
     )
     evidence = checker.check(CheckInput("x"), key)
     assert evidence.reason.splitlines() == ["list: GOT []", "read: GOT ''"]
+
+
+def test_a_working_directory_beneath_a_hidden_path_stays_usable(key, readable_dir, monkeypatch):
+    # TMPDIR may point into the app's data directory, which the sandbox hides.
+    (readable_dir / "tmp").mkdir(mode=0o755)
+    monkeypatch.setattr(tempfile, "tempdir", str(readable_dir / "tmp"))
+    secret = readable_dir / "reviewapp.sqlite3"
+    secret.write_text("every row")
+    secret.chmod(0o644)
+    script = TRY + (
+        f'attempt("read", lambda: open("{secret}").read())\n'
+        'attempt("here", lambda: open("made-here", "w").write("x"))\nsys.exit(1)'
+    )
+    reason = reason_of(script, key, sandbox=Sandbox(hidden=(str(readable_dir),)))
+    assert reason.splitlines() == ["read: refused (FileNotFoundError)", "here: GOT 1"]
 
 
 def run_jail_unprivileged(script, *, stop_after=None):
@@ -196,6 +249,7 @@ def run_jail_unprivileged(script, *, stop_after=None):
         "uid": None,
         "gid": None,
         "limits": {},
+        "readable": [],
         "hidden": [],
     }
     status_read, status_write = os.pipe()
