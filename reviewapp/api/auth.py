@@ -43,14 +43,18 @@ class Caller:
 class ApiAuth(HttpAuthBase):
     """Bearer token with `scope`, or a session allowed that scope.
 
-    `scope=None` admits any token and any staff or reviewer session. OpenAPI
-    documents the bearer scheme; sessions are for the browser.
+    `scope=None` admits any token and any staff or reviewer session. With
+    `sessions=False` only a token will do: what is managed per API client
+    (webhooks) belongs to no browser session, and saying so here answers 403
+    before the body is even parsed. OpenAPI documents the bearer scheme;
+    sessions are for the browser.
     """
 
     openapi_scheme = "bearer"
 
-    def __init__(self, scope: str | None = None):
+    def __init__(self, scope: str | None = None, *, sessions: bool = True):
         self.scope = scope
+        self.sessions = sessions
         super().__init__()
 
     def __call__(self, request):
@@ -76,6 +80,11 @@ class ApiAuth(HttpAuthBase):
         user = request.user
         if not user.is_authenticated:
             return None  # nothing presented: django-ninja answers 401
+        if not self.sessions:
+            raise AuthorizationError(
+                message="this is managed per API client: use one of its bearer tokens, "
+                "not a browser session"
+            )
         if self.scope in (None, ApiClient.Scope.READ):
             allowed = user.is_staff or may_sign_decisions(user)
         elif self.scope == ApiClient.Scope.REVIEW:

@@ -64,11 +64,8 @@ def _out(endpoint: Endpoint) -> dict:
 
 
 def _client_of(request):
-    client = request.auth.client
-    if client is None:
-        # Endpoints belong to API clients; a browser session is nobody's.
-        raise HttpError(403, "webhooks are managed with an API client's bearer token")
-    return client
+    # ApiAuth(sessions=False): the caller is always a client, never a session.
+    return request.auth.client
 
 
 def _own(request, endpoint_id: int) -> Endpoint:
@@ -80,7 +77,7 @@ def _own(request, endpoint_id: int) -> Endpoint:
 
 @router.post(
     "/webhooks",
-    auth=ApiAuth(),
+    auth=ApiAuth(sessions=False),
     response={201: WebhookCreatedOut, **errors()},
     summary="Register a webhook endpoint",
     description="Any of the client's tokens may. The `secret` (`whsec_…`) verifies the "
@@ -102,7 +99,7 @@ def webhook_create(request, payload: WebhookIn):
 
 @router.get(
     "/webhooks",
-    auth=ApiAuth(),
+    auth=ApiAuth(sessions=False),
     response={200: WebhookListOut, **errors()},
     summary="List this client's webhook endpoints",
 )
@@ -113,7 +110,7 @@ def webhook_list(request):
 
 @router.get(
     "/webhooks/{endpoint_id}",
-    auth=ApiAuth(),
+    auth=ApiAuth(sessions=False),
     response={200: WebhookOut, **errors(404)},
     summary="One of this client's webhook endpoints",
 )
@@ -123,7 +120,7 @@ def webhook_detail(request, endpoint_id: ObjectId):
 
 @router.delete(
     "/webhooks/{endpoint_id}",
-    auth=ApiAuth(),
+    auth=ApiAuth(sessions=False),
     response={204: None, **errors(404)},
     summary="Remove a webhook endpoint and its delivery log",
 )
@@ -134,7 +131,7 @@ def webhook_delete(request, endpoint_id: ObjectId):
 
 @router.post(
     "/webhooks/{endpoint_id}/test",
-    auth=ApiAuth(),
+    auth=ApiAuth(sessions=False),
     response={202: PingOut, **errors(404, 409)},
     summary="Send a `webhook.ping` event to the endpoint",
 )

@@ -140,7 +140,9 @@ SCOPES = ("submit", "judge", "read", "review")
 def api_operations():
     """(method, path template, scope) of every operation.
 
-    scope None: any credential will do; "public": no credential is asked for.
+    scope None: any credential will do; "client": any token, never a session
+    (what belongs to an API client, such as its webhooks); "public": no
+    credential is asked for.
     """
     out = []
     for prefix, router in api._routers:
@@ -153,6 +155,9 @@ def api_operations():
                     (auth,) = auths
                     assert isinstance(auth, ApiAuth | LedgerReader), f"{path}: unexpected {auth!r}"
                     scope = auth.scope
+                    if not getattr(auth, "sessions", True):
+                        assert scope is None, f"{path}: a client-only operation with a scope"
+                        scope = "client"
                 for method in operation.methods:
                     out.append((method, "/api" + (prefix or "") + path, scope))
     return out
@@ -205,7 +210,7 @@ def test_api_without_credentials(world, method, path, scope):
 @pytest.mark.parametrize(("method", "path", "scope"), OPERATIONS, ids=lambda v: str(v))
 def test_api_token_scope_matrix(world, method, path, scope):
     url = op_url(path, world["ids"])
-    if scope in ("public", None):
+    if scope in ("public", None, "client"):
         assert call(method, url, token=token_with("read")).status_code not in (401, 403)
         return
     others = [s for s in SCOPES if s != scope]
@@ -219,7 +224,7 @@ def test_api_token_scope_matrix(world, method, path, scope):
 
 # Sessions: reviewers read and decide; staff read; nobody submits or judges with a cookie.
 # (read:all: only raw ledger entries ask it of a token; staff and reviewers see every
-# proposal anyway.)
+# proposal anyway.) "client" (webhooks) is nobody's session: staff manage those in the admin.
 SESSION_ALLOWED = {
     "plain": set(),
     "staff": {None, "read", "read:all"},
