@@ -197,3 +197,15 @@ def test_a_decision_with_no_endpoint_writes_nothing_and_costs_one_query(
     with django_assert_num_queries(1):
         webhook_record_decided(decision=decision)
     assert Delivery.objects.count() == 0
+
+
+def test_with_no_endpoint_watching_an_outcome_builds_no_payload(monkeypatch):
+    # Building one calls reverse(), which would load the whole URLconf into a
+    # worker process that serves no URL (about 17 MB each).
+    def no_urlconf(*args, **kwargs):
+        raise AssertionError("an event payload was built with nobody watching")
+
+    monkeypatch.setattr("reviewapp.webhooks.events.reverse", no_urlconf)
+    client, _ = api_client()
+    proposal = submitted_and_decided(client)
+    assert proposal.decision is not None and not Delivery.objects.exists()
