@@ -32,6 +32,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import nacl.signing
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -45,6 +47,10 @@ VAR_ROOT = ROOT / "var" / "bench"
 
 # A fixed seed: every bench process (this one, gunicorn, the worker) signs with it.
 BENCH_SIGNING_SEED = base64.b64encode(b"reviewapp-benchmark-signing-key!").decode()
+# The bench key's public half, anchored as production would anchor its own key.
+BENCH_TRUSTED_KEY = base64.b64encode(
+    bytes(nacl.signing.SigningKey(base64.b64decode(BENCH_SIGNING_SEED)).verify_key)
+).decode()
 
 
 # ── environment ──────────────────────────────────────────────────────────────
@@ -74,6 +80,7 @@ def bench_env(
         "CELERY_BROKER_URL": broker_url,
         "REVIEWAPP_VAR_DIR": str(var_dir),
         "REVIEWAPP_SIGNING_KEY": BENCH_SIGNING_SEED,
+        "REVIEWAPP_TRUSTED_KEYS": BENCH_TRUSTED_KEY,
         # Loopback HTTP: no TLS to redirect to.
         "SECURE_SSL_REDIRECT": "false",
         "SESSION_COOKIE_SECURE": "false",
