@@ -14,7 +14,7 @@ from reviewapp.review.services.escalations import (
     escalation_release,
 )
 from reviewapp.review.trial import trial_start
-from tests.factories import ReviewerFactory
+from tests.factories import ReviewerFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -137,3 +137,45 @@ def test_a_lens_changed_since_says_its_text_is_the_current_one(reviewer_client, 
     lens.save()
     page = reviewer_client.get(reverse("proposal_detail", args=[escalated.pk])).content.decode()
     assert "The lens has changed since it judged this proposal" in page
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        ({"to": "nobody"}, "No active user is called"),
+        ({"to": "ri\x00ta"}, "No active user is called"),
+        ({"to": "r" * 200}, "No active user is called"),
+        ({"note": "away\x00"}, "The note cannot contain"),
+        ({"note": "n" * 501}, "The note is limited to 500 characters"),
+    ],
+    ids=["unknown user", "NUL in the name", "overlong name", "NUL in the note", "overlong note"],
+)
+def test_bad_reassign_input_is_a_400_that_changes_nothing(
+    client, chief, second_reviewer, escalation, form, message
+):
+    escalation_claim(escalation_id=escalation.pk, user=second_reviewer)
+    client.force_login(chief)
+    response = client.post(reverse("escalation_reassign", args=[escalation.pk]), form)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    escalation.refresh_from_db()
+    assert escalation.claimed_by == second_reviewer
+    assert _entries("reassign") == []
+
+
+def test_reassigning_to_someone_who_may_not_sign_is_a_400(client, chief, escalation):
+    UserFactory(username="outsider")
+    client.force_login(chief)
+    response = client.post(reverse("escalation_reassign", args=[escalation.pk]), {"to": "outsider"})
+    assert response.status_code == 400
+    assert "Not reassigned" in response.content.decode()
+    assert _entries("reassign") == []
+
+
+def test_reassigning_a_decided_escalation_is_a_409(client, chief, escalation):
+    Escalation.objects.filter(pk=escalation.pk).update(status=Escalation.Status.RESOLVED)
+    client.force_login(chief)
+    response = client.post(reverse("escalation_reassign", args=[escalation.pk]))
+    assert response.status_code == 409
+    assert "already decided" in response.content.decode()
+    assert _entries("reassign") == []
