@@ -2,12 +2,15 @@
 
 import multiprocessing
 import queue
+import time
+from collections import Counter
 
 from kombu import Connection
 
 from reviewapp.embedded_broker import Transport
 
 PRODUCERS, CONSUMERS, PER_PRODUCER = 3, 3, 400
+PRODUCE_SECONDS, DRAIN_SECONDS = 120, 60  # generous: the machine may be loaded
 
 
 def _connection(folder):
@@ -24,48 +27,85 @@ def _connection(folder):
     return Connection("filesystem://", transport=Transport, transport_options=options)
 
 
-def _produce(folder, first):
-    with _connection(folder) as conn, conn.SimpleQueue("drill") as q:
-        for n in range(first, first + PER_PRODUCER):
-            q.put({"n": n})
+def _produce(folder, first, errors):
+    try:
+        with _connection(folder) as conn, conn.SimpleQueue("drill") as q:
+            for n in range(first, first + PER_PRODUCER):
+                q.put({"n": n})
+    except Exception as exc:  # reported to the test, which fails naming it
+        errors.put(repr(exc))
+        raise
 
 
-def _consume(folder, results, errors):
+def _consume(folder, results, errors, produced):
+    """Take messages until every producer is done and the queue is found empty.
+
+    `produced` is read before each poll: a poll that finds nothing after it was
+    set has seen every message there will ever be. A consumer that stopped
+    after a few idle seconds instead could leave before slow producers start.
+    """
     try:
         with _connection(folder) as conn, conn.SimpleQueue("drill") as q:
             while True:
+                finished = produced.is_set()
                 try:
-                    message = q.get(timeout=3)
+                    message = q.get(timeout=0.5)
                 except queue.Empty:
-                    return
+                    if finished:
+                        return
+                    continue
                 results.put(message.payload["n"])
                 message.ack()
-    except Exception as exc:  # reported to the test, which fails naming it
+    except Exception as exc:
         errors.put(repr(exc))
+        raise
 
 
 def test_every_message_arrives_once_with_concurrent_producers_and_consumers(tmp_path):
-    ctx = multiprocessing.get_context("fork")
-    results, errors = ctx.Queue(), ctx.Queue()
-    consumers = [ctx.Process(target=_consume, args=(tmp_path, results, errors))
-                 for _ in range(CONSUMERS)]
-    producers = [ctx.Process(target=_produce, args=(tmp_path, i * PER_PRODUCER))
-                 for i in range(PRODUCERS)]
-    for process in consumers + producers:
-        process.start()
-    for process in producers:
-        process.join(120)
+    # spawn, not fork: pytest's process may have threads (a live server's), and a
+    # child forked from it can hang on a lock one of them held (CI saw the producers
+    # never finish, with Python's "multi-threaded, use of fork()" warning).
+    ctx = multiprocessing.get_context("spawn")
+    results, errors, produced = ctx.Queue(), ctx.Queue(), ctx.Event()
+    consumers = [
+        ctx.Process(target=_consume, args=(tmp_path, results, errors, produced))
+        for _ in range(CONSUMERS)
+    ]
+    producers = [
+        ctx.Process(target=_produce, args=(tmp_path, i * PER_PRODUCER, errors))
+        for i in range(PRODUCERS)
+    ]
     received = []
-    while any(p.is_alive() for p in consumers) or not results.empty():
-        try:
-            received.append(results.get(timeout=1))
-        except queue.Empty:
-            continue
-    for process in consumers:
-        process.join(10)
+    try:
+        for process in consumers + producers:
+            process.start()
+        deadline = time.monotonic() + PRODUCE_SECONDS
+        for process in producers:
+            process.join(max(0.0, deadline - time.monotonic()))
+        assert [p.exitcode for p in producers] == [0] * PRODUCERS, "a producer failed or hung"
+        produced.set()
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while time.monotonic() < deadline and (
+            any(p.is_alive() for p in consumers) or not results.empty()
+        ):
+            try:
+                received.append(results.get(timeout=0.5))
+            except queue.Empty:
+                continue
+        assert [p.exitcode for p in consumers] == [0] * CONSUMERS, "a consumer failed or hung"
+    finally:
+        for process in consumers + producers:
+            if process.is_alive():
+                process.kill()
+                process.join(5)
 
     assert [errors.get() for _ in range(errors.qsize())] == []
-    assert sorted(received) == list(range(PRODUCERS * PER_PRODUCER))
+    counts = Counter(received)
+    assert {n: c for n, c in counts.items() if c > 1} == {}, "delivered more than once"
+    assert sorted(set(range(PRODUCERS * PER_PRODUCER)) - counts.keys()) == [], "never delivered"
+    assert len(received) == PRODUCERS * PER_PRODUCER
+    assert list((tmp_path / "queue").iterdir()) == []  # nothing stranded
+    assert list((tmp_path / "staging").iterdir()) == []  # nothing half-written left behind
 
 
 def test_a_message_is_never_visible_in_the_queue_folder_before_it_is_whole(
