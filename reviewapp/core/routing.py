@@ -1,4 +1,4 @@
-"""SPEC §4's routing table as a total function of what the machines said.
+"""The routing table (docs/architecture.md) as a total function of what the machines said.
 
 | checkers                    | panel        | result                                   |
 |-----------------------------|--------------|------------------------------------------|

@@ -389,7 +389,7 @@ def panel_agreement(scope: Scope) -> list[PanelAgreement]:
 class LargerSide:
     """No-quorum proposals a reviewer decided, against the side with more lens votes.
 
-    Information only: it never decides anything (SPEC §2: a no-quorum panel
+    Information only: it never decides anything (docs/product.md: a no-quorum panel
     is never resolved automatically).
     """
 

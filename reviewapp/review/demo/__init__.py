@@ -1,4 +1,4 @@
-"""Demo data: panels, lenses, checkers and proposals that exercise every route of SPEC §4.
+"""Demo data: panels, lenses, checkers and proposals that take every route of the routing.
 
 Proposals are submitted through the same service the API uses, so the real
 worker evaluates them: a new user sees the queue drain.
