@@ -141,14 +141,24 @@ def decision_row_mismatches(row: Mapping[str, Any], facts: Mapping[str, Any]) ->
 
 
 def check_entry(
-    kind: str, payload: str, signature: str, key_id: str, keys: Mapping[str, bytes]
+    kind: str,
+    payload: str,
+    signature: str,
+    key_id: str,
+    keys: Mapping[str, bytes],
+    *,
+    entry: bytes | None = None,
 ) -> tuple[Checked, dict[str, Any]]:
     """Everything about one entry that needs no other entry: bytes, signature, payload.
 
+    ``entry``: the entry's bytes when the caller has already built them with
+    ``merkle.entry_bytes`` from these four values (so they are not encoded twice).
     Returns the result and the signed facts (empty unless the signature verified).
     """
     try:
-        leaf = merkle.leaf_hash(merkle.entry_bytes(kind, payload, signature, key_id))
+        if entry is None:
+            entry = merkle.entry_bytes(kind, payload, signature, key_id)
+        leaf = merkle.leaf_hash(entry)
         payload_bytes = payload.encode()
     except (ValueError, TypeError, UnicodeError) as exc:
         return Checked(None, f"not a ledger entry ({exc})"), {}
@@ -426,6 +436,32 @@ def _row_problem(kind: str, row: tuple, item: tuple[str, str, str, str], facts: 
     return None
 
 
+# Where a row holds the payload, signature and key id its entry records, by kind.
+_ROW_ENTRY_COLUMNS = {
+    kind: tuple(LEDGER_ROW_FIELDS.index(f"{kind}__{name}") for name in ENTRY_KEYS[1:])
+    for kind in merkle.ENTRY_KINDS
+}
+
+
+def _row_entry(kind: str, row: tuple, text: str) -> tuple[tuple[str, str, str, str], bytes] | None:
+    """The entry as the row's own columns encode it, if the stored entry is exactly that.
+
+    None otherwise (a changed row, a non-canonical entry, a missing row): the
+    caller then parses the stored entry to say what differs.
+    """
+    columns = _ROW_ENTRY_COLUMNS.get(kind)
+    if columns is None:
+        return None
+    item = (kind, *(row[i] for i in columns))
+    try:
+        entry = merkle.entry_bytes(*item)
+        if entry != text.encode():
+            return None
+    except (ValueError, TypeError, UnicodeError):
+        return None
+    return item, entry
+
+
 def check_ledger_rows(
     batch: list[tuple[str, tuple]], keys: Mapping[str, bytes]
 ) -> list[tuple[Checked, str | None]]:
@@ -437,6 +473,15 @@ def check_ledger_rows(
     results = []
     for kind, row in batch:
         text = row[0]
+        entry = _row_entry(kind, row, text)
+        if entry is not None:
+            # The stored entry is byte for byte the encoding of the row's columns: it is
+            # canonical and says what the row says, so it needs no parsing.
+            item, entry_bytes = entry
+            checked, facts = check_entry(*item, keys, entry=entry_bytes)
+            problem = None if checked.problem else _row_problem(kind, row, item, facts)
+            results.append((checked, problem))
+            continue
         item = _entry_item(text)
         if item is None:
             results.append(

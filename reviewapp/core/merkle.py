@@ -103,6 +103,17 @@ def _plain_json(obj: Any) -> bool:
     return True
 
 
+# Built once: json.dumps with non-default options builds a new encoder on every call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return _ENCODE(obj).encode()
+    except UnicodeEncodeError as exc:  # a lone surrogate: not UTF-8, not JSON text
+        raise ValueError("value contains a lone surrogate, which UTF-8 cannot encode") from exc
+
+
 def jcs(obj: Any) -> bytes:
     """``signing.canonical_json(obj)``, several times faster for plain JSON values.
 
@@ -111,12 +122,7 @@ def jcs(obj: Any) -> bytes:
     encoder would differ (floats, huge integers, non-ASCII keys).
     """
     if _plain_json(obj):
-        try:
-            return json.dumps(
-                obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True
-            ).encode()
-        except UnicodeEncodeError as exc:  # a lone surrogate: not UTF-8, not JSON text
-            raise ValueError("value contains a lone surrogate, which UTF-8 cannot encode") from exc
+        return _dumps(obj)
     return canonical_json(obj)
 
 
@@ -127,7 +133,8 @@ def entry_bytes(kind: str, payload: str, signature: str, key_id: str) -> bytes:
     for name, value in (("payload", payload), ("signature", signature), ("key_id", key_id)):
         if not isinstance(value, str):
             raise ValueError(f"ledger entry {name} must be a string")
-    return jcs({"kind": kind, "payload": payload, "signature": signature, "key_id": key_id})
+    # Four strings under ASCII keys are plain JSON: no need to walk them first.
+    return _dumps({"kind": kind, "payload": payload, "signature": signature, "key_id": key_id})
 
 
 def leaf_hash(entry: bytes) -> bytes:
