@@ -105,6 +105,15 @@ def test_a_signature_swapped_in_the_ledger_too_fails_verification(ledger):
     verify_fails(r"ledger entry 1 .*signature does not verify")
 
 
+def test_an_entry_stored_in_another_encoding_of_the_same_fields_is_named(ledger):
+    """Same four fields, same row, same leaf hash: only the stored bytes are not canonical."""
+    entry = entry_of(ledger[0])
+    text = json.dumps(json.loads(entry.entry), indent=1)
+    with tampering():
+        LedgerEntry.objects.filter(pk=entry.pk).update(entry=text)
+    verify_fails(r"ledger entry 1 .*stored entry is not in canonical form")
+
+
 def test_a_deleted_entry_is_named(ledger):
     with tampering():
         LedgerEntry.objects.filter(decision=ledger[1]).delete()
