@@ -397,7 +397,9 @@ REVIEWAPP_WEBHOOK_SECRET_KEY = _read(env.str, "REVIEWAPP_WEBHOOK_SECRET_KEY", de
 # http:// URLs and loopback addresses: for the one-command run and the tests only.
 REVIEWAPP_WEBHOOK_ALLOW_LOCAL = _read(env.bool, "REVIEWAPP_WEBHOOK_ALLOW_LOCAL", default=DEBUG)
 # Private ranges an operator allows webhooks to reach, e.g. "10.20.0.0/16,fd00:1::/64".
-REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS = _read(env.list, "REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS", default=[])
+REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS = _read(
+    env.list, "REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS", default=[]
+)
 for _network in REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS:
     try:
         ipaddress.ip_network(_network, strict=False)

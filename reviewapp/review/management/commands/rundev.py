@@ -12,7 +12,10 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Migrate, load the demo, then run the web server, the CPU worker and the LLM worker until Ctrl-C."
+    help = (
+        "Migrate, load the demo, then run the web server, the CPU worker and the LLM worker "
+        "until Ctrl-C."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
