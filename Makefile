@@ -21,7 +21,7 @@ test: $(VENV)/.installed
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check reviewapp tests benchmarks
+	$(VENV)/bin/ruff check reviewapp tests benchmarks clients
 
 clean:
 	rm -rf var/test .pytest_cache
