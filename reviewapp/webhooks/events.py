@@ -53,9 +53,7 @@ def webhook_record_escalated(*, escalation: Escalation) -> None:
     data = {
         "proposal": _proposal_part(proposal),
         "escalation": {
-            "id": escalation.pk,
-            "status": escalation.status,
-            "reasons": list(escalation.reasons),
+            **_escalation_part(escalation),
             "explanation": (escalation.detail or {}).get("explanation", ""),
         },
     }
@@ -79,13 +77,19 @@ def _record_escalation_change(escalation: Escalation, event_type: str) -> None:
     data = {
         "proposal": _proposal_part(proposal),
         "escalation": {
-            "id": escalation.pk,
-            "status": escalation.status,
-            "reasons": list(escalation.reasons),
+            **_escalation_part(escalation),
             "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
         },
     }
     _record(event_type, data, watchers, proposal=proposal)
+
+
+def _escalation_part(escalation: Escalation) -> dict:
+    return {
+        "id": escalation.pk,
+        "status": escalation.status,
+        "reasons": list(escalation.reasons),
+    }
 
 
 def webhook_record_judgement_requested(*, proposal: Proposal) -> None:
