@@ -8,6 +8,7 @@ variable: a typo must never silently fall back to a default in production.
 import ipaddress
 import pwd
 import re
+from importlib.util import find_spec
 from pathlib import Path
 
 import dj_database_url
@@ -95,9 +96,6 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    # Serves Swagger UI's assets from our own static files; without it the docs
-    # page loads them from a CDN and is blank offline.
-    "ninja",
     "reviewapp.review",
     "reviewapp.audit",
     "reviewapp.ledger",
@@ -154,7 +152,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# django-ninja's bundled Swagger UI (static/ninja/...), served as our own files
+# for /api/docs (reviewapp/api/docs.py). Found without importing ninja: as an
+# installed app it would load pydantic and django.test into every worker.
+STATICFILES_DIRS = [BASE_DIR / "static", Path(find_spec("ninja").origin).parent / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on every start when it is missing
 STORAGES = {

@@ -9,6 +9,7 @@ from reviewapp.ledger.api import router as ledger_router
 from reviewapp.outages import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 
 from . import cite, decisions, escalations, proposals, webhooks
+from .docs import LocalSwagger
 from .parsing import BodyRejected, GuardedParser, size_guard, too_large
 
 api = NinjaAPI(
@@ -17,6 +18,7 @@ api = NinjaAPI(
     description="Submit proposals, deliver external judgements, read verdicts and signed "
     "decisions. Machine clients send `Authorization: Bearer <token>` "
     "(`python manage.py create_api_token`).",
+    docs=LocalSwagger(),
     docs_url="/docs",
     urls_namespace="api",
     parser=GuardedParser(),
