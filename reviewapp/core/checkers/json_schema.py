@@ -6,8 +6,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import jsonschema
-
 from .contract import Checker, CheckInput, Judgement
 from .errors import CheckerConfigError
 
@@ -43,6 +41,9 @@ class JsonSchemaChecker(Checker):
     MAX_ERRORS = 20
 
     def __init__(self, name: str, version: int, schema: Mapping[str, Any]) -> None:
+        # Here, not at module level: every worker imports the checkers, few build this one.
+        import jsonschema
+
         super().__init__(name, version, settings={"schema": schema})
         if not isinstance(schema, Mapping | bool):
             raise CheckerConfigError(f"checker {name!r}: a schema is an object or a boolean")
