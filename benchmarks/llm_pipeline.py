@@ -5,8 +5,9 @@ Run:  .venv/bin/python benchmarks/llm_pipeline.py [--latency 1] [--n 300]
 
 On a fresh bench PostgreSQL database and Redis (BENCH_DB, BENCH_BROKER_URL) it
 starts what docker-compose starts with the project's defaults — gunicorn (2
-sync workers), the CPU worker (prefork 2, beat) and the LLM worker (threads,
-REVIEWAPP_LLM_WORKER_CONCURRENCY) — and a loopback OpenAI-compatible server
+sync workers) and the worker (prefork 2, beat; each pool process judges LLM
+lenses on its own event loop, REVIEWAPP_LLM_PROPOSALS_PER_PROCESS at once) —
+and a loopback OpenAI-compatible server
 (tests/core/openai_stub.py) in this process that answers every call with a
 valid judgement (a verbatim cite) after `--latency` seconds. Then, in one run:
 
@@ -19,7 +20,7 @@ valid judgement (a verbatim cite) after `--latency` seconds. Then, in one run:
    latency a proposal sees below saturation.
 
 Prints proposals/s, p50/p95 submit→final, the most calls the server saw in
-flight, the workers' RSS (peak, all their processes) and the most database
+flight, the worker's RSS (peak, all its processes) and the most database
 connections open (peak, every process), the exactly-once audit, and last a
 machine-readable line:
 
@@ -199,8 +200,20 @@ def memory_mb(pid: int, path: str, field: str) -> float:
     return 0.0
 
 
-def run(port: int, token: str, panel: str, items: list[dict], *, clients: int, rate: float = 0):
-    """Submit `items` over HTTP (all at once, or paced at `rate`/s) and wait until all are final."""
+def run(
+    port: int,
+    token: str,
+    panel: str,
+    items: list[dict],
+    *,
+    clients: int,
+    rate: float = 0,
+    meter_roots: dict[str, int],
+):
+    """Submit `items` over HTTP (all at once, or paced at `rate`/s) and wait until all are final.
+
+    Also measures the CPU the processes in `meter_roots` and PostgreSQL spent meanwhile.
+    """
     import httpx
 
     from reviewapp.review.models import Proposal
@@ -223,6 +236,8 @@ def run(port: int, token: str, panel: str, items: list[dict], *, clients: int, r
                 ids.append(response.json()["id"])
 
     baseline = Proposal.objects.filter(status__in=["decided", "escalated"]).count()
+    meter = s.CpuMeter(**meter_roots)
+    meter.start()
     started = time.monotonic()
     with ThreadPoolExecutor(clients) as pool:
         if rate:
@@ -235,6 +250,7 @@ def run(port: int, token: str, panel: str, items: list[dict], *, clients: int, r
         else:
             list(pool.map(submit, items))
     finished = s.wait_all_final(baseline + len(items), timeout=3600)
+    cpu = meter.stop()
     if statuses != Counter({202: len(items)}):
         raise SystemExit(f"submissions refused: {dict(statuses)}")
     rows = Proposal.objects.filter(pk__in=ids).values_list("created_at", "finalized_at", "status")
@@ -244,7 +260,17 @@ def run(port: int, token: str, panel: str, items: list[dict], *, clients: int, r
         "p50": s.percentile(latency, 50),
         "p95": s.percentile(latency, 95),
         "outcomes": Counter(status for *_, status in rows),
+        "cpu_ms": {name: 1000 * used / len(items) for name, used in cpu.items()},
     }
+
+
+def print_cpu(result: dict) -> None:
+    per = result["cpu_ms"]
+    s.line(
+        "CPU per proposal",
+        " + ".join(f"{name} {ms:.1f}" for name, ms in per.items())
+        + f" = {sum(per.values()):.1f} ms",
+    )
 
 
 def main() -> None:
@@ -275,36 +301,34 @@ def main() -> None:
     recorded_items = contents(args.recorded_n, "rec-")
     record_passes(recorded_items)
     token = s.api_token("bench-llm", "submit,read")
-    s.line("LLM worker concurrency (threads)", str(settings.REVIEWAPP_LLM_WORKER_CONCURRENCY))
+    s.line(
+        "proposals on each process's LLM loop (at most)",
+        str(settings.REVIEWAPP_LLM_PROPOSALS_PER_PROCESS),
+    )
     limit = panel.lenses.first()
     s.line(
         "per-endpoint limits", f"{limit.max_concurrent_calls} calls, {limit.calls_per_minute}/min"
     )
 
     web, port = s.start_gunicorn(env, workers=2)
-    cpu_worker = s.start_worker(
-        env, concurrency=2, beat=True, name="cpu", extra_args=["-Q", "celery"]
-    )
-    llm_worker = s.start_worker(
-        env,
-        concurrency=settings.REVIEWAPP_LLM_WORKER_CONCURRENCY,
-        name="llm",
-        extra_args=["-Q", settings.REVIEWAPP_LLM_QUEUE, "--pool", "threads"],
-    )
-    sampler = Sampler(s.BENCH_DB, {"CPU worker": cpu_worker.pid, "LLM worker": llm_worker.pid})
+    worker = s.start_worker(env, concurrency=2, beat=True, name="worker")
+    sampler = Sampler(s.BENCH_DB, {"worker": worker.pid})
+    meter = {"meter_roots": {"worker": worker.pid, "web": web.pid}}
     try:
         s.heading(f"recorded pipeline: {args.recorded_n} proposals (same panel shape)")
-        recorded = run(port, token, "bench-panel", recorded_items, clients=args.clients)
+        recorded = run(port, token, "bench-panel", recorded_items, clients=args.clients, **meter)
         s.line("proposals/s", f"{recorded['rate']:.2f}")
         s.line("submit→final p50 / p95", f"{recorded['p50']:.2f} s / {recorded['p95']:.2f} s")
+        print_cpu(recorded)
 
         s.heading(f"llm pipeline: {args.n} proposals, all at once")
         server.max_in_flight = 0
         calls_before = provider.calls
-        llm = run(port, token, panel.name, contents(args.n, "llm-"), clients=args.clients)
+        llm = run(port, token, panel.name, contents(args.n, "llm-"), clients=args.clients, **meter)
         max_inflight = server.max_in_flight
         s.line("proposals/s", f"{llm['rate']:.2f}")
         s.line("submit→final p50 / p95", f"{llm['p50']:.2f} s / {llm['p95']:.2f} s")
+        print_cpu(llm)
         s.line("calls / answered 429", f"{provider.calls - calls_before} / {provider.rate_limited}")
         s.line("most calls in flight at the server", str(max_inflight))
         if args.max_concurrency:
@@ -325,6 +349,7 @@ def main() -> None:
             contents(args.paced_n, "paced-"),
             clients=args.clients,
             rate=paced_rate,
+            **meter,
         )
         s.line("submit→final p50 / p95", f"{paced['p50']:.2f} s / {paced['p95']:.2f} s")
         s.line(
@@ -333,8 +358,7 @@ def main() -> None:
         )
     finally:
         sampler.stop()
-        llm_worker.stop()
-        cpu_worker.stop()
+        worker.stop()
         web.stop()
         server.stop()
 
@@ -345,12 +369,8 @@ def main() -> None:
             f"RSS {sampler.rss_mb[name]:.0f} MB, PSS {sampler.pss_mb[name]:.0f} MB",
         )
     s.line(
-        "both workers",
-        f"RSS {sum(sampler.rss_mb.values()):.0f} MB, PSS {sum(sampler.pss_mb.values()):.0f} MB",
-    )
-    s.line(
         "database connections open (every process)",
-        f"{sampler.connections} (web 2 + CPU worker 2 + LLM worker 1 + this benchmark)",
+        f"{sampler.connections} (web 2 + worker 2 × (pool + LLM loop) + this benchmark)",
     )
     s.heading("exactly once")
     outcomes = llm["outcomes"] + recorded["outcomes"] + paced["outcomes"]

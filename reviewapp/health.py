@@ -1,6 +1,5 @@
-"""GET /healthz: is the database up, the broker, and a worker on each queue (CPU, LLM)?"""
+"""GET /healthz: is the database up, the broker, and a worker on the queue?"""
 
-from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
@@ -29,7 +28,11 @@ def _broker() -> dict:
 
 
 def _workers() -> dict:
-    """Which workers answer, and whether every queue the pipeline uses has one."""
+    """Which workers answer, and whether the pipeline's queue has one.
+
+    One queue carries every proposal: its LLM lenses are judged on an event
+    loop inside each worker process (reviewapp/review/llm_loop.py).
+    """
     try:
         replies = app.control.inspect(timeout=WORKER_PING_TIMEOUT_SECONDS).active_queues() or {}
     except Exception as exc:
@@ -37,7 +40,7 @@ def _workers() -> dict:
     names = sorted(replies)
     queues = {
         queue: sorted(name for name, consumed in replies.items() if queue in _names(consumed))
-        for queue in (app.conf.task_default_queue, settings.REVIEWAPP_LLM_QUEUE)
+        for queue in (app.conf.task_default_queue,)
     }
     if not names:
         return {

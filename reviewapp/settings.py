@@ -6,6 +6,7 @@ variable: a typo must never silently fall back to a default in production.
 """
 
 import ipaddress
+import os
 import pwd
 import re
 from importlib.util import find_spec
@@ -300,16 +301,17 @@ REVIEWAPP_CLAIM_TTL_MINUTES = _read(env.int, "REVIEWAPP_CLAIM_TTL_MINUTES", defa
 REVIEWAPP_STUCK_AFTER_SECONDS = _read(env.int, "REVIEWAPP_STUCK_AFTER_SECONDS", default=120)
 REVIEWAPP_SWEEP_EVERY_SECONDS = _read(env.float, "REVIEWAPP_SWEEP_EVERY_SECONDS", default=30.0)
 REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEMPTS", default=4)
-# LLM lenses are judged on their own queue by a worker whose threads only
-# wait on an event loop (reviewapp/review/llm_worker.py): this many proposals'
-# calls are in flight per LLM worker process, on one database connection.
-REVIEWAPP_LLM_QUEUE = "llm"
-CELERY_TASK_ROUTES = {
-    "reviewapp.review.tasks.judge_llm_lenses": {"queue": REVIEWAPP_LLM_QUEUE},
-    # The admin's "try this lens" on an LLM lens waits on the model like a proposal's call.
-    "reviewapp.review.trial.run_llm_trial": {"queue": REVIEWAPP_LLM_QUEUE},
-}
-REVIEWAPP_LLM_WORKER_CONCURRENCY = _read(env.int, "REVIEWAPP_LLM_WORKER_CONCURRENCY", default=200)
+# LLM lenses are judged on an event loop in each worker process
+# (reviewapp/review/llm_loop.py): at most this many proposals are on one
+# process's loop, on one database connection of its own.
+if "REVIEWAPP_LLM_WORKER_CONCURRENCY" in os.environ:
+    raise ImproperlyConfigured(
+        "REVIEWAPP_LLM_WORKER_CONCURRENCY is gone: there is no separate LLM worker any more. "
+        "Set REVIEWAPP_LLM_PROPOSALS_PER_PROCESS (proposals judged at once per worker process)."
+    )
+REVIEWAPP_LLM_PROPOSALS_PER_PROCESS = _read(
+    env.int, "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS", default=200
+)
 # All of one lens's calls, retries and re-asks: past this it is a lens failure.
 REVIEWAPP_LLM_LENS_TIME_LIMIT = _read(
     env.float, "REVIEWAPP_LLM_LENS_TIME_LIMIT", default=float(CELERY_TASK_SOFT_TIME_LIMIT)
@@ -317,7 +319,7 @@ REVIEWAPP_LLM_LENS_TIME_LIMIT = _read(
 # Runs of the final step that failed (or never finished) before it escalates.
 REVIEWAPP_FINAL_STEP_ATTEMPTS = _read(env.int, "REVIEWAPP_FINAL_STEP_ATTEMPTS", default=3)
 for _name in (
-    "REVIEWAPP_LLM_WORKER_CONCURRENCY",
+    "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS",
     "REVIEWAPP_LLM_LENS_TIME_LIMIT",
     "REVIEWAPP_FINAL_STEP_ATTEMPTS",
 ):

@@ -8,15 +8,15 @@ def test_healthz_is_ok_when_database_broker_and_worker_answer(client, worker):
     body = response.json()
     assert body["database"]["ok"] and body["broker"]["ok"] and body["worker"]["ok"]
     assert body["worker"]["workers"]
-    assert all(body["worker"]["queues"][queue] for queue in ("celery", "llm"))
+    assert body["worker"]["queues"]["celery"]
 
 
 @pytest.mark.worker
-def test_healthz_reports_an_llm_queue_nobody_consumes(client, start_worker):
-    start_worker(queues="celery")
+def test_healthz_reports_the_pipeline_queue_nobody_consumes(client, start_worker):
+    start_worker(queues="elsewhere")
     response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json()["worker"]["error"] == "no worker consumes the llm queue"
+    assert response.json()["worker"]["error"] == "no worker consumes the celery queue"
 
 
 @pytest.mark.worker

@@ -6,9 +6,11 @@ an endpoint slot only while its HTTP exchange runs. A transient error
 deferred on the loop: nothing sleeps, and other calls take the slot
 meanwhile. The budgets are ``judging.judge_steps``'s, unchanged.
 
-Pure Python: httpx for the calls, and whatever shared store the caller
+Pure Python: aiohttp for the calls, and whatever shared store the caller
 hands ``EndpointGate`` for the limits (Redis or the database, see
-``reviewapp.review.endpoint_limits``).
+``reviewapp.review.endpoint_limits``). aiohttp rather than httpx here: at
+hundreds of calls in flight, httpx's async stack was a quarter of the
+worker's CPU, about 3 ms a call, several times aiohttp's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
+import aiohttp
 
 from reviewapp.core.judging import (
     Backoff,
@@ -90,12 +92,12 @@ class EndpointGate:
 
 
 class AsyncChatTransport:
-    """OpenAI-compatible ``/chat/completions`` on a shared ``httpx.AsyncClient``."""
+    """OpenAI-compatible ``/chat/completions`` on a shared ``aiohttp.ClientSession``."""
 
     def __init__(
         self,
         *,
-        client: httpx.AsyncClient,
+        session: aiohttp.ClientSession,
         base_url: str,
         model: str,
         api_key: str | None,
@@ -105,7 +107,7 @@ class AsyncChatTransport:
         gate: EndpointGate | None = None,
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
-        self.client = client
+        self.session = session
         self.model = model
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.temperature = temperature
@@ -122,27 +124,24 @@ class AsyncChatTransport:
         )
         token = await self.gate.acquire() if self.gate is not None else None
         try:
-            # One deadline for the whole exchange: httpx's timeouts are per
-            # phase, so a server trickling bytes would otherwise never time out.
+            # One deadline for the whole exchange, body included, so a server
+            # trickling bytes cannot hold the call past it.
             async with asyncio.timeout(self.timeout):
-                response = await self.client.post(
-                    self.url, json=body, headers=self.headers, timeout=self.timeout
-                )
+                async with self.session.post(self.url, json=body, headers=self.headers) as response:
+                    status = response.status
+                    retry_after = response.headers.get("Retry-After")
+                    content = await response.read()
         except TimeoutError as exc:
             raise TransientTransportError(f"response not complete within {self.timeout}s") from exc
-        except httpx.TimeoutException as exc:
-            raise TransientTransportError(f"timed out: {exc!r}") from exc
-        except httpx.TransportError as exc:
-            raise TransientTransportError(f"transport error: {exc!r}") from exc
-        except httpx.HTTPError as exc:
+        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:
             raise PermanentTransportError(f"request failed: {exc!r}") from exc
+        except aiohttp.ClientError as exc:
+            raise TransientTransportError(f"transport error: {exc!r}") from exc
         finally:
             if token is not None:
                 # The slot is free before any retry is even considered.
                 await asyncio.shield(self.gate.release(token))
-        return _answer_of(
-            response.status_code, response.headers.get("retry-after"), response.content
-        )
+        return _answer_of(status, retry_after, content)
 
 
 async def run_judge_async(

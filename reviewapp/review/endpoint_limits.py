@@ -7,10 +7,11 @@ per-minute window. A slot carries an expiry (the lens's timeout plus a grace),
 so a worker killed mid-call cannot keep it.
 
 The state lives in Redis when the app has one (the broker or ``CACHE_URL``):
-one Lua script checks and takes a slot atomically, on Redis's clock. In the
-embedded default it lives in the database (``EndpointCall`` rows), taken
-under a lock per endpoint. Both are blocking; the LLM worker calls them off
-its event loop (reviewapp/review/llm_worker.py).
+one Lua script checks and takes a slot atomically, on Redis's clock, awaited
+on the LLM loop (reviewapp/review/llm_loop.py) with no thread in between. In
+the embedded default it lives in the database (``EndpointCall`` rows), taken
+under a lock per endpoint; those calls block, so the loop makes them on its
+database thread.
 """
 
 import hashlib
@@ -62,31 +63,30 @@ return {1, '0'}
 
 
 class RedisLimits:
-    def __init__(self, url: str) -> None:
-        import redis
+    """The limits in Redis, for an event loop: every call is awaited on the loop that made it."""
 
-        self.redis = redis.Redis.from_url(url)
+    def __init__(self, url: str) -> None:
+        import redis.asyncio
+
+        self.redis = redis.asyncio.Redis.from_url(url)
         self._acquire = self.redis.register_script(_ACQUIRE)
 
     @staticmethod
     def _keys(endpoint: str) -> list[str]:
         return [f"reviewapp:llm:{endpoint}:slots", f"reviewapp:llm:{endpoint}:calls"]
 
-    def try_acquire(
+    async def try_acquire(
         self, endpoint: str, *, max_concurrent: int, per_minute: int, lease_seconds: float
     ) -> tuple[str | None, float]:
         token = new_token()
-        granted, wait = self._acquire(
+        granted, wait = await self._acquire(
             keys=self._keys(endpoint),
             args=[max_concurrent, per_minute, lease_seconds, token, FULL_RETRY_SECONDS],
         )
         return (token, 0.0) if int(granted) else (None, max(0.0, float(wait)))
 
-    def release(self, endpoint: str, token: str) -> None:
-        self.redis.zrem(self._keys(endpoint)[0], token)
-
-    def in_flight(self, endpoint: str) -> int:
-        return int(self.redis.zcount(self._keys(endpoint)[0], time.time(), "+inf"))
+    async def release(self, endpoint: str, token: str) -> None:
+        await self.redis.zrem(self._keys(endpoint)[0], token)
 
 
 class DatabaseLimits:
@@ -119,9 +119,6 @@ class DatabaseLimits:
     def release(self, endpoint: str, token: str) -> None:
         EndpointCall.objects.filter(token=token).update(ends=time.time())
 
-    def in_flight(self, endpoint: str) -> int:
-        return EndpointCall.objects.filter(endpoint=endpoint, ends__gt=time.time()).count()
-
 
 def redis_url() -> str | None:
     """The Redis the app already has, if any: the cache's, else the broker's."""
@@ -129,8 +126,3 @@ def redis_url() -> str | None:
         if url.startswith(("redis://", "rediss://")):
             return url
     return None
-
-
-def shared_limits() -> RedisLimits | DatabaseLimits:
-    url = redis_url()
-    return RedisLimits(url) if url else DatabaseLimits()

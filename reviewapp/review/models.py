@@ -73,13 +73,17 @@ class Lens(models.Model):
     )
     # Limits of the endpoint (base_url) this lens calls, held across every
     # worker process: see reviewapp/review/endpoint_limits.py. Not versioned:
-    # they change how fast the lens judges, not what it judges.
+    # they change how fast the lens judges, not what it judges. The defaults
+    # are a guard rail, not a guess at any one provider (a provider's own
+    # limit answers 429, which is honoured): 256 is vLLM's default batch, and
+    # 10,000 a minute a top OpenAI tier's. Below them the defaults, not the
+    # workers, would cap a fast endpoint (64 calls of 1 s are 21 proposals/s).
     max_concurrent_calls = models.PositiveIntegerField(
-        default=64,
+        default=256,
         help_text="LLM only: calls in flight at once at this endpoint, across all workers.",
     )
     calls_per_minute = models.PositiveIntegerField(
-        default=6000,
+        default=10000,
         help_text="LLM only: calls started per minute at this endpoint, across all workers.",
     )
     mandate = models.TextField(blank=True, help_text="Constraint text for the constraints backend.")

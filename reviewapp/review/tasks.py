@@ -6,12 +6,15 @@ from datetime import timedelta
 from celery import current_app, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import transaction
 from kombu.exceptions import ChannelError
 
+from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 
+from . import llm_loop
 from .evaluators import evaluate_lens
-from .llm_worker import answer_outcome, judge_proposal
+from .llm_loop import answer_outcome
 from .models import Lens, Proposal, RecordedResponse
 from .services.final_step import (
     proposal_escalate_final_step,
@@ -36,15 +39,17 @@ log = logging.getLogger(__name__)
 def evaluate_proposal(
     proposal_id: int, llm_answers: list[dict] | None = None, swept: bool = False
 ) -> None:
-    """A proposal's one CPU task: record its LLM answers, run its CPU lenses, the final step.
+    """A proposal's task: its CPU lenses inline, its LLM lenses on the loop, the final step.
 
-    The CPU lenses (constraints, recorded) run inline, so a proposal with no
-    LLM lens costs this one task. LLM lenses are judged on the ``llm`` queue
-    (``judge_llm_lenses``), which sends its answers back here as
-    ``llm_answers``. The sweeper comes back in here with ``swept``: whatever
-    is still missing is run or sent again, and a final step that keeps not
-    finishing is escalated after REVIEWAPP_FINAL_STEP_ATTEMPTS runs.
-    Outstanding external lenses are waited for by the sweeper's deadline check.
+    The CPU lenses (constraints, recorded) run here, so a proposal with no LLM
+    lens costs this one task. The LLM lenses are handed to this process's
+    event loop (``llm_loop``), which judges them with every other proposal's
+    while this task returns; their answers come back here as ``llm_answers``,
+    to be recorded and the final step run. The sweeper comes back in here
+    with ``swept``: whatever is still missing is run or sent again, and a
+    final step that keeps not finishing is escalated after
+    REVIEWAPP_FINAL_STEP_ATTEMPTS runs. Outstanding external lenses are
+    waited for by the sweeper's deadline check.
     """
     proposal = Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None or proposal.is_final:
@@ -65,17 +70,21 @@ def evaluate_proposal(
     if proposal.status == Proposal.Status.QUEUED:
         proposal_begin_evaluation(proposal_id=proposal_id)
     llm_by_lens = {answer["lens"]: answer for answer in llm_answers or ()}
-    todo = [by_id[i] for i in worker_lenses if i in by_id and i not in answered]
+    todo = [by_id[i] for i in worker_lenses if i not in answered]
     recorded = _recorded_responses(proposal, todo)
     last = None
-    llm_pending = False
+    llm_pending = []
     out_of_time = None
+    # The LLM answers arrive together: one transaction (one lock, one commit)
+    # records them all, which is what bounds this task's time under load.
+    with transaction.atomic():
+        for lens in todo:
+            if lens.backend == Lens.Backend.LLM and lens.pk in llm_by_lens:
+                last = _record(proposal, lens, answer_outcome(llm_by_lens[lens.pk])) or last
     for lens in todo:
         if lens.backend == Lens.Backend.LLM:
-            if lens.pk in llm_by_lens:
-                last = _record(proposal, lens, answer_outcome(llm_by_lens[lens.pk])) or last
-            else:
-                llm_pending = True
+            if lens.pk not in llm_by_lens:
+                llm_pending.append(lens)
             continue
         if out_of_time is not None:
             outcome = LensFailed(out_of_time, 0, [])
@@ -91,7 +100,16 @@ def evaluate_proposal(
                 outcome = LensFailed(out_of_time, 0, [])
         last = _record(proposal, lens, outcome) or last
     if llm_pending and llm_answers is None:
-        judge_llm_lenses.delay(proposal_id)
+        llm_loop.judge_in_background(
+            llm_loop.LlmJob(
+                proposal_id=proposal_id,
+                content=proposal.content,
+                thought_process=proposal.thought_process,
+                policy=GroundingPolicy(proposal.panel_snapshot["grounding_policy"]),
+                lenses=llm_pending,
+                deliver=_deliver_llm_answers,
+            )
+        )
         return
     # The answers are committed; the final step runs here rather than as one
     # more task. If this worker dies first, the task's re-delivery or the
@@ -103,12 +121,8 @@ def evaluate_proposal(
         _final_step(proposal_id, loaded=proposal)
 
 
-@shared_task
-def judge_llm_lenses(proposal_id: int) -> None:
-    """On the ``llm`` queue: judge the proposal's LLM lenses, send the answers to the CPU queue."""
-    answers = judge_proposal(proposal_id)
-    if answers is not None:
-        evaluate_proposal.delay(proposal_id, answers)
+def _deliver_llm_answers(proposal_id: int, answers: list[dict]) -> None:
+    evaluate_proposal.delay(proposal_id, answers)
 
 
 def _recorded_responses(proposal: Proposal, lenses: list[Lens]) -> dict[int, list]:
@@ -174,9 +188,9 @@ def _final_step(
 def run_lens(proposal_id: int, lens_id: int) -> None:
     """Judge the proposal with one lens, here and now; the lens that answers last ends it.
 
-    The pipeline does not send this (submission sends ``evaluate_proposal``
-    or ``judge_llm_lenses``): it re-runs a single lens in process, for drills
-    and tests, and finishes a proposal left in flight by an older release.
+    The pipeline does not send this (submission sends ``evaluate_proposal``):
+    it re-runs a single lens in process, for drills and tests, and finishes a
+    proposal left in flight by an older release.
     """
     try:
         lens = Lens.objects.get(pk=lens_id)
@@ -210,15 +224,14 @@ def finalize_proposal(proposal_id: int, deadline_passed: bool = False) -> None:
 
 
 def broker_backlog() -> int:
-    """Messages waiting in the CPU and LLM queues (not counting those a worker holds)."""
-    total = 0
+    """Messages waiting in the queue (not counting those a worker holds)."""
     with current_app.connection_for_read() as conn:
-        for queue in (current_app.conf.task_default_queue, settings.REVIEWAPP_LLM_QUEUE):
-            try:
-                total += conn.default_channel.queue_declare(queue=queue, passive=True).message_count
-            except ChannelError:  # never declared: nothing was ever sent
-                continue
-    return total
+        try:
+            return conn.default_channel.queue_declare(
+                queue=current_app.conf.task_default_queue, passive=True
+            ).message_count
+        except ChannelError:  # never declared: nothing was ever sent
+            return 0
 
 
 @shared_task

@@ -22,13 +22,12 @@ from reviewapp.core.judging import JudgeOutcome, LensFailed
 from reviewapp.core.signing import Signer
 
 from .evaluators import evaluate_lens
-from .llm_worker import runtime
+from .llm_loop import runtime
 from .models import CheckerConfig, Lens, Proposal
 
 log = logging.getLogger(__name__)
 
 TRIAL_TASK_NAME = "reviewapp.review.trial.run_trial"
-LLM_TRIAL_TASK_NAME = "reviewapp.review.trial.run_llm_trial"
 
 
 class TrialFailed(Exception):
@@ -130,11 +129,7 @@ def trial_start(
         target=target,
         note=f"trial {trial.pk} on a {len(sample)}-character sample",
     )
-    # A trial of an LLM lens waits on the model, so it goes where proposals'
-    # LLM calls go: the llm worker's event loop, never a CPU worker slot.
-    is_llm = kind == Trial.Kind.LENS and target.backend == Lens.Backend.LLM
-    task = run_llm_trial if is_llm else run_trial
-    transaction.on_commit(lambda: task.delay(trial.pk))
+    transaction.on_commit(lambda: run_trial.delay(trial.pk))
     return trial
 
 
@@ -190,12 +185,12 @@ def _trial_save(trial: Trial) -> Trial:
 def trial_run(trial_id: int) -> Trial | None:
     """Run a pending trial once and store what came of it. Safe to call twice.
 
-    A trial of an LLM lens is not run here (a CPU worker never waits on a
-    model): it is handed to the llm queue, e.g. when the lens became an LLM
-    lens after the trial was started.
+    A trial of an LLM lens is not run here (a worker slot never waits on a
+    model): it is handed to this process's LLM loop, where proposals' LLM
+    calls go, and this returns the trial as it stands.
     """
     if _is_llm_lens_trial(trial_id):
-        run_llm_trial.delay(trial_id)
+        runtime().start(llm_trial_run(trial_id))
         return Trial.objects.filter(pk=trial_id).first()
     trial = _trial_claim(trial_id)
     if trial is None:
@@ -222,7 +217,7 @@ def trial_run(trial_id: int) -> Trial | None:
 
 
 async def llm_trial_run(trial_id: int) -> None:
-    """Run a pending trial of an LLM lens on the llm worker's loop. Safe to call twice.
+    """Run a pending trial of an LLM lens on the process's LLM loop. Safe to call twice.
 
     The call takes the same endpoint slots, client and time limit as a
     proposal's; the trial's row is read and written on the loop's one
@@ -265,9 +260,3 @@ async def llm_trial_run(trial_id: int) -> None:
 @shared_task(name=TRIAL_TASK_NAME)
 def run_trial(trial_id: int) -> None:
     trial_run(trial_id)
-
-
-@shared_task(name=LLM_TRIAL_TASK_NAME)
-def run_llm_trial(trial_id: int) -> None:
-    """On the ``llm`` queue: the pool thread only waits for the loop, like ``judge_llm_lenses``."""
-    runtime().run(llm_trial_run(trial_id))

@@ -205,6 +205,7 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
         # Headers and body go out in separate writes; with Nagle on, delayed
         # ACKs add ~40 ms to every response.
         disable_nagle_algorithm = True
+        _open = False  # a counted call is being answered (see _leave)
 
         def log_message(self, format: str, *args: object) -> None:
             pass  # keep test output clean
@@ -219,14 +220,26 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send(400, b'{"error": {"message": "request body is not JSON"}}')
                 return
-            started = stub._enter(self.client_address[1])
+            self._started = stub._enter(self.client_address[1])
+            self._open = True
             try:
                 step = stub._take(StubRequest(self.path, body, self.headers.get("Authorization")))
                 self._play(step, body.get("model", "stub-model"))
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to answer
             finally:
-                stub._leave(started)
+                self._leave()
+
+        def _leave(self) -> None:
+            """The call is over for the server: counted once, before its last byte goes out.
+
+            Counting it after the write would let the client read the answer
+            and send its next call before this thread gets the GIL back, and
+            the server would see one call more in flight than there are.
+            """
+            if self._open:
+                self._open = False
+                stub._leave(self._started)
 
         def _play(self, step: Step | None, model: str) -> None:
             match step:
@@ -256,6 +269,8 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                     for i in range(0, len(payload), chunk_size):
                         if stub._stopping.wait(interval):
                             return
+                        if i + chunk_size >= len(payload):
+                            self._leave()
                         self.wfile.write(payload[i : i + chunk_size])
                         self.wfile.flush()
                 case MalformedBody(text):
@@ -273,6 +288,7 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
 
         def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
             self._start(status, len(payload), headers)
+            self._leave()
             self.wfile.write(payload)
 
         def _send_json(self, status: int, data: dict) -> None:

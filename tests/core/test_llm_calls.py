@@ -2,7 +2,7 @@
 
 import asyncio
 
-import httpx
+import aiohttp
 import pytest
 
 from reviewapp.core.cite import GroundingPolicy
@@ -36,9 +36,9 @@ class CountingStore:
 
 def _judge(server_url, gate=None, *, sleep=asyncio.sleep, time_limit=30.0, timeout=10.0):
     async def run():
-        async with httpx.AsyncClient() as client:
+        async with aiohttp.ClientSession() as session:
             transport = AsyncChatTransport(
-                client=client,
+                session=session,
                 base_url=server_url,
                 model="m",
                 api_key=None,

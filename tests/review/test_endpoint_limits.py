@@ -1,5 +1,6 @@
 """Per-endpoint limits in both shared stores: the database (embedded default) and Redis."""
 
+import asyncio
 import time
 
 import pytest
@@ -9,12 +10,25 @@ from reviewapp.review.endpoint_limits import DatabaseLimits, RedisLimits, new_to
 pytestmark = pytest.mark.django_db
 
 
+class _OnALoop:
+    """The Redis store's coroutines run to completion, as the LLM loop awaits them."""
+
+    def __init__(self, limits: RedisLimits) -> None:
+        self._limits, self._loop = limits, asyncio.new_event_loop()
+
+    def try_acquire(self, *args, **kwargs):
+        return self._loop.run_until_complete(self._limits.try_acquire(*args, **kwargs))
+
+    def release(self, *args):
+        return self._loop.run_until_complete(self._limits.release(*args))
+
+
 def _stores():
     stores = [pytest.param(DatabaseLimits, id="database")]
     url = redis_url()
     stores.append(
         pytest.param(
-            lambda: RedisLimits(url),
+            lambda: _OnALoop(RedisLimits(url)),
             id="redis",
             marks=pytest.mark.skipif(
                 url is None, reason="Redis store: run with CELERY_BROKER_URL=redis://…"

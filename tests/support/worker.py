@@ -30,14 +30,10 @@ class WorkerProcess:
         concurrency: int = 2,
         beat: bool = False,
         extra_env=None,
-        queues: str = "celery,llm",
+        queues: str = "celery",
         pool: str | None = None,
     ):
-        """By default one prefork worker consumes both the CPU and the LLM queue.
-
-        The deployment's shape, a CPU worker and an LLM worker, is
-        ``queues="celery"`` plus ``queues="llm", pool="threads"``.
-        """
+        """A prefork worker by default, as deployed: its processes run every lens."""
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",

@@ -129,9 +129,7 @@ def proposal_submit(
             # robust: the proposal is stored either way; if the broker is down
             # the client still gets its 202 and the sweeper enqueues it later.
             if worker_lenses:
-                transaction.on_commit(
-                    lambda: _enqueue_evaluation(proposal.pk, snapshot), robust=True
-                )
+                transaction.on_commit(lambda: _enqueue_evaluation(proposal.pk), robust=True)
     except IntegrityError:
         # Two identical submissions raced past the lookup; the unique
         # constraint let exactly one in.
@@ -171,19 +169,11 @@ def _external_deadline(snapshot: dict, now):
     return None
 
 
-def _enqueue_evaluation(proposal_id: int, snapshot: dict) -> None:
-    """One task per proposal: its LLM lenses on the LLM queue, or else its CPU task.
+def _enqueue_evaluation(proposal_id: int) -> None:
+    """One task per proposal, whatever its lenses (its LLM lenses go on from it to the loop)."""
+    from ..tasks import evaluate_proposal
 
-    A proposal with LLM lenses goes to the LLM worker first, which sends the
-    answers on to the CPU task (its CPU lenses and the final step run there);
-    one with none costs the CPU task alone.
-    """
-    from ..tasks import evaluate_proposal, judge_llm_lenses
-
-    if any(e["backend"] == Lens.Backend.LLM for e in snapshot["lenses"]):
-        judge_llm_lenses.delay(proposal_id)
-    else:
-        evaluate_proposal.delay(proposal_id)
+    evaluate_proposal.delay(proposal_id)
 
 
 def proposal_begin_evaluation(*, proposal_id: int) -> None:

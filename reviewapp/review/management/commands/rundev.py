@@ -1,4 +1,4 @@
-"""Run everything a local user needs: migrate, demo data, web server and the two workers."""
+"""Run everything a local user needs: migrate, demo data, web server and the worker."""
 
 import os
 import signal
@@ -13,8 +13,8 @@ from django.core.management.base import BaseCommand
 
 class Command(BaseCommand):
     help = (
-        "Migrate, load the demo, then run the web server, the CPU worker and the LLM worker "
-        "until Ctrl-C."
+        "Migrate, load the demo, then run the web server and the worker (its LLM loop "
+        "included) until Ctrl-C."
     )
 
     def add_arguments(self, parser):
@@ -42,33 +42,8 @@ class Command(BaseCommand):
                 "INFO",
                 "--concurrency",
                 str(settings.CELERY_WORKER_CONCURRENCY),
-                "--queues",
-                "celery",
                 "--hostname",
-                "cpu@%h",
-            ],
-            start_new_session=True,
-        )
-        # The LLM lenses' worker: threads that only wait on its event loop,
-        # so many proposals' calls are in flight from this one process.
-        llm_worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "reviewapp",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--pool",
-                "threads",
-                "--concurrency",
-                str(settings.REVIEWAPP_LLM_WORKER_CONCURRENCY),
-                "--queues",
-                settings.REVIEWAPP_LLM_QUEUE,
-                "--hostname",
-                "llm@%h",
+                "worker@%h",
             ],
             start_new_session=True,
         )
@@ -76,7 +51,7 @@ class Command(BaseCommand):
             [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
             start_new_session=True,
         )
-        children = [web, worker, llm_worker]
+        children = [web, worker]
         self.stdout.write(self.style.SUCCESS(f"\nreviewapp is starting at http://{host}:{port}/"))
         self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
 

@@ -1,4 +1,4 @@
-"""LLM lenses on the LLM worker (threads pool, one event loop), against a real loopback server."""
+"""LLM lenses on each worker process's event loop, against a real loopback server."""
 
 import pytest
 
@@ -37,31 +37,28 @@ def _all_final(ids):
     ).count() == len(ids)
 
 
-def _llm_worker(start_worker, concurrency=50, **env):
-    return start_worker(queues="llm", pool="threads", concurrency=concurrency, extra_env=env)
+def _one_process_worker(start_worker, **env):
+    """A prefork worker with a single pool process: one slot, one event loop."""
+    return start_worker(concurrency=1, extra_env=env)
 
 
-def test_calls_of_different_proposals_overlap_in_one_llm_worker_process(
-    start_worker, openai_server
-):
+def test_calls_of_different_proposals_overlap_in_one_worker_process(start_worker, openai_server):
     openai_server.respond = lambda request: Slow(1.0, judgement("pass", CITE))
     panel = _llm_panel(openai_server)
-    start_worker(queues="celery")
-    llm = _llm_worker(start_worker)
+    worker = _one_process_worker(start_worker)
     ids = [submit(panel, _content(n)).pk for n in range(8)]
-    wait_for(lambda: _all_final(ids), timeout=60, message=llm.log())
-    # One process, two pool slots' worth of CPU worker: yet most calls overlapped.
+    wait_for(lambda: _all_final(ids), timeout=60, message=worker.log())
+    # One pool slot: yet most calls were in flight at once.
     assert openai_server.max_in_flight >= 6
     assert Decision.objects.filter(proposal_id__in=ids, outcome="approved").count() == 8
     assert Judgement.objects.filter(proposal_id__in=ids).count() == 8
 
 
-def test_the_endpoint_limit_holds_across_two_llm_worker_processes(start_worker, openai_server):
+def test_the_endpoint_limit_holds_across_two_worker_processes(start_worker, openai_server):
     openai_server.respond = lambda request: Slow(0.4, judgement("pass", CITE))
     panel = _llm_panel(openai_server, lenses=2, max_concurrent_calls=3)
-    start_worker(queues="celery")
-    _llm_worker(start_worker)
-    _llm_worker(start_worker)
+    _one_process_worker(start_worker)
+    _one_process_worker(start_worker)
     ids = [submit(panel, _content(n)).pk for n in range(8)]
     wait_for(lambda: _all_final(ids), timeout=90)
     assert openai_server.max_in_flight == 3
@@ -83,8 +80,7 @@ def test_a_429_frees_the_slot_for_another_proposals_call(start_worker, openai_se
 
     openai_server.respond = respond
     panel = _llm_panel(openai_server, max_concurrent_calls=1)
-    start_worker(queues="celery")
-    _llm_worker(start_worker)
+    _one_process_worker(start_worker)
     a = submit(panel, first)
     wait_for(lambda: openai_server.requests, message="the first call never came")
     b = submit(panel, second)
@@ -97,21 +93,17 @@ def test_a_429_frees_the_slot_for_another_proposals_call(start_worker, openai_se
     assert Decision.objects.filter(proposal_id__in=[a.pk, b.pk]).count() == 2
 
 
-def test_a_killed_llm_worker_mid_call_still_ends_the_proposal_once(start_worker, openai_server):
+def test_a_worker_killed_mid_call_still_ends_the_proposal_once(start_worker, openai_server):
     openai_server.script([Slow(30, judgement("pass", CITE))])
     openai_server.respond = lambda request: Answer(judgement("pass", CITE))
     panel = _llm_panel(openai_server)
-    start_worker(
-        queues="celery",
-        beat=True,
-        extra_env={"REVIEWAPP_STUCK_AFTER_SECONDS": "3", "REVIEWAPP_SWEEP_EVERY_SECONDS": "1"},
-    )
-    doomed = _llm_worker(start_worker, REVIEWAPP_STUCK_AFTER_SECONDS="3")
+    sweeping = {"REVIEWAPP_STUCK_AFTER_SECONDS": "3", "REVIEWAPP_SWEEP_EVERY_SECONDS": "1"}
+    doomed = start_worker(extra_env=sweeping)
     proposal = submit(panel, _content(1))
     wait_for(lambda: openai_server.requests, message="the lens never called the model")
-    doomed.kill()  # SIGKILL mid-call: no ack, no answer
+    doomed.kill()  # SIGKILL mid-call: the task was acknowledged, the answer never came
 
-    _llm_worker(start_worker, REVIEWAPP_STUCK_AFTER_SECONDS="3")
+    start_worker(beat=True, extra_env=sweeping)
     wait_for(lambda: _all_final([proposal.pk]), timeout=60)
     assert Decision.objects.filter(proposal=proposal).count() == 1
     assert not Escalation.objects.filter(proposal=proposal).exists()
@@ -123,10 +115,26 @@ def test_a_time_limit_reached_during_a_call_records_a_lens_failure_at_once(
 ):
     openai_server.respond = lambda request: Slow(30, judgement("pass", CITE))
     panel = _llm_panel(openai_server)
-    start_worker(queues="celery")
-    _llm_worker(start_worker, REVIEWAPP_LLM_LENS_TIME_LIMIT="1.5")
+    _one_process_worker(start_worker, REVIEWAPP_LLM_LENS_TIME_LIMIT="1.5")
     proposal = submit(panel, _content(1))
     failure = wait_for(lambda: LensFailure.objects.filter(proposal=proposal).first(), timeout=20)
     assert "time limit of 1.5s reached" in failure.error
     done = wait_for(lambda: _all_final([proposal.pk]) and Proposal.objects.get(pk=proposal.pk))
     assert done.status == Proposal.Status.ESCALATED
+
+
+def test_a_worker_stopped_warmly_mid_call_lets_the_call_finish_and_sends_its_answers(
+    start_worker, openai_server
+):
+    openai_server.respond = lambda request: Slow(2.0, judgement("pass", CITE))
+    panel = _llm_panel(openai_server)
+    stopping = _one_process_worker(start_worker)
+    proposal = submit(panel, _content(1))
+    wait_for(lambda: openai_server.requests, message="the lens never called the model")
+    stopping.stop()  # SIGTERM mid-call
+
+    # No sweeper: only the answers the stopping worker sent can end the proposal.
+    _one_process_worker(start_worker)
+    wait_for(lambda: _all_final([proposal.pk]), timeout=30)
+    assert len(openai_server.requests) == 1
+    assert Decision.objects.filter(proposal=proposal, outcome="approved").count() == 1

@@ -1,0 +1,360 @@
+"""Judging LLM lenses without a worker slot waiting on a model.
+
+Design (see README, "What happens to a submission"):
+
+- Every worker process that runs tasks owns one event loop, on a thread of
+  its own, started the first time the process needs it. A proposal's task
+  (``evaluate_proposal``) runs its CPU lenses inline; if LLM lenses are left
+  it hands them to this loop (``judge_in_background``) and returns, so its
+  pool slot is free for the next task at once. No queue or worker exists
+  only to wait on models: every pool process has its loop.
+- On the loop every LLM lens of every proposal in the process is judged at
+  once, on one ``aiohttp.ClientSession`` per endpoint (built once per
+  process, not per call), each call taking a slot of its endpoint's shared limit
+  (``endpoint_limits``) only while its HTTP exchange runs. A 429 or a 5xx
+  gives the slot back and the retry is deferred on the loop, not slept.
+- When a proposal's LLM lenses have answered, their answers go back onto the
+  queue as one more ``evaluate_proposal`` task, which records them and runs
+  the final step in whichever pool slot is free. Recording on the loop's own
+  thread instead would tie each proposal's database work to the process that
+  happened to receive it: measured, one process's recorder queued for
+  seconds while the other's sat idle.
+- The loop touches the database only on one thread of its own (its
+  heartbeat, the admin's trials), so it adds one connection per process
+  whatever the number of calls in flight.
+- At most ``REVIEWAPP_LLM_PROPOSALS_PER_PROCESS`` proposals are on one loop;
+  a task that would add one more waits for room (back-pressure on the broker,
+  not an unbounded backlog in memory).
+- The admin's trial of an LLM lens ("try this lens", ``trial.run_trial``) is
+  judged here too, on the same clients and gates.
+
+While a proposal is on the loop its ``updated_at`` is refreshed, so the
+sweeper does not re-enqueue calls that are merely waiting their turn. The
+task was acknowledged when it handed the lenses over, so a SIGKILLed worker's
+proposals stop being refreshed and the sweeper sends them again (the
+proposal's lock keeps a late duplicate answer out). A worker shutting down
+warmly lets its loop finish first, for a few seconds.
+"""
+
+import asyncio
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
+from dataclasses import dataclass
+from functools import partial
+
+import aiohttp
+from celery.signals import worker_process_shutdown, worker_shutdown
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from reviewapp.core.cite import (
+    AnswerBodyAnchor,
+    GroundedClaim,
+    GroundingPolicy,
+    ThoughtWindowAnchor,
+    UnresolvedCite,
+)
+from reviewapp.core.judging import JudgeOutcome, LensFailed
+from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
+
+from . import llm_keys
+from .endpoint_limits import (
+    LEASE_GRACE_SECONDS,
+    DatabaseLimits,
+    RedisLimits,
+    endpoint_key,
+    redis_url,
+)
+from .models import Lens, Proposal
+
+log = logging.getLogger(__name__)
+
+# How long a worker shutting down warmly lets its loop finish (docker stops a
+# container 10 s after SIGTERM); what is left is sent again by the sweeper.
+DRAIN_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class LlmJob:
+    """A proposal's LLM lenses to judge, and where their answers go."""
+
+    proposal_id: int
+    content: str
+    thought_process: str
+    policy: GroundingPolicy
+    lenses: list[Lens]
+    # Called off the loop with the proposal's id and its answers as JSON
+    # (``answer_json``): sends them on to be recorded.
+    deliver: Callable[[int, list[dict]], None]
+
+
+def _touch(proposal_ids: list[int]) -> None:
+    Proposal.objects.filter(pk__in=proposal_ids).update(updated_at=timezone.now())
+
+
+def _on_db_thread(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except DatabaseError:
+        # A broken connection would fail every later call on this thread.
+        connection.close()
+        raise
+
+
+class _Runtime:
+    """This process's event loop, its database thread, and its clients and gates."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="llm-loop", daemon=True)
+        self._thread.start()
+        # One thread, so one database connection for the whole loop.
+        self.db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-db")
+        # Broker sends, which block.
+        self._io = ThreadPoolExecutor(max_workers=2, thread_name_prefix="llm-io")
+        # Redis limits are awaited on the loop itself; limits kept in the
+        # database go through its thread.
+        url = redis_url()
+        self.limits = RedisLimits(url) if url else DatabaseLimits()
+        self.sessions: dict[str, aiohttp.ClientSession] = {}
+        self.gates: dict[tuple[str, int, int, float], EndpointGate] = {}
+        self.in_flight: Counter[int] = Counter()
+        self._room = threading.BoundedSemaphore(settings.REVIEWAPP_LLM_PROPOSALS_PER_PROCESS)
+        self._pending: set[Future] = set()
+        self._pending_lock = threading.Lock()
+        asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
+
+    def start(self, coroutine) -> None:
+        """Run ``coroutine`` on the loop and return at once; waits only while the loop is full."""
+        self._room.acquire()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+        self._room.release()
+        if not future.cancelled() and future.exception() is not None:
+            log.error("LLM work failed on the loop", exc_info=future.exception())
+
+    def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the work on the loop to finish."""
+        with self._pending_lock:
+            pending = set(self._pending)
+        if pending:
+            log.info("letting %d LLM jobs finish before the process exits", len(pending))
+            wait_for_futures(pending, timeout=timeout)
+
+    async def on_db(self, fn, *args, **kwargs):
+        return await self.loop.run_in_executor(self.db, partial(_on_db_thread, fn, *args, **kwargs))
+
+    async def _heartbeat(self) -> None:
+        every = max(1.0, settings.REVIEWAPP_STUCK_AFTER_SECONDS / 4)
+        while True:
+            await asyncio.sleep(every)
+            ids = [pid for pid, n in self.in_flight.items() if n > 0]
+            if ids:
+                try:
+                    await self.on_db(_touch, ids)
+                except Exception:  # the heartbeat must outlive any one failure
+                    log.exception("could not refresh proposals in flight")
+
+    def session_for(self, base_url: str) -> aiohttp.ClientSession:
+        """The endpoint's HTTP session: built once per process, on the loop, then reused."""
+        session = self.sessions.get(base_url)
+        if session is None:
+            session = self.sessions[base_url] = aiohttp.ClientSession(
+                # No pool cap of its own: the endpoint gate is the limit, and a
+                # connector's default of 100 would silently be a second one.
+                connector=aiohttp.TCPConnector(limit=0),
+                # The calls are independent: a cookie one answer sets must not ride on the next.
+                cookie_jar=aiohttp.DummyCookieJar(),
+                # Proxies from HTTPS_PROXY / NO_PROXY, as the rest of the app's HTTP does.
+                trust_env=True,
+            )
+        return session
+
+    def gate_for(self, lens: Lens) -> EndpointGate:
+        endpoint = endpoint_key(lens.base_url)
+        lease = lens.timeout_seconds + LEASE_GRACE_SECONDS
+        key = (endpoint, lens.max_concurrent_calls, lens.calls_per_minute, lease)
+        gate = self.gates.get(key)
+        if gate is None:
+            options = {
+                "max_concurrent": lens.max_concurrent_calls,
+                "per_minute": lens.calls_per_minute,
+                "lease_seconds": lease,
+            }
+            if isinstance(self.limits, RedisLimits):
+                try_acquire = partial(self.limits.try_acquire, endpoint, **options)
+                release = partial(self.limits.release, endpoint)
+            else:
+                limits = self.limits
+
+                async def try_acquire():
+                    return await self.on_db(limits.try_acquire, endpoint, **options)
+
+                async def release(token):
+                    await self.on_db(limits.release, endpoint, token)
+
+            gate = self.gates[key] = EndpointGate(try_acquire=try_acquire, release=release)
+        return gate
+
+    async def judge_job(self, job: LlmJob) -> None:
+        """Judge the job's lenses at once, then deliver their answers."""
+        self.in_flight[job.proposal_id] += 1
+        try:
+            answers = await asyncio.gather(*(self._answer(job, lens) for lens in job.lenses))
+            await self.loop.run_in_executor(self._io, job.deliver, job.proposal_id, answers)
+        finally:
+            self.in_flight[job.proposal_id] -= 1
+            if not self.in_flight[job.proposal_id]:
+                del self.in_flight[job.proposal_id]
+
+    async def _answer(self, job: LlmJob, lens: Lens) -> dict:
+        try:
+            outcome = await self.judge_lens(
+                lens,
+                content=job.content,
+                thought_process=job.thought_process,
+                policy=job.policy,
+                target_id=str(job.proposal_id),
+            )
+        except LensFailed as exc:
+            log.warning("lens %s failed on proposal %s: %s", lens.name, job.proposal_id, exc)
+            return {"lens": lens.pk, "error": str(exc), "attempts": exc.attempts}
+        return answer_json(lens.pk, outcome)
+
+    async def judge_lens(
+        self,
+        lens: Lens,
+        *,
+        content: str,
+        thought_process: str,
+        policy: GroundingPolicy,
+        target_id: str,
+    ) -> JudgeOutcome:
+        """One LLM lens on one text, on this loop's clients and gates; raises LensFailed.
+
+        Proposals and the admin's trials alike (``trial.llm_trial_run``).
+        """
+        try:
+            api_key = llm_keys.read(lens.api_key_env)
+        except PermissionError as refused:
+            raise LensFailed(str(refused), 0, []) from refused
+        transport = AsyncChatTransport(
+            session=self.session_for(lens.base_url),
+            base_url=lens.base_url,
+            model=lens.model,
+            api_key=api_key,
+            temperature=lens.temperature,
+            timeout=lens.timeout_seconds,
+            response_format=lens.response_format,
+            gate=self.gate_for(lens),
+        )
+        return await run_judge_async(
+            transport=transport,
+            time_limit=settings.REVIEWAPP_LLM_LENS_TIME_LIMIT,
+            instructions=lens.instructions,
+            lens_name=lens.name,
+            content=content,
+            thought_process=thought_process,
+            policy=policy,
+            target_id=target_id,
+            transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
+        )
+
+
+def answer_json(lens_id: int, outcome: JudgeOutcome) -> dict:
+    """A judgement as the task that records it carries it."""
+    return {
+        "lens": lens_id,
+        "verdict": outcome.verdict,
+        "rationale": outcome.rationale,
+        "claims": [claim.to_dict() for claim in outcome.claims],
+        "unresolved": [
+            {"cite": u.cite, "assessment": u.assessment, "note": u.note, "claim_id": u.claim_id}
+            for u in outcome.unresolved
+        ],
+        "raw_response": outcome.raw_response,
+        "attempts": outcome.transport_calls,
+        "requote_rounds": outcome.requote_rounds,
+    }
+
+
+def _anchor(data: dict | None) -> AnswerBodyAnchor | ThoughtWindowAnchor | None:
+    if data is None:
+        return None
+    if data["kind"] == ThoughtWindowAnchor.kind:
+        return ThoughtWindowAnchor()
+    return AnswerBodyAnchor(start_utf16=data["start_utf16"], end_utf16=data["end_utf16"])
+
+
+def answer_outcome(answer: dict) -> JudgeOutcome | LensFailed:
+    """An answer read back from its task: a judgement to record, or the lens's failure."""
+    if "error" in answer:
+        return LensFailed(answer["error"], answer["attempts"], [])
+    return JudgeOutcome(
+        verdict=answer["verdict"],
+        rationale=answer["rationale"],
+        claims=[
+            GroundedClaim(
+                cite=c["cite"],
+                text=c["text"],
+                claim_id=c["claim_id"],
+                assessment=c["assessment"],
+                note=c["note"],
+                anchor=_anchor(c.get("anchor")),
+            )
+            for c in answer["claims"]
+        ],
+        unresolved_cites=[u["cite"] for u in answer["unresolved"]],
+        raw_response=answer["raw_response"],
+        transport_calls=answer["attempts"],
+        repair_asks=0,
+        requote_rounds=answer["requote_rounds"],
+        transcript=[],
+        unresolved=tuple(UnresolvedCite(target_id="", **u) for u in answer["unresolved"]),
+    )
+
+
+_runtime: _Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def runtime() -> _Runtime:
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = _Runtime()
+        return _runtime
+
+
+def judge_in_background(job: LlmJob) -> None:
+    """Hand a proposal's LLM lenses to this process's loop; returns without waiting on a model."""
+    runtime().start(runtime().judge_job(job))
+
+
+def _forget_runtime() -> None:
+    # A forked child has no loop thread (and may have copied the lock held):
+    # it starts its own when it needs one.
+    global _runtime, _runtime_lock
+    _runtime, _runtime_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_runtime)
+
+
+@worker_process_shutdown.connect  # a prefork child exiting
+@worker_shutdown.connect  # a solo or threads worker exiting
+def _finish_before_exit(**kwargs) -> None:
+    if _runtime is not None:
+        _runtime.drain(timeout=DRAIN_SECONDS)
