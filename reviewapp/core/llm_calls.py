@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -42,53 +43,102 @@ STORE_RETRY_SECONDS = 0.5
 
 
 class EndpointGate:
-    """Waits, in turn, for a call slot at one endpoint; holds nothing while waiting.
+    """Waits, in turn, for call slots at one endpoint; holds nothing while waiting.
 
-    ``try_acquire()`` asks the shared store for a slot: ``(token, 0)`` when
-    granted, ``(None, seconds)`` with when to ask again (a release in this
-    process wakes the waiter sooner; one elsewhere is seen at the next ask). Waiters of
-    this process queue on a FIFO lock, so only the one at the head asks the
-    store (one round trip per poll, not one per waiting call) and calls are
-    served in the order they asked: under a limit the calls wait their turn.
+    ``try_acquire(n)`` asks the shared store for up to ``n`` slots: the tokens
+    it granted (as many as the limits allow now) and, when none, how long to
+    wait before asking again (a release in this process wakes the waiters
+    sooner; one elsewhere is seen at the next ask). This process's calls that
+    wait for the endpoint queue in order, and one ask at a time serves them
+    all, so a burst of calls costs one round trip to the store, not one each,
+    and under a limit the calls are served in the order they asked. Slots are
+    given back the same way: those released in one turn of the loop go
+    together (``release(tokens)``).
     """
 
     def __init__(
         self,
         *,
-        try_acquire: Callable[[], Awaitable[tuple[str | None, float]]],
-        release: Callable[[str], Awaitable[None]],
+        try_acquire: Callable[[int], Awaitable[tuple[list[str], float]]],
+        release: Callable[[list[str]], Awaitable[None]],
     ) -> None:
         self._try_acquire = try_acquire
         self._release = release
-        self._turn = asyncio.Lock()
+        self._waiting: deque[asyncio.Future[str]] = deque()
         self._freed = asyncio.Event()
+        self._asker: asyncio.Task | None = None
+        self._batch: tuple[asyncio.Future[None], list[str]] | None = None
+        # Running tasks must be referenced, or the loop may drop them.
+        self._flushes: set[asyncio.Task] = set()
 
     async def acquire(self) -> str:
-        async with self._turn:
-            while True:
+        slot: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiting.append(slot)
+        if self._asker is None:
+            self._asker = asyncio.ensure_future(self._ask())
+        try:
+            return await slot
+        except asyncio.CancelledError:
+            if slot.done() and not slot.cancelled():
+                # Granted just as the call was given up on: straight back.
+                self._give_back(slot.result())
+            raise
+
+    async def _ask(self) -> None:
+        try:
+            while self._live_waiters():
                 self._freed.clear()
                 try:
-                    token, wait = await self._try_acquire()
+                    tokens, wait = await self._try_acquire(len(self._waiting))
                 except Exception:
                     # The shared store is briefly unreachable (Redis restarting,
                     # SQLite busy): ask again; the lens's time limit bounds it.
                     log.warning("endpoint limits unavailable; asking again", exc_info=True)
-                    token, wait = None, STORE_RETRY_SECONDS
-                if token is not None:
-                    return token
-                try:
-                    await asyncio.wait_for(self._freed.wait(), timeout=max(0.001, wait))
-                except TimeoutError:
-                    pass
+                    tokens, wait = [], STORE_RETRY_SECONDS
+                for token in tokens:
+                    if self._live_waiters():
+                        self._waiting.popleft().set_result(token)
+                    else:  # every waiter gave up while the store answered
+                        self._give_back(token)
+                if not tokens:
+                    try:
+                        await asyncio.wait_for(self._freed.wait(), timeout=max(0.001, wait))
+                    except TimeoutError:
+                        pass
+        finally:
+            self._asker = None
+
+    def _live_waiters(self) -> bool:
+        while self._waiting and self._waiting[0].done():  # given up (cancelled)
+            self._waiting.popleft()
+        return bool(self._waiting)
 
     async def release(self, token: str) -> None:
+        """Give the slot back; returns once the store has it."""
+        await self._give_back(token)
+
+    def _give_back(self, token: str) -> asyncio.Future[None]:
+        if self._batch is None:
+            self._batch = (asyncio.get_running_loop().create_future(), [])
+            flush = asyncio.ensure_future(self._flush())
+            self._flushes.add(flush)
+            flush.add_done_callback(self._flushes.discard)
+        done, tokens = self._batch
+        tokens.append(token)
+        return done
+
+    async def _flush(self) -> None:
+        await asyncio.sleep(0)  # the slots released in this same turn join the batch
+        done, tokens = self._batch
+        self._batch = None
         try:
-            await self._release(token)
+            await self._release(tokens)
         except Exception:
-            # The slot's lease expires on its own; the call's answer stands.
-            log.warning("could not release an endpoint slot", exc_info=True)
+            # The slots' leases expire on their own; the calls' answers stand.
+            log.warning("could not release endpoint slots", exc_info=True)
         finally:
             self._freed.set()
+            done.set_result(None)
 
 
 class AsyncChatTransport:

@@ -41,24 +41,29 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
+# Grants up to ARGV[4] slots at once, tokens in ARGV[6..]: {granted, wait}.
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local max_calls, per_minute, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60)
-if redis.call('ZCARD', KEYS[1]) >= max_calls then
+local in_flight, recent = redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2])
+if in_flight >= max_calls then
   return {0, ARGV[5]}
 end
-if redis.call('ZCARD', KEYS[2]) >= per_minute then
+if recent >= per_minute then
   local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   return {0, tostring(tonumber(oldest[2]) + 60 - now)}
 end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[4])
-redis.call('ZADD', KEYS[2], now, ARGV[4])
+local granted = math.min(tonumber(ARGV[4]), max_calls - in_flight, per_minute - recent)
+for i = 1, granted do
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[5 + i])
+  redis.call('ZADD', KEYS[2], now, ARGV[5 + i])
+end
 redis.call('EXPIRE', KEYS[1], math.ceil(lease) + 60)
 redis.call('EXPIRE', KEYS[2], 120)
-return {1, '0'}
+return {granted, '0'}
 """
 
 
@@ -76,25 +81,39 @@ class RedisLimits:
         return [f"reviewapp:llm:{endpoint}:slots", f"reviewapp:llm:{endpoint}:calls"]
 
     async def try_acquire(
-        self, endpoint: str, *, max_concurrent: int, per_minute: int, lease_seconds: float
-    ) -> tuple[str | None, float]:
-        token = new_token()
+        self,
+        endpoint: str,
+        *,
+        count: int,
+        max_concurrent: int,
+        per_minute: int,
+        lease_seconds: float,
+    ) -> tuple[list[str], float]:
+        """Up to `count` slots, atomically: the tokens granted, or none and when to ask again."""
+        tokens = [new_token() for _ in range(count)]
         granted, wait = await self._acquire(
             keys=self._keys(endpoint),
-            args=[max_concurrent, per_minute, lease_seconds, token, FULL_RETRY_SECONDS],
+            args=[max_concurrent, per_minute, lease_seconds, count, FULL_RETRY_SECONDS, *tokens],
         )
-        return (token, 0.0) if int(granted) else (None, max(0.0, float(wait)))
+        granted = int(granted)
+        return tokens[:granted], 0.0 if granted else max(0.0, float(wait))
 
-    async def release(self, endpoint: str, token: str) -> None:
-        await self.redis.zrem(self._keys(endpoint)[0], token)
+    async def release(self, endpoint: str, tokens: list[str]) -> None:
+        await self.redis.zrem(self._keys(endpoint)[0], *tokens)
 
 
 class DatabaseLimits:
     """The same limits in the database, for the embedded default (no Redis)."""
 
     def try_acquire(
-        self, endpoint: str, *, max_concurrent: int, per_minute: int, lease_seconds: float
-    ) -> tuple[str | None, float]:
+        self,
+        endpoint: str,
+        *,
+        count: int,
+        max_concurrent: int,
+        per_minute: int,
+        lease_seconds: float,
+    ) -> tuple[list[str], float]:
         now = time.time()
         with transaction.atomic():
             # Count-then-insert must not interleave between workers. SQLite's
@@ -105,19 +124,23 @@ class DatabaseLimits:
                     cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [endpoint])
             calls = EndpointCall.objects.filter(endpoint=endpoint)
             calls.filter(started__lt=now - WINDOW_SECONDS, ends__lte=now).delete()
-            if calls.filter(ends__gt=now).count() >= max_concurrent:
-                return None, FULL_RETRY_SECONDS
+            in_flight = calls.filter(ends__gt=now).count()
+            if in_flight >= max_concurrent:
+                return [], FULL_RETRY_SECONDS
             recent = calls.filter(started__gte=now - WINDOW_SECONDS).order_by("started")
-            if recent.count() >= per_minute:
-                return None, max(0.0, recent.first().started + WINDOW_SECONDS - now)
-            token = new_token()
-            EndpointCall.objects.create(
-                endpoint=endpoint, token=token, started=now, ends=now + lease_seconds
+            in_window = recent.count()
+            if in_window >= per_minute:
+                return [], max(0.0, recent.first().started + WINDOW_SECONDS - now)
+            granted = min(count, max_concurrent - in_flight, per_minute - in_window)
+            tokens = [new_token() for _ in range(granted)]
+            EndpointCall.objects.bulk_create(
+                EndpointCall(endpoint=endpoint, token=token, started=now, ends=now + lease_seconds)
+                for token in tokens
             )
-        return token, 0.0
+        return tokens, 0.0
 
-    def release(self, endpoint: str, token: str) -> None:
-        EndpointCall.objects.filter(token=token).update(ends=time.time())
+    def release(self, endpoint: str, tokens: list[str]) -> None:
+        EndpointCall.objects.filter(token__in=tokens).update(ends=time.time())
 
 
 def redis_url() -> str | None:

@@ -194,16 +194,20 @@ class _Runtime:
                 "lease_seconds": lease,
             }
             if isinstance(self.limits, RedisLimits):
-                try_acquire = partial(self.limits.try_acquire, endpoint, **options)
+                limits = self.limits
+
+                async def try_acquire(count):
+                    return await limits.try_acquire(endpoint, count=count, **options)
+
                 release = partial(self.limits.release, endpoint)
             else:
                 limits = self.limits
 
-                async def try_acquire():
-                    return await self.on_db(limits.try_acquire, endpoint, **options)
+                async def try_acquire(count):
+                    return await self.on_db(limits.try_acquire, endpoint, count=count, **options)
 
-                async def release(token):
-                    await self.on_db(limits.release, endpoint, token)
+                async def release(tokens):
+                    await self.on_db(limits.release, endpoint, tokens)
 
             gate = self.gates[key] = EndpointGate(try_acquire=try_acquire, release=release)
         return gate

@@ -18,20 +18,23 @@ class CountingStore:
     """A shared store with `size` slots that records how many were ever held at once."""
 
     def __init__(self, size):
-        self.size, self.held, self.most, self.log = size, set(), 0, []
+        self.size, self.held, self.most, self.log, self.asks = size, set(), 0, [], []
 
-    async def try_acquire(self):
-        if len(self.held) >= self.size:
-            return None, 0.01
-        token = str(sum(1 for kind, _ in self.log if kind == "take"))
-        self.held.add(token)
+    async def try_acquire(self, count):
+        self.asks.append(count)
+        granted = []
+        while len(self.held) < self.size and len(granted) < count:
+            token = str(sum(1 for kind, _ in self.log if kind == "take"))
+            self.held.add(token)
+            self.log.append(("take", token))
+            granted.append(token)
         self.most = max(self.most, len(self.held))
-        self.log.append(("take", token))
-        return token, 0.0
+        return granted, 0.0 if granted else 0.01
 
-    async def release(self, token):
-        self.held.discard(token)
-        self.log.append(("give", token))
+    async def release(self, tokens):
+        for token in tokens:
+            self.held.discard(token)
+            self.log.append(("give", token))
 
 
 def _judge(server_url, gate=None, *, sleep=asyncio.sleep, time_limit=30.0, timeout=10.0):
@@ -123,15 +126,15 @@ def test_waiters_for_a_full_endpoint_are_served_in_turn_never_beyond_its_size():
 
 def test_a_shared_store_that_fails_to_answer_is_asked_again_not_fatal(monkeypatch):
     monkeypatch.setattr("reviewapp.core.llm_calls.STORE_RETRY_SECONDS", 0.01)
-    answers = iter([ConnectionError("redis restarting"), ("slot", 0.0)])
+    answers = iter([ConnectionError("redis restarting"), (["slot"], 0.0)])
 
-    async def try_acquire():
+    async def try_acquire(count):
         answer = next(answers)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    async def release(token):
+    async def release(tokens):
         raise ConnectionError("still restarting")
 
     async def run():
@@ -141,3 +144,36 @@ def test_a_shared_store_that_fails_to_answer_is_asked_again_not_fatal(monkeypatc
         return token
 
     assert asyncio.run(run()) == "slot"
+
+
+def test_a_burst_of_calls_waiting_for_an_endpoint_costs_one_ask_of_the_store():
+    store = CountingStore(100)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+
+    async def run():
+        tokens = await asyncio.gather(*(gate.acquire() for _ in range(50)))
+        await asyncio.gather(*(gate.release(token) for token in tokens))
+        return tokens
+
+    tokens = asyncio.run(run())
+    assert len(set(tokens)) == 50
+    assert store.asks == [50]
+    assert not store.held  # all given back, in one batch
+    assert len([kind for kind, _ in store.log if kind == "give"]) == 50
+
+
+def test_a_slot_granted_to_a_call_that_gave_up_goes_back_to_the_store():
+    store = CountingStore(1)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+
+    async def run():
+        holder = await gate.acquire()
+        waiter = asyncio.ensure_future(gate.acquire())
+        await asyncio.sleep(0.005)  # queued behind the full endpoint
+        waiter.cancel()  # its lens ran out of time
+        await gate.release(holder)
+        await asyncio.sleep(0.05)
+        return await asyncio.wait_for(gate.acquire(), timeout=1)
+
+    assert asyncio.run(run()) is not None
+    assert store.most == 1

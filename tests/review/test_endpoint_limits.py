@@ -49,8 +49,14 @@ def endpoint():
 
 
 def _take(limits, endpoint, **overrides):
+    """One slot: its token (None if refused) and when to ask again."""
+    tokens, wait = _take_many(limits, endpoint, count=1, **overrides)
+    return (tokens[0] if tokens else None), wait
+
+
+def _take_many(limits, endpoint, *, count, **overrides):
     options = {"max_concurrent": 2, "per_minute": 100, "lease_seconds": 30.0} | overrides
-    return limits.try_acquire(endpoint, **options)
+    return limits.try_acquire(endpoint, count=count, **options)
 
 
 def test_no_more_calls_than_the_limit_are_in_flight_and_a_release_frees_a_slot(limits, endpoint):
@@ -58,14 +64,14 @@ def test_no_more_calls_than_the_limit_are_in_flight_and_a_release_frees_a_slot(l
     second, _ = _take(limits, endpoint)
     refused, wait = _take(limits, endpoint)
     assert first and second and refused is None and wait > 0
-    limits.release(endpoint, first)
+    limits.release(endpoint, [first])
     assert _take(limits, endpoint)[0] is not None
 
 
 def test_calls_per_minute_are_counted_even_once_released(limits, endpoint):
     for _ in range(3):
         token, _ = _take(limits, endpoint, per_minute=3)
-        limits.release(endpoint, token)
+        limits.release(endpoint, [token])
     refused, wait = _take(limits, endpoint, per_minute=3)
     assert refused is None
     assert 50 < wait <= 60  # until the oldest call leaves the minute
@@ -81,3 +87,24 @@ def test_a_slot_never_released_is_reclaimed_when_its_lease_ends(limits, endpoint
 def test_endpoints_do_not_share_slots(limits, endpoint):
     _take(limits, endpoint, max_concurrent=1)
     assert _take(limits, new_token(), max_concurrent=1)[0] is not None
+
+
+def test_one_ask_for_many_slots_gets_no_more_than_the_limit_leaves(limits, endpoint):
+    _take(limits, endpoint, max_concurrent=5)
+    tokens, _ = _take_many(limits, endpoint, count=10, max_concurrent=5)
+    assert len(tokens) == 4 and len(set(tokens)) == 4
+    assert _take(limits, endpoint, max_concurrent=5)[0] is None
+
+
+def test_one_ask_for_many_slots_stops_at_the_calls_per_minute(limits, endpoint):
+    tokens, _ = _take_many(limits, endpoint, count=10, max_concurrent=50, per_minute=3)
+    limits.release(endpoint, tokens)
+    assert len(tokens) == 3
+    refused, wait = _take(limits, endpoint, max_concurrent=50, per_minute=3)
+    assert refused is None and 50 < wait <= 60
+
+
+def test_slots_released_together_are_all_free_again(limits, endpoint):
+    tokens, _ = _take_many(limits, endpoint, count=2)
+    limits.release(endpoint, tokens)
+    assert len(_take_many(limits, endpoint, count=2)[0]) == 2
