@@ -11,7 +11,7 @@ from reviewapp.audit.models import Trial
 from reviewapp.review.models import Judgement, Lens, Proposal
 from reviewapp.review.trial import TrialFailed, lens_trial, trial_run
 from tests.conftest import wait_for
-from tests.core.openai_stub import Answer
+from tests.core.openai_stub import Answer, Slow
 from tests.factories import CheckerFactory, LensFactory, recorded
 from tests.review.helpers import judgement
 
@@ -223,58 +223,63 @@ def _llm_lens(server, **fields):
     )
 
 
-@pytest.mark.worker
-@pytest.mark.django_db(transaction=True)
-def test_a_trial_of_an_llm_lens_runs_on_the_llm_worker(start_worker, client, openai_server):
-    from tests.factories import UserFactory
-
-    client.force_login(UserFactory(username="ada", is_staff=True, is_superuser=True))
-    openai_server.respond = lambda request: Answer(judgement("pass", "Delivery is free."))
-    lens = _llm_lens(openai_server, max_concurrent_calls=1)
-    # Only the llm queue is consumed: a trial sent to the CPU queue would never run.
-    llm = start_worker(queues="llm", pool="threads", concurrency=8)
+def _try(client, lens):
     client.post(
         reverse("admin:review_lens_try", args=[lens.pk]),
         {"sample": SAMPLE, "grounding_policy": "reject"},
     )
-    trial = Trial.objects.get()
+    return Trial.objects.get(target_id=lens.pk)
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_trial_of_an_llm_lens_runs_on_the_loop_leaving_the_worker_slot_free(
+    start_worker, client, openai_server
+):
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(username="ada", is_staff=True, is_superuser=True))
+    openai_server.respond = lambda request: Slow(6.0, judgement("pass", "Delivery is free."))
+    lens = _llm_lens(openai_server, max_concurrent_calls=1)
+    other = LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate='must contain "refund"')
+    worker = start_worker(concurrency=1)  # one pool slot: a trial waiting in it would hold it
+    trial = _try(client, lens)
+    wait_for(lambda: openai_server.requests, message=worker.log())
+    # While the model takes its time, the one slot runs the next trial.
+    second = _try(client, other)
+    wait_for(
+        lambda: Trial.objects.filter(pk=second.pk, status="done").exists(),
+        timeout=4,
+        message=worker.log(),
+    )
+    assert Trial.objects.get(pk=trial.pk).status == "running"
     done = wait_for(
         lambda: Trial.objects.filter(pk=trial.pk, status__in=["done", "failed"]).first(),
         timeout=60,
-        message=llm.log(),
+        message=worker.log(),
     )
     assert done.status == "done", done.error
     assert done.result["verdict"] == "pass" and done.target_version == lens.version
     assert done.result["claims"][0]["anchor"]["kind"] == "answer_body"
     assert len(openai_server.requests) == 1
-    assert "reviewapp.review.trial.run_llm_trial" in llm.log()
 
 
 @pytest.mark.django_db
-def test_a_cpu_worker_hands_an_llm_lens_trial_to_the_llm_queue_without_calling_the_model(
-    openai_server,
+def test_running_an_llm_lens_trial_hands_it_to_the_loop_without_calling_the_model(
+    monkeypatch, openai_server
 ):
-    from django.conf import settings
-
-    from reviewapp.celery import app
-
-    def waiting_on(queue):
-        with app.connection_for_read() as conn:
-            return conn.default_channel.queue_declare(queue=queue, passive=True).message_count
-
-    def purge(queue):
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_declare(queue=queue)
-            conn.default_channel.queue_purge(queue)
-
     openai_server.respond = lambda request: Answer(judgement("pass", "Delivery is free."))
     lens = _llm_lens(openai_server)
     trial = Trial.objects.create(kind="lens", target_id=lens.pk, target_name=lens.name, sample="x")
-    purge(settings.REVIEWAPP_LLM_QUEUE)
-    try:
-        trial_run(trial.pk)  # what the CPU queue's run_trial does
-        trial.refresh_from_db()
-        assert trial.status == "pending" and not openai_server.requests
-        assert waiting_on(settings.REVIEWAPP_LLM_QUEUE) == 1  # run_llm_trial, for the llm worker
-    finally:
-        purge(settings.REVIEWAPP_LLM_QUEUE)  # no later test should find it there
+    started = []
+
+    class Loop:
+        def start(self, work):
+            started.append(work)
+
+    monkeypatch.setattr("reviewapp.review.trial.runtime", Loop)
+    monkeypatch.setattr("reviewapp.review.trial.llm_trial_run", lambda trial_id: trial_id)
+    trial_run(trial.pk)  # what run_trial does in a worker slot
+    trial.refresh_from_db()
+    assert trial.status == "pending" and not openai_server.requests
+    assert started == [trial.pk]  # llm_trial_run(trial.pk), on the loop

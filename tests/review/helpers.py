@@ -36,10 +36,10 @@ def submit(panel, content: str, **kwargs):
 
 
 def evaluate_in_process(proposal):
-    """What the workers do, called directly: the proposal's one CPU task, after its LLM lenses.
+    """What the workers do, called directly: the proposal's task, after its LLM lenses.
 
-    The CPU task runs the CPU lenses inline and the final step, as in the
-    pipeline; LLM lenses are judged here with ``run_lens`` (the LLM worker's
+    The task runs the CPU lenses inline and the final step, as in the
+    pipeline; LLM lenses are judged here with ``run_lens`` (the worker's LLM
     loop would read the database on its own connection, outside the test's
     transaction).
     """

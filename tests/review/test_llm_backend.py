@@ -40,7 +40,7 @@ def test_an_llm_lens_judges_through_the_chat_completions_protocol(
 
 
 def test_in_process_a_server_error_is_a_lens_failure_not_a_sleep(llm_panel, openai_server):
-    # Retries wait on the LLM worker's loop (tests/core/test_llm_calls.py);
+    # Retries wait on the worker process's LLM loop (tests/core/test_llm_calls.py);
     # run_lens judges in the caller's thread, which never sleeps on a backoff.
     openai_server.script([HttpError(503), Answer(judgement("pass"))])
     proposal = evaluate_in_process(submit(llm_panel, CONTENT))

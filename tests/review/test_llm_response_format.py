@@ -73,7 +73,7 @@ def test_a_server_that_rejects_the_format_is_a_clear_lens_error_not_a_retry_loop
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_the_llm_worker_sends_each_lens_its_own_response_format(start_worker, openai_server):
+def test_the_workers_loop_sends_each_lens_its_own_response_format(start_worker, openai_server):
     openai_server.respond = lambda request: Answer(PASS)
     lenses = [
         LensFactory(
@@ -86,11 +86,12 @@ def test_the_llm_worker_sends_each_lens_its_own_response_format(start_worker, op
         for mode in ("json_schema", "json_object", "text")
     ]
     panel = PanelFactory(lenses=lenses, need=3)
-    start_worker(queues="celery")
-    llm = start_worker(queues="llm", pool="threads", concurrency=8)
+    worker = start_worker()
     proposal = submit(panel, CONTENT)
     wait_for(
-        lambda: Decision.objects.filter(proposal=proposal).exists(), timeout=60, message=llm.log()
+        lambda: Decision.objects.filter(proposal=proposal).exists(),
+        timeout=60,
+        message=worker.log(),
     )
     sent = {
         r.body["model"]: (r.body.get("response_format") or {}).get("type")

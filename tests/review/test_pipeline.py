@@ -16,7 +16,8 @@ from reviewapp.review.models import (
     Proposal,
 )
 from reviewapp.review.services.proposals import proposals_past_external_deadline
-from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, judge_llm_lenses, run_lens
+from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
+from tests.core.openai_stub import Answer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
 from tests.support.tamper import tampering
@@ -178,42 +179,42 @@ def test_the_first_lens_to_start_marks_the_proposal_evaluating():
     assert proposal.evaluation_started_at == started
 
 
-def test_submission_sends_a_proposal_without_llm_lenses_as_its_one_cpu_task(
+def _messages_sent_on_submission(monkeypatch, django_capture_on_commit_callbacks, panel):
+    """Every task message submitting to ``panel`` sends, as (task name, args, queue)."""
+    sent = []
+
+    def send_task(name, args=None, kwargs=None, **options):
+        queue = evaluate_proposal.app.amqp.router.route(options, name, args, kwargs)["queue"]
+        sent.append((name, tuple(args), queue.name))
+
+    monkeypatch.setattr(evaluate_proposal.app, "send_task", send_task)
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal = submit(panel, CONTENT)
+    return proposal, sent
+
+
+def test_submission_sends_a_proposal_without_llm_lenses_as_its_one_task(
     monkeypatch, django_capture_on_commit_callbacks
 ):
     panel = PanelFactory(
         lenses=[LensFactory(), LensFactory(), LensFactory(backend=Lens.Backend.EXTERNAL)], need=3
     )
-    sent = []
-    monkeypatch.setattr(
-        evaluate_proposal, "apply_async", lambda args, kwargs=None, **kw: sent.append(args)
+    proposal, sent = _messages_sent_on_submission(
+        monkeypatch, django_capture_on_commit_callbacks, panel
     )
-    monkeypatch.setattr(
-        judge_llm_lenses, "apply_async", lambda args, kwargs=None, **kw: sent.append("llm")
-    )
-    with django_capture_on_commit_callbacks(execute=True):
-        proposal = submit(panel, CONTENT)
-    assert sent == [(proposal.pk,)]
+    assert sent == [(evaluate_proposal.name, (proposal.pk,), "celery")]
 
 
-def test_submission_sends_a_proposal_with_llm_lenses_to_the_llm_queue_once(
+def test_submission_sends_a_proposal_with_llm_lenses_as_its_one_task(
     monkeypatch, django_capture_on_commit_callbacks
 ):
     llm = [LensFactory(backend=Lens.Backend.LLM, base_url="http://127.0.0.1:9/v1", model="m")]
     panel = PanelFactory(lenses=[*llm, LensFactory(), LensFactory()], need=3)
-    sent = []
-    monkeypatch.setattr(
-        evaluate_proposal, "apply_async", lambda args, kwargs=None, **kw: sent.append("cpu")
+    proposal, sent = _messages_sent_on_submission(
+        monkeypatch, django_capture_on_commit_callbacks, panel
     )
-    monkeypatch.setattr(
-        judge_llm_lenses, "apply_async", lambda args, kwargs=None, **kw: sent.append(args)
-    )
-    with django_capture_on_commit_callbacks(execute=True):
-        proposal = submit(panel, CONTENT)
-    assert sent == [(proposal.pk,)]
-    assert judge_llm_lenses.app.amqp.router.route({}, judge_llm_lenses.name)["queue"].name == (
-        "llm"
-    )
+    # The same task and queue as any proposal: its LLM lenses go on from there to the loop.
+    assert sent == [(evaluate_proposal.name, (proposal.pk,), "celery")]
 
 
 def test_one_task_runs_every_cpu_lens_inline_and_ends_the_proposal():
@@ -252,16 +253,27 @@ def test_the_sweepers_evaluation_runs_the_cpu_lenses_yet_to_answer_and_ends_the_
     assert Judgement.objects.filter(proposal=proposal).count() == 3
 
 
-def test_the_sweepers_evaluation_sends_unanswered_llm_lenses_to_the_llm_queue(monkeypatch):
-    llm = LensFactory(backend=Lens.Backend.LLM, base_url="http://127.0.0.1:9/v1", model="m")
+def test_the_sweepers_evaluation_hands_only_the_unanswered_llm_lenses_to_the_loop(
+    monkeypatch, openai_server
+):
+    def llm_lens():
+        return LensFactory(backend=Lens.Backend.LLM, base_url=openai_server.base_url, model="m")
+
+    answered, unanswered = llm_lens(), llm_lens()
+    openai_server.script([Answer(judgement("pass"))])
     cpu = LensFactory()
     recorded(cpu, CONTENT, judgement("pass"))
-    proposal = submit(PanelFactory(lenses=[llm, cpu], need=2), CONTENT)
-    sent = []
-    monkeypatch.setattr(judge_llm_lenses, "delay", lambda *args: sent.append(args))
+    proposal = submit(PanelFactory(lenses=[answered, unanswered, cpu], need=3), CONTENT)
+    run_lens(proposal.pk, answered.pk)
+    handed = []
+    monkeypatch.setattr("reviewapp.review.tasks.llm_loop.judge_in_background", handed.append)
     evaluate_proposal(proposal.pk, swept=True)
-    assert sent == [(proposal.pk,)]
+    [job] = handed
+    assert (job.proposal_id, [lens.pk for lens in job.lenses]) == (proposal.pk, [unanswered.pk])
+    assert (job.content, job.policy.value) == (CONTENT, proposal.panel_snapshot["grounding_policy"])
     assert Judgement.objects.filter(proposal=proposal, lens=cpu).count() == 1
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.EVALUATING  # the final step waits for the loop
 
 
 def test_the_sweepers_evaluation_runs_the_final_step_once_every_lens_answered(monkeypatch):
