@@ -97,3 +97,10 @@ def test_root_as_the_checker_sandbox_user_is_refused():
     result = _load_settings(REVIEWAPP_CHECKER_USER="root")
     assert result.returncode != 0
     assert "REVIEWAPP_CHECKER_USER must not be root" in result.stderr
+
+
+def test_the_retired_llm_worker_setting_is_refused_naming_its_successor():
+    result = _load_settings(REVIEWAPP_LLM_WORKER_CONCURRENCY="200")
+    assert result.returncode != 0
+    assert "REVIEWAPP_LLM_WORKER_CONCURRENCY is gone" in result.stderr
+    assert "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS" in result.stderr
