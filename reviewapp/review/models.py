@@ -75,11 +75,12 @@ class Lens(models.Model):
     # worker process: see reviewapp/review/endpoint_limits.py. Not versioned:
     # they change how fast the lens judges, not what it judges. The defaults
     # are a guard rail, not a guess at any one provider (a provider's own
-    # limit answers 429, which is honoured): 256 is vLLM's default batch, and
-    # 10,000 a minute a top OpenAI tier's. Below them the defaults, not the
-    # workers, would cap a fast endpoint (64 calls of 1 s are 21 proposals/s).
+    # limit answers 429, which is honoured; a vLLM server queues what exceeds
+    # its batch): 10,000 a minute is a top OpenAI tier's. Lower, the defaults,
+    # not the workers, capped a fast endpoint: 64 calls of 1 s are 21
+    # proposals/s of 3 lenses, 256 calls of 3 s are 28.
     max_concurrent_calls = models.PositiveIntegerField(
-        default=256,
+        default=512,
         help_text="LLM only: calls in flight at once at this endpoint, across all workers.",
     )
     calls_per_minute = models.PositiveIntegerField(

@@ -18,6 +18,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='lens',
             name='max_concurrent_calls',
-            field=models.PositiveIntegerField(default=256, help_text='LLM only: calls in flight at once at this endpoint, across all workers.'),
+            field=models.PositiveIntegerField(default=512, help_text='LLM only: calls in flight at once at this endpoint, across all workers.'),
         ),
     ]
