@@ -234,7 +234,7 @@ class _Runtime:
             )
         except LensFailed as exc:
             log.warning("lens %s failed on proposal %s: %s", lens.name, job.proposal_id, exc)
-            return {"lens": lens.pk, "error": str(exc), "attempts": exc.attempts}
+            return {"lens": lens.pk, "error": exc.reason, "attempts": exc.attempts}
         return answer_json(lens.pk, outcome)
 
     async def judge_lens(

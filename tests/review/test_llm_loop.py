@@ -119,6 +119,7 @@ def test_a_time_limit_reached_during_a_call_records_a_lens_failure_at_once(
     proposal = submit(panel, _content(1))
     failure = wait_for(lambda: LensFailure.objects.filter(proposal=proposal).first(), timeout=20)
     assert "time limit of 1.5s reached" in failure.error
+    assert failure.error.count("transport calls") == 1  # said once, across the hand-off
     done = wait_for(lambda: _all_final([proposal.pk]) and Proposal.objects.get(pk=proposal.pk))
     assert done.status == Proposal.Status.ESCALATED
 
