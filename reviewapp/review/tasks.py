@@ -6,7 +6,6 @@ from datetime import timedelta
 from celery import current_app, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
 from kombu.exceptions import ChannelError
 
 from reviewapp.core.cite import GroundingPolicy
@@ -22,7 +21,13 @@ from .services.final_step import (
     proposal_final_step_failed,
 )
 from .services.finalize import proposal_finalize
-from .services.judgements import answered_lens_ids, judgement_record, lens_failure_record
+from .services.judgements import (
+    LensAnswer,
+    answered_lens_ids,
+    judgement_answer,
+    lens_answers_record,
+    lens_failure_answer,
+)
 from .services.proposals import (
     proposal_begin_evaluation,
     proposal_for_lens,
@@ -72,15 +77,18 @@ def evaluate_proposal(
     llm_by_lens = {answer["lens"]: answer for answer in llm_answers or ()}
     todo = [by_id[i] for i in worker_lenses if i not in answered]
     recorded = _recorded_responses(proposal, todo)
-    last = None
+    # The locked proposal as the last answer recorded here left it (its count).
+    counted = None
     llm_pending = []
     out_of_time = None
-    # The LLM answers arrive together: one transaction (one lock, one commit)
-    # records them all, which is what bounds this task's time under load.
-    with transaction.atomic():
-        for lens in todo:
-            if lens.backend == Lens.Backend.LLM and lens.pk in llm_by_lens:
-                last = _record(proposal, lens, answer_outcome(llm_by_lens[lens.pk])) or last
+    # The LLM answers arrive together: one lock, one commit records them all.
+    llm_answered = [
+        _answer(proposal, lens, answer_outcome(llm_by_lens[lens.pk]))
+        for lens in todo
+        if lens.backend == Lens.Backend.LLM and lens.pk in llm_by_lens
+    ]
+    if llm_answered:
+        counted = lens_answers_record(proposal_id=proposal_id, answers=llm_answered)
     for lens in todo:
         if lens.backend == Lens.Backend.LLM:
             if lens.pk not in llm_by_lens:
@@ -98,7 +106,8 @@ def evaluate_proposal(
                 # fail now, so the proposal ends instead of waiting for the sweeper.
                 out_of_time = "the worker's time limit was reached before this lens answered"
                 outcome = LensFailed(out_of_time, 0, [])
-        last = _record(proposal, lens, outcome) or last
+        answer = _answer(proposal, lens, outcome)
+        counted = lens_answers_record(proposal_id=proposal_id, answers=[answer]) or counted
     if llm_pending and llm_answers is None:
         llm_loop.judge_in_background(
             llm_loop.LlmJob(
@@ -114,10 +123,10 @@ def evaluate_proposal(
     # The answers are committed; the final step runs here rather than as one
     # more task. If this worker dies first, the task's re-delivery or the
     # sweeper finds every lens answered and runs it.
-    if last is None:
+    if counted is None:
         # Nothing recorded here (a re-delivery): finish what a lost run began.
         _final_step(proposal_id)
-    elif last.proposal.all_lenses_answered:
+    elif counted.all_lenses_answered:
         _final_step(proposal_id, loaded=proposal)
 
 
@@ -136,19 +145,12 @@ def _recorded_responses(proposal: Proposal, lenses: list[Lens]) -> dict[int, lis
     return dict(rows)
 
 
-def _record(proposal: Proposal, lens: Lens, outcome: JudgeOutcome | LensFailed):
-    """Record one lens's answer (or failure); the answer, or None if it had answered."""
+def _answer(proposal: Proposal, lens: Lens, outcome: JudgeOutcome | LensFailed) -> LensAnswer:
+    """A lens's outcome, ready to record: its judgement, or its failure."""
     if isinstance(outcome, LensFailed):
         log.warning("lens %s failed on proposal %s: %s", lens.name, proposal.pk, outcome)
-        return lens_failure_record(
-            proposal_id=proposal.pk,
-            lens=lens,
-            error=str(outcome),
-            attempts=outcome.attempts,
-            enqueue_final_step=False,
-        )
-    return judgement_record(
-        proposal_id=proposal.pk,
+        return lens_failure_answer(lens=lens, error=str(outcome), attempts=outcome.attempts)
+    return judgement_answer(
         lens=lens,
         verdict=outcome.verdict,
         rationale=outcome.rationale,
@@ -159,7 +161,6 @@ def _record(proposal: Proposal, lens: Lens, outcome: JudgeOutcome | LensFailed):
         raw_response=outcome.raw_response,
         attempts=outcome.transport_calls,
         requote_rounds=outcome.requote_rounds,
-        enqueue_final_step=False,
     )
 
 
@@ -211,10 +212,12 @@ def run_lens(proposal_id: int, lens_id: int) -> None:
         outcome = exc
     except SoftTimeLimitExceeded:
         outcome = LensFailed("the worker's time limit was reached before this lens answered", 0, [])
-    answer = _record(proposal, lens, outcome)
-    if answer is None:
+    counted = lens_answers_record(
+        proposal_id=proposal_id, answers=[_answer(proposal, lens, outcome)]
+    )
+    if counted is None:
         _final_step(proposal_id)
-    elif answer.proposal.all_lenses_answered:
+    elif counted.all_lenses_answered:
         _final_step(proposal_id, loaded=proposal)
 
 

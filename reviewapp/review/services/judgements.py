@@ -1,6 +1,7 @@
 """Recording what lenses said (or that they never answered)."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from django.db import IntegrityError, connection, transaction
 
@@ -118,9 +119,9 @@ def _lock_unanswered(proposal_id: int, lens: Lens) -> Proposal | None:
     return None if lens_has_answered(proposal_id, lens.pk) else proposal
 
 
-def _count_answer(proposal: Proposal, *, enqueue_final_step: bool) -> None:
-    """Count one more answer on the locked proposal; the last one may enqueue the final step."""
-    proposal.lenses_answered += 1
+def _count_answer(proposal: Proposal, *, enqueue_final_step: bool, answers: int = 1) -> None:
+    """Count answers on the locked proposal; the last one may enqueue the final step."""
+    proposal.lenses_answered += answers
     proposal.save(update_fields=["lenses_answered", "updated_at"])
     if proposal.all_lenses_answered and enqueue_final_step:
         # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
@@ -147,10 +148,108 @@ def _record_answer(proposal_id: int, lens: Lens, write, *, enqueue_final_step: b
     return answer
 
 
+@dataclass(frozen=True)
+class LensAnswer:
+    """One lens's answer, ready to be written on the locked proposal: a judgement or a failure."""
+
+    lens: Lens
+    write: Callable[[Proposal], Judgement | LensFailure]
+
+
+def lens_answers_record(*, proposal_id: int, answers: list[LensAnswer]) -> Proposal | None:
+    """Several lenses' answers in one transaction under one lock; lenses that had answered skip.
+
+    For answers that arrive together (a proposal's LLM lenses): one lock, one
+    look at what has answered and one count, where answering one by one
+    repeats all three per lens. The locked proposal with its new count (its
+    ``all_lenses_answered`` says whether the final step is due; none is
+    enqueued), or None if it is final or none of them was new.
+    """
+    try:
+        with transaction.atomic():
+            proposal = (
+                Proposal.objects.select_for_update().only(*_COUNTER_FIELDS).get(pk=proposal_id)
+            )
+            if proposal.is_final:
+                return None
+            # Read after the lock, as in _lock_unanswered, to see every committed answer.
+            answered = _answered_among(proposal, [answer.lens.pk for answer in answers])
+            new = [answer for answer in answers if answer.lens.pk not in answered]
+            if not new:
+                return None
+            for answer in new:
+                answer.write(proposal)
+            _count_answer(proposal, enqueue_final_step=False, answers=len(new))
+    except IntegrityError:
+        # Only a writer that skipped the lock could get here; its answer stands.
+        return None
+    return proposal
+
+
+def _answered_among(proposal: Proposal, lens_ids: list[int]) -> set[int]:
+    """Which of `lens_ids` have answered the locked proposal."""
+    if proposal.lenses_answered == 0:  # exact under the lock: none has
+        return set()
+    if len(lens_ids) == 1:  # one EXISTS costs less than listing every answer
+        return set(lens_ids) if lens_has_answered(proposal.pk, lens_ids[0]) else set()
+    return answered_lens_ids(proposal.pk) & set(lens_ids)
+
+
 def _enqueue_finalize(proposal_id: int) -> None:
     from ..tasks import finalize_proposal
 
     finalize_proposal.delay(proposal_id)
+
+
+def judgement_answer(
+    *,
+    lens: Lens,
+    verdict: str,
+    rationale: str,
+    claims: list[GroundedClaim],
+    dropped_cites: Iterable[UnresolvedCite] = (),
+    raw_response: str = "",
+    attempts: int = 1,
+    requote_rounds: int = 0,
+) -> LensAnswer:
+    """A lens's judgement, ready to write with ``lens_answers_record``."""
+
+    def write(proposal: Proposal) -> Judgement:
+        judgement = Judgement.objects.create(
+            proposal=proposal,
+            lens=lens,
+            lens_name=lens.name,
+            lens_version=lens.version,
+            verdict=verdict,
+            # A model's text as answered, minus what no database stores (NUL, half pairs).
+            rationale=storable(rationale),
+            raw_response=storable(raw_response),
+            attempts=attempts,
+            requote_rounds=requote_rounds,
+        )
+        rows = _claim_rows(claims, dropped_cites)
+        for row in rows:
+            row.judgement = judgement
+        Claim.objects.bulk_create(rows)
+        return judgement
+
+    return LensAnswer(lens=lens, write=write)
+
+
+def lens_failure_answer(*, lens: Lens, error: str, attempts: int) -> LensAnswer:
+    """That a lens never answered, ready to write with ``lens_answers_record``."""
+
+    def write(proposal: Proposal) -> LensFailure:
+        return LensFailure.objects.create(
+            proposal=proposal,
+            lens=lens,
+            lens_name=lens.name,
+            lens_version=lens.version,
+            error=storable(error[:4000]),
+            attempts=attempts,
+        )
+
+    return LensAnswer(lens=lens, write=write)
 
 
 def judgement_record(
@@ -172,27 +271,17 @@ def judgement_record(
     the last answer. With `enqueue_final_step` the last answer enqueues the
     final step; a worker that runs it right away passes False.
     """
-
-    def write(proposal: Proposal) -> Judgement:
-        judgement = Judgement.objects.create(
-            proposal=proposal,
-            lens=lens,
-            lens_name=lens.name,
-            lens_version=lens.version,
-            verdict=verdict,
-            # A model's text as answered, minus what no database stores (NUL, half pairs).
-            rationale=storable(rationale),
-            raw_response=storable(raw_response),
-            attempts=attempts,
-            requote_rounds=requote_rounds,
-        )
-        rows = _claim_rows(claims, dropped_cites)
-        for row in rows:
-            row.judgement = judgement
-        Claim.objects.bulk_create(rows)
-        return judgement
-
-    return _record_answer(proposal_id, lens, write, enqueue_final_step=enqueue_final_step)
+    answer = judgement_answer(
+        lens=lens,
+        verdict=verdict,
+        rationale=rationale,
+        claims=claims,
+        dropped_cites=dropped_cites,
+        raw_response=raw_response,
+        attempts=attempts,
+        requote_rounds=requote_rounds,
+    )
+    return _record_answer(proposal_id, lens, answer.write, enqueue_final_step=enqueue_final_step)
 
 
 def lens_failure_record(
@@ -204,18 +293,8 @@ def lens_failure_record(
     enqueue_final_step: bool = True,
 ) -> LensFailure | None:
     """Record that a lens never answered; None if it had already answered or failed."""
-
-    def write(proposal: Proposal) -> LensFailure:
-        return LensFailure.objects.create(
-            proposal=proposal,
-            lens=lens,
-            lens_name=lens.name,
-            lens_version=lens.version,
-            error=storable(error[:4000]),
-            attempts=attempts,
-        )
-
-    return _record_answer(proposal_id, lens, write, enqueue_final_step=enqueue_final_step)
+    answer = lens_failure_answer(lens=lens, error=error, attempts=attempts)
+    return _record_answer(proposal_id, lens, answer.write, enqueue_final_step=enqueue_final_step)
 
 
 def external_judgement_submit(
