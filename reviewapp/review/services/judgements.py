@@ -100,54 +100,6 @@ def answered_lens_ids(proposal_id: int) -> set[int]:
     )
 
 
-def _lock_unanswered(proposal_id: int, lens: Lens) -> Proposal | None:
-    """Lock the proposal for counting one more answer; None if it is final or `lens` answered.
-
-    The proposal row lock serialises lens completions, so the answer count is
-    exact and exactly one completion sees the last answer. (A Celery chord
-    would need a result backend and does not survive a worker killed
-    mid-chord; this survives re-delivery.) The answered check is its own
-    statement after the lock: under READ COMMITTED it then sees every answer
-    committed by whoever held the lock before us, which a subquery inside the
-    locking SELECT would not.
-    """
-    proposal = Proposal.objects.select_for_update().only(*_COUNTER_FIELDS).get(pk=proposal_id)
-    if proposal.is_final:
-        return None
-    if proposal.lenses_answered == 0:  # exact under the lock: no lens has answered
-        return proposal
-    return None if lens_has_answered(proposal_id, lens.pk) else proposal
-
-
-def _count_answer(proposal: Proposal, *, enqueue_final_step: bool, answers: int = 1) -> None:
-    """Count answers on the locked proposal; the last one may enqueue the final step."""
-    proposal.lenses_answered += answers
-    proposal.save(update_fields=["lenses_answered", "updated_at"])
-    if proposal.all_lenses_answered and enqueue_final_step:
-        # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
-        transaction.on_commit(lambda: _enqueue_finalize(proposal.pk), robust=True)
-
-
-def _record_answer(proposal_id: int, lens: Lens, write, *, enqueue_final_step: bool):
-    """Lock, `write(proposal)` the lens's answer and count it; None if it may not answer.
-
-    Each lens answers once, with a judgement or a failure: both paths take
-    the same lock and the same check.
-    """
-    try:
-        with transaction.atomic():
-            proposal = _lock_unanswered(proposal_id, lens)
-            if proposal is None:
-                return None
-            answer = write(proposal)
-            _count_answer(proposal, enqueue_final_step=enqueue_final_step)
-    except IntegrityError:
-        # Only a writer that skipped the lock could get here; the unique
-        # constraint kept its answer and rolled back all of ours.
-        return None
-    return answer
-
-
 @dataclass(frozen=True)
 class LensAnswer:
     """One lens's answer, ready to be written on the locked proposal: a judgement or a failure."""
@@ -156,14 +108,20 @@ class LensAnswer:
     write: Callable[[Proposal], Judgement | LensFailure]
 
 
-def lens_answers_record(*, proposal_id: int, answers: list[LensAnswer]) -> Proposal | None:
-    """Several lenses' answers in one transaction under one lock; lenses that had answered skip.
+def _record_answers(
+    proposal_id: int, answers: list[LensAnswer], *, enqueue_final_step: bool
+) -> tuple[Proposal, list[Judgement | LensFailure]] | None:
+    """Lock, write the answers of lenses yet to answer and count them; None if none may.
 
-    For answers that arrive together (a proposal's LLM lenses): one lock, one
-    look at what has answered and one count, where answering one by one
-    repeats all three per lens. The locked proposal with its new count (its
-    ``all_lenses_answered`` says whether the final step is due; none is
-    enqueued), or None if it is final or none of them was new.
+    Each lens answers once, with a judgement or a failure: every path takes
+    this lock and this check. The proposal row lock serialises lens
+    completions, so the answer count is exact and exactly one completion sees
+    the last answer. (A Celery chord would need a result backend and does not
+    survive a worker killed mid-chord; this survives re-delivery.) The
+    answered check is its own statement after the lock: under READ COMMITTED
+    it then sees every answer committed by whoever held the lock before us,
+    which a subquery inside the locking SELECT would not. Answers that arrive
+    together (a proposal's LLM lenses) share one lock, one check, one count.
     """
     try:
         with transaction.atomic():
@@ -172,18 +130,22 @@ def lens_answers_record(*, proposal_id: int, answers: list[LensAnswer]) -> Propo
             )
             if proposal.is_final:
                 return None
-            # Read after the lock, as in _lock_unanswered, to see every committed answer.
             answered = _answered_among(proposal, [answer.lens.pk for answer in answers])
-            new = [answer for answer in answers if answer.lens.pk not in answered]
-            if not new:
+            written = [
+                answer.write(proposal) for answer in answers if answer.lens.pk not in answered
+            ]
+            if not written:
                 return None
-            for answer in new:
-                answer.write(proposal)
-            _count_answer(proposal, enqueue_final_step=False, answers=len(new))
+            proposal.lenses_answered += len(written)
+            proposal.save(update_fields=["lenses_answered", "updated_at"])
+            if proposal.all_lenses_answered and enqueue_final_step:
+                # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
+                transaction.on_commit(lambda: _enqueue_finalize(proposal.pk), robust=True)
     except IntegrityError:
-        # Only a writer that skipped the lock could get here; its answer stands.
+        # Only a writer that skipped the lock could get here; the unique
+        # constraint kept its answer and rolled back all of ours.
         return None
-    return proposal
+    return proposal, written
 
 
 def _answered_among(proposal: Proposal, lens_ids: list[int]) -> set[int]:
@@ -193,6 +155,17 @@ def _answered_among(proposal: Proposal, lens_ids: list[int]) -> set[int]:
     if len(lens_ids) == 1:  # one EXISTS costs less than listing every answer
         return set(lens_ids) if lens_has_answered(proposal.pk, lens_ids[0]) else set()
     return answered_lens_ids(proposal.pk) & set(lens_ids)
+
+
+def lens_answers_record(*, proposal_id: int, answers: list[LensAnswer]) -> Proposal | None:
+    """Lenses' answers in one transaction under one lock; lenses that had answered skip.
+
+    The locked proposal with its new count (its ``all_lenses_answered`` says
+    whether the final step is due; none is enqueued: the worker runs it), or
+    None if it is final or none of them was new.
+    """
+    recorded = _record_answers(proposal_id, answers, enqueue_final_step=False)
+    return recorded[0] if recorded else None
 
 
 def _enqueue_finalize(proposal_id: int) -> None:
@@ -281,7 +254,8 @@ def judgement_record(
         attempts=attempts,
         requote_rounds=requote_rounds,
     )
-    return _record_answer(proposal_id, lens, answer.write, enqueue_final_step=enqueue_final_step)
+    recorded = _record_answers(proposal_id, [answer], enqueue_final_step=enqueue_final_step)
+    return recorded[1][0] if recorded else None
 
 
 def lens_failure_record(
@@ -294,7 +268,8 @@ def lens_failure_record(
 ) -> LensFailure | None:
     """Record that a lens never answered; None if it had already answered or failed."""
     answer = lens_failure_answer(lens=lens, error=error, attempts=attempts)
-    return _record_answer(proposal_id, lens, answer.write, enqueue_final_step=enqueue_final_step)
+    recorded = _record_answers(proposal_id, [answer], enqueue_final_step=enqueue_final_step)
+    return recorded[1][0] if recorded else None
 
 
 def external_judgement_submit(
