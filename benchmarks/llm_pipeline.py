@@ -42,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import _support as s  # noqa: E402
+from benchmarks._profile import Profiler, summarise_profile  # noqa: E402
 from tests.core.openai_stub import Answer, OpenAIStub, RateLimited, Slow  # noqa: E402
 
 LLM_LENSES = ("bench-llm-accuracy", "bench-llm-tone", "bench-llm-safety")
@@ -238,6 +239,7 @@ def run(
     baseline = Proposal.objects.filter(status__in=["decided", "escalated"]).count()
     meter = s.CpuMeter(**meter_roots)
     meter.start()
+    own_cpu = time.process_time()
     started = time.monotonic()
     with ThreadPoolExecutor(clients) as pool:
         if rate:
@@ -251,6 +253,8 @@ def run(
             list(pool.map(submit, items))
     finished = s.wait_all_final(baseline + len(items), timeout=3600)
     cpu = meter.stop()
+    # This process: the HTTP submitters and, for the llm runs, the loopback server.
+    cpu["benchmark"] = time.process_time() - own_cpu
     if statuses != Counter({202: len(items)}):
         raise SystemExit(f"submissions refused: {dict(statuses)}")
     rows = Proposal.objects.filter(pk__in=ids).values_list("created_at", "finalized_at", "status")
@@ -284,6 +288,9 @@ def main() -> None:
     )
     parser.add_argument("--fail-429", type=int, default=0, metavar="K", help="every K-th call 429")
     parser.add_argument("--clients", type=int, default=8, help="concurrent HTTP submitters")
+    parser.add_argument(
+        "--profile", action="store_true", help="py-spy the worker during the llm run"
+    )
     args = parser.parse_args()
 
     s.heading(
@@ -324,7 +331,12 @@ def main() -> None:
         s.heading(f"llm pipeline: {args.n} proposals, all at once")
         server.max_in_flight = 0
         calls_before = provider.calls
+        profiler = None
+        if args.profile:
+            profiler = Profiler(worker.pid, Path(env["REVIEWAPP_VAR_DIR"]) / "llm-worker.txt")
         llm = run(port, token, panel.name, contents(args.n, "llm-"), clients=args.clients, **meter)
+        if profiler:
+            profiler.stop()
         max_inflight = server.max_in_flight
         s.line("proposals/s", f"{llm['rate']:.2f}")
         s.line("submit→final p50 / p95", f"{llm['p50']:.2f} s / {llm['p95']:.2f} s")
@@ -382,6 +394,9 @@ def main() -> None:
     if audit["exactly_once"] != audit["proposals"]:
         raise SystemExit("exactly-once audit failed")
     s.line("load average at end", s.load_average())
+    if args.profile:
+        s.heading("profile: the worker during the llm run (share of samples holding the GIL)")
+        summarise_profile(Path(env["REVIEWAPP_VAR_DIR"]) / "llm-worker.txt", top=30)
     ratio = llm["rate"] / recorded["rate"]
     print(
         f"RESULT llm_per_s={llm['rate']:.2f} recorded_per_s={recorded['rate']:.2f} "

@@ -77,22 +77,18 @@ def evaluate_proposal(
     llm_by_lens = {answer["lens"]: answer for answer in llm_answers or ()}
     todo = [by_id[i] for i in worker_lenses if i not in answered]
     recorded = _recorded_responses(proposal, todo)
-    # The locked proposal as the last answer recorded here left it (its count).
-    counted = None
-    llm_pending = []
-    out_of_time = None
-    # The LLM answers arrive together: one lock, one commit records them all.
-    llm_answered = [
+    # The answers computed or delivered here, recorded together: one lock, one commit.
+    answers = [
         _answer(proposal, lens, answer_outcome(llm_by_lens[lens.pk]))
         for lens in todo
         if lens.backend == Lens.Backend.LLM and lens.pk in llm_by_lens
     ]
-    if llm_answered:
-        counted = lens_answers_record(proposal_id=proposal_id, answers=llm_answered)
+    llm_pending = [
+        lens for lens in todo if lens.backend == Lens.Backend.LLM and lens.pk not in llm_by_lens
+    ]
+    out_of_time = None
     for lens in todo:
         if lens.backend == Lens.Backend.LLM:
-            if lens.pk not in llm_by_lens:
-                llm_pending.append(lens)
             continue
         if out_of_time is not None:
             outcome = LensFailed(out_of_time, 0, [])
@@ -106,9 +102,10 @@ def evaluate_proposal(
                 # fail now, so the proposal ends instead of waiting for the sweeper.
                 out_of_time = "the worker's time limit was reached before this lens answered"
                 outcome = LensFailed(out_of_time, 0, [])
-        answer = _answer(proposal, lens, outcome)
-        counted = lens_answers_record(proposal_id=proposal_id, answers=[answer]) or counted
+        answers.append(_answer(proposal, lens, outcome))
     if llm_pending and llm_answers is None:
+        if answers:
+            lens_answers_record(proposal_id=proposal_id, answers=answers)
         llm_loop.judge_in_background(
             llm_loop.LlmJob(
                 proposal_id=proposal_id,
@@ -120,14 +117,17 @@ def evaluate_proposal(
             )
         )
         return
-    # The answers are committed; the final step runs here rather than as one
-    # more task. If this worker dies first, the task's re-delivery or the
-    # sweeper finds every lens answered and runs it.
-    if counted is None:
-        # Nothing recorded here (a re-delivery): finish what a lost run began.
+    if not answers:
+        # Nothing left to answer here (a re-delivery): finish what a lost run began.
         _final_step(proposal_id)
-    elif counted.all_lenses_answered:
-        _final_step(proposal_id, loaded=proposal)
+    elif proposal.lenses_answered + len(answers) >= proposal.lenses_asked:
+        # These answers complete the panel: the final step runs here, writing
+        # them under its own lock, rather than as one more task. If this
+        # worker dies first, the task's re-delivery runs it all again.
+        _final_step(proposal_id, loaded=proposal, answers=answers)
+    else:
+        # An external lens is still to answer: its judgement ends the proposal.
+        lens_answers_record(proposal_id=proposal_id, answers=answers)
 
 
 def _deliver_llm_answers(proposal_id: int, answers: list[dict]) -> None:
@@ -165,13 +165,21 @@ def _answer(proposal: Proposal, lens: Lens, outcome: JudgeOutcome | LensFailed) 
 
 
 def _final_step(
-    proposal_id: int, *, loaded: Proposal | None = None, retry: bool = False, **kwargs
+    proposal_id: int,
+    *,
+    loaded: Proposal | None = None,
+    retry: bool = False,
+    answers: list[LensAnswer] = (),
+    **kwargs,
 ) -> None:
     """The final step, bounded: one that keeps failing or dying is escalated, not retried forever.
 
     A retry (the sweeper found the proposal fully answered but not final) is
     counted before it runs, so runs that die outright (a killed worker, a
     hard time limit) count too; an error's text is kept for the escalation.
+    `answers` complete the panel and are written by the step itself; if the
+    step fails they are recorded on their own, so the failure is counted like
+    any other final step's and the sweeper's retries stay bounded.
     """
     if retry:
         attempts = proposal_final_step_attempt(proposal_id=proposal_id)
@@ -179,8 +187,11 @@ def _final_step(
             proposal_escalate_final_step(proposal_id=proposal_id, attempts=attempts)
             return
     try:
-        proposal_finalize(proposal_id=proposal_id, loaded=loaded, **kwargs)
+        proposal_finalize(proposal_id=proposal_id, loaded=loaded, answers=answers, **kwargs)
     except Exception as exc:
+        if answers:
+            # The step's transaction took the answers with it.
+            lens_answers_record(proposal_id=proposal_id, answers=answers)
         proposal_final_step_failed(proposal_id=proposal_id, error=f"{type(exc).__name__}: {exc}")
         raise
 

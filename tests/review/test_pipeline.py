@@ -473,3 +473,47 @@ def test_a_final_step_that_succeeds_on_a_retry_is_not_escalated(monkeypatch, set
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.DECIDED
     assert not proposal.escalations.exists()
+
+
+def test_a_proposal_of_cpu_lenses_writes_its_answers_and_its_outcome_in_one_transaction():
+    from django.test.utils import CaptureQueriesContext
+
+    panel = three_lens_panel(["pass", "pass", "pass"], need=2)
+    # The first decision registers the key and creates the chain's rows.
+    evaluate_proposal(submit(panel, CONTENT).pk)
+    proposal = submit(panel, CONTENT)
+    with CaptureQueriesContext(connection) as queries:
+        evaluate_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    statements = [q["sql"] for q in queries.captured_queries]
+    # Inside the test's own transaction a transaction shows as a savepoint.
+    assert sum(s.startswith("SAVEPOINT") for s in statements) == 1
+    # The three judgements in one INSERT, their claims in another.
+    assert sum(s.startswith('INSERT INTO "review_judgement"') for s in statements) == 1
+    assert sum(s.startswith('INSERT INTO "review_claim"') for s in statements) == 1
+
+
+def test_answers_are_kept_when_the_final_step_fails_inside_their_transaction(monkeypatch, settings):
+    settings.REVIEWAPP_FINAL_STEP_ATTEMPTS = 3
+    panel = three_lens_panel(["pass", "pass", "pass"], need=2)
+    proposal = submit(panel, CONTENT)
+    with monkeypatch.context() as broken:
+
+        def signing_fails(**kwargs):
+            raise RuntimeError("the decision could not be signed")
+
+        broken.setattr("reviewapp.review.services.finalize.decision_append", signing_fails)
+        with pytest.raises(RuntimeError):
+            evaluate_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    # The answers rolled back with the step, and were then recorded on their own.
+    assert (proposal.status, proposal.lenses_answered) == (Proposal.Status.EVALUATING, 3)
+    assert Judgement.objects.filter(proposal=proposal).count() == 3
+    assert not proposal.evidence.exists()
+    assert "could not be signed" in proposal.final_step_error
+    # The sweeper's bounded retry of the final step finishes it.
+    evaluate_proposal(proposal.pk, swept=True)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.DECIDED
+    assert proposal.final_step_attempts == 1

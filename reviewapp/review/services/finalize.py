@@ -17,7 +17,7 @@ from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from .decisions import decision_append
 from .in_flight import gone_from_snapshot
-from .judgements import answered_lens_ids
+from .judgements import LensAnswer, answered_lens_ids, answers_write, proposal_lock_counter
 
 _FAILURE = "lens-failure"  # not a verdict: marks a lens failure among the answers
 
@@ -84,7 +84,11 @@ def _tally_dict(quorum: Quorum, outcome: Reached | NoQuorum) -> dict:
 
 
 def proposal_finalize(
-    *, proposal_id: int, deadline_passed: bool = False, loaded: Proposal | None = None
+    *,
+    proposal_id: int,
+    deadline_passed: bool = False,
+    loaded: Proposal | None = None,
+    answers: list[LensAnswer] = (),
 ) -> Proposal | None:
     """Route a proposal whose lenses have all answered (or whose deadline passed).
 
@@ -94,6 +98,11 @@ def proposal_finalize(
     lock, so a proposal has evidence exactly when it is final. `loaded` is the
     proposal as the caller already read it (content, snapshot); whether it is
     final and fully answered is read again under the lock.
+
+    `answers` are lens answers the caller has just computed and expects to
+    complete the panel: they are written under the same lock, in the same
+    transaction (one lock and one commit per proposal, not two). If they do
+    not complete it after all, they are recorded and the proposal waits.
     """
     proposal = loaded or Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None or proposal.is_final:
@@ -113,17 +122,23 @@ def proposal_finalize(
     ]
 
     with transaction.atomic():
-        locked = (
-            Proposal.objects.select_for_update()
-            .only("id", "status", "lenses_asked", "lenses_answered")
-            .get(pk=proposal_id)
-        )
-        if locked.is_final or not (locked.all_lenses_answered or deadline_passed):
+        locked = proposal_lock_counter(proposal_id)
+        if locked.is_final:
+            return None
+        # Answered before this step: none means the answers written here are all there are.
+        answered_before = locked.lenses_answered
+        written = answers_write(locked, list(answers)) if answers else []
+        if not (locked.all_lenses_answered or deadline_passed):
+            if written:
+                locked.save(update_fields=["lenses_answered", "updated_at"])
             return None
         proposal.lenses_answered = locked.lenses_answered
         if deadline_passed:
             _record_missing_lenses(proposal)
-        judgements, failed = _answers(proposal_id)
+        if answered_before == 0 and written and not deadline_passed:
+            judgements, failed = _answers_of(written)
+        else:
+            judgements, failed = _answers(proposal_id)
         if len(judgements) + len(failed) < len(snapshot["lenses"]):
             # Only a lens deleted since submission leaves no answer: it failed, by name.
             failed = sorted({*failed, *gone_from_snapshot(snapshot)[0]})
@@ -185,8 +200,21 @@ def proposal_finalize(
     return proposal
 
 
-def _answers(proposal_id: int) -> tuple[list[tuple[str, int, str]], list[str]]:
-    """(lens_name, lens_version, verdict) of each judgement, and the names of failed lenses."""
+# (lens_name, lens_version, verdict) of each judgement, and the names of failed lenses.
+Answers = tuple[list[tuple[str, int, str]], list[str]]
+
+
+def _answers_of(rows: list[Judgement | LensFailure]) -> Answers:
+    """What `_answers` would read back, from the rows this transaction just wrote."""
+    judgements = [
+        (row.lens_name, row.lens_version, row.verdict) for row in rows if isinstance(row, Judgement)
+    ]
+    failed = [row.lens_name for row in rows if isinstance(row, LensFailure)]
+    return sorted(judgements), sorted(failed)
+
+
+def _answers(proposal_id: int) -> Answers:
+    """The proposal's judgements and failed lenses, as stored."""
     # order_by(): neither part nor the union may carry the models' default ordering.
     rows = (
         Judgement.objects.filter(proposal_id=proposal_id)

@@ -105,7 +105,48 @@ class LensAnswer:
     """One lens's answer, ready to be written on the locked proposal: a judgement or a failure."""
 
     lens: Lens
-    write: Callable[[Proposal], Judgement | LensFailure]
+    # Builds the unsaved rows: the judgement and its claims, or the failure and
+    # no claims. Fresh on every call, so a write that rolled back leaves no ids
+    # behind on the rows the next attempt writes.
+    rows: Callable[[], tuple[Judgement | LensFailure, list[Claim]]]
+
+
+def proposal_lock_counter(proposal_id: int) -> Proposal:
+    """The proposal row-locked, with what the answer path reads of it (call inside a transaction).
+
+    The proposal row lock serialises lens completions, so the answer count is
+    exact and exactly one completion sees the last answer. (A Celery chord
+    would need a result backend and does not survive a worker killed
+    mid-chord; this survives re-delivery.)
+    """
+    return Proposal.objects.select_for_update().only(*_COUNTER_FIELDS).get(pk=proposal_id)
+
+
+def answers_write(locked: Proposal, answers: list[LensAnswer]) -> list[Judgement | LensFailure]:
+    """Write the answers of lenses yet to answer on the locked proposal and count them.
+
+    Each lens answers once, with a judgement or a failure: every path takes
+    the lock and this check. The answered check is its own statement after
+    the lock: under READ COMMITTED it then sees every answer committed by
+    whoever held the lock before us, which a subquery inside the locking
+    SELECT would not. The rows go in one INSERT per table, however many
+    lenses answered. The caller saves the count.
+    """
+    answered = _answered_among(locked, [answer.lens.pk for answer in answers])
+    built = [answer.rows() for answer in answers if answer.lens.pk not in answered]
+    rows = [row for row, _ in built]
+    for row in rows:
+        row.proposal = locked
+    Judgement.objects.bulk_create([row for row in rows if isinstance(row, Judgement)])
+    LensFailure.objects.bulk_create([row for row in rows if isinstance(row, LensFailure)])
+    claims = []
+    for row, row_claims in built:
+        for claim in row_claims:
+            claim.judgement = row
+            claims.append(claim)
+    Claim.objects.bulk_create(claims)
+    locked.lenses_answered += len(rows)
+    return rows
 
 
 def _record_answers(
@@ -113,30 +154,17 @@ def _record_answers(
 ) -> tuple[Proposal, list[Judgement | LensFailure]] | None:
     """Lock, write the answers of lenses yet to answer and count them; None if none may.
 
-    Each lens answers once, with a judgement or a failure: every path takes
-    this lock and this check. The proposal row lock serialises lens
-    completions, so the answer count is exact and exactly one completion sees
-    the last answer. (A Celery chord would need a result backend and does not
-    survive a worker killed mid-chord; this survives re-delivery.) The
-    answered check is its own statement after the lock: under READ COMMITTED
-    it then sees every answer committed by whoever held the lock before us,
-    which a subquery inside the locking SELECT would not. Answers that arrive
-    together (a proposal's LLM lenses) share one lock, one check, one count.
+    Answers that arrive together (a proposal's LLM lenses, its CPU lenses)
+    share one lock, one check, one count.
     """
     try:
         with transaction.atomic():
-            proposal = (
-                Proposal.objects.select_for_update().only(*_COUNTER_FIELDS).get(pk=proposal_id)
-            )
+            proposal = proposal_lock_counter(proposal_id)
             if proposal.is_final:
                 return None
-            answered = _answered_among(proposal, [answer.lens.pk for answer in answers])
-            written = [
-                answer.write(proposal) for answer in answers if answer.lens.pk not in answered
-            ]
+            written = answers_write(proposal, answers)
             if not written:
                 return None
-            proposal.lenses_answered += len(written)
             proposal.save(update_fields=["lenses_answered", "updated_at"])
             if proposal.all_lenses_answered and enqueue_final_step:
                 # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
@@ -187,9 +215,8 @@ def judgement_answer(
 ) -> LensAnswer:
     """A lens's judgement, ready to write with ``lens_answers_record``."""
 
-    def write(proposal: Proposal) -> Judgement:
-        judgement = Judgement.objects.create(
-            proposal=proposal,
+    def rows() -> tuple[Judgement, list[Claim]]:
+        judgement = Judgement(
             lens=lens,
             lens_name=lens.name,
             lens_version=lens.version,
@@ -200,29 +227,25 @@ def judgement_answer(
             attempts=attempts,
             requote_rounds=requote_rounds,
         )
-        rows = _claim_rows(claims, dropped_cites)
-        for row in rows:
-            row.judgement = judgement
-        Claim.objects.bulk_create(rows)
-        return judgement
+        return judgement, _claim_rows(claims, dropped_cites)
 
-    return LensAnswer(lens=lens, write=write)
+    return LensAnswer(lens=lens, rows=rows)
 
 
 def lens_failure_answer(*, lens: Lens, error: str, attempts: int) -> LensAnswer:
     """That a lens never answered, ready to write with ``lens_answers_record``."""
 
-    def write(proposal: Proposal) -> LensFailure:
-        return LensFailure.objects.create(
-            proposal=proposal,
+    def rows() -> tuple[LensFailure, list[Claim]]:
+        failure = LensFailure(
             lens=lens,
             lens_name=lens.name,
             lens_version=lens.version,
             error=storable(error[:4000]),
             attempts=attempts,
         )
+        return failure, []
 
-    return LensAnswer(lens=lens, write=write)
+    return LensAnswer(lens=lens, rows=rows)
 
 
 def judgement_record(
