@@ -32,6 +32,9 @@ class Profiler:
                 "--nonblocking",
                 # Only samples holding the GIL: CPU, not time spent waiting on a socket.
                 "--gil",
+                # Each stack starts with its thread, so a process's threads
+                # (a pool process's main thread, its LLM loop) can be told apart.
+                "--threads",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -7,9 +7,9 @@ On a fresh bench PostgreSQL database and Redis (BENCH_DB, BENCH_BROKER_URL) it
 starts what docker-compose starts with the project's defaults — gunicorn (2
 sync workers) and the worker (prefork 2, beat; each pool process judges LLM
 lenses on its own event loop, REVIEWAPP_LLM_PROPOSALS_PER_PROCESS at once) —
-and a loopback OpenAI-compatible server
-(tests/core/openai_stub.py) in this process that answers every call with a
-valid judgement (a verbatim cite) after `--latency` seconds. Then, in one run:
+and a loopback OpenAI-compatible server (benchmarks/_provider.py, asyncio, in
+a process of its own) that answers every call with a valid judgement (a
+verbatim cite) after `--latency` seconds. Then, in one run:
 
 1. the `recorded` pipeline: `--recorded-n` proposals on `pipeline.py`'s panel
    shape (3 recorded lenses, need 2, one constraints checker), over HTTP;
@@ -19,8 +19,9 @@ valid judgement (a verbatim cite) after `--latency` seconds. Then, in one run:
 3. the same `llm` pipeline paced at half the rate step 2 reached, for the
    latency a proposal sees below saturation.
 
-Prints proposals/s, p50/p95 submit→final, the most calls the server saw in
-flight, the worker's RSS (peak, all its processes) and the most database
+Prints proposals/s, p50/p95 submit→final, the CPU per proposal of each
+process (worker, web, PostgreSQL, the provider, this process's submitters),
+the most calls the server saw in flight, the worker's RSS (peak, all its processes) and the most database
 connections open (peak, every process), the exactly-once audit, and last a
 machine-readable line:
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
 import sys
 import threading
 import time
@@ -43,46 +43,46 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import _support as s  # noqa: E402
 from benchmarks._profile import Profiler, summarise_profile  # noqa: E402
-from tests.core.openai_stub import Answer, OpenAIStub, RateLimited, Slow  # noqa: E402
+from benchmarks._provider import TICKET  # noqa: E402
 
 LLM_LENSES = ("bench-llm-accuracy", "bench-llm-tone", "bench-llm-safety")
-TICKET = re.compile(r"Ticket #[A-Za-z0-9-]+")
-
-
-def judgement_for(request) -> str:
-    """A valid judgement citing the proposal's ticket line verbatim."""
-    import json
-
-    text = request.body["messages"][1]["content"]
-    cite = TICKET.search(text).group(0)
-    return json.dumps(
-        {
-            "verdict": "pass",
-            "rationale": "The reply answers the ticket it names.",
-            "claims": [{"cite": cite, "assessment": "verified", "note": "names the ticket"}],
-        }
-    )
 
 
 class Provider:
-    """The loopback server's answers: after `latency`, with every `fail_429`-th call a 429."""
+    """The loopback provider (``benchmarks/_provider.py``), in a process of its own."""
 
-    def __init__(self, server: OpenAIStub, latency: float, fail_429: int) -> None:
-        self.latency, self.fail_429 = latency, fail_429
-        self.calls = 0
-        self.rate_limited = 0
-        self._lock = threading.Lock()
-        server.respond = self
+    def __init__(self, latency: float, fail_429: int) -> None:
+        import subprocess
 
-    def __call__(self, request):
-        with self._lock:
-            self.calls += 1
-            limited = bool(self.fail_429) and self.calls % self.fail_429 == 0
-            self.rate_limited += limited
-        if limited:
-            return RateLimited("1")
-        content = judgement_for(request)
-        return Slow(self.latency, content) if self.latency else Answer(content)
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks._provider",
+                "--latency",
+                str(latency),
+                "--fail-429",
+                str(fail_429),
+            ],
+            cwd=s.ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        port = int(self.process.stdout.readline())
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.pid = self.process.pid
+
+    def stats(self, reset: bool = False) -> dict:
+        import httpx
+
+        root = self.base_url.removesuffix("/v1")
+        if reset:
+            return httpx.post(f"{root}/stats/reset").json()
+        return httpx.get(f"{root}/stats").json()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
 
 
 def llm_panel(base_url: str, max_concurrency: int | None):
@@ -253,7 +253,7 @@ def run(
             list(pool.map(submit, items))
     finished = s.wait_all_final(baseline + len(items), timeout=3600)
     cpu = meter.stop()
-    # This process: the HTTP submitters and, for the llm runs, the loopback server.
+    # This process: the HTTP submitters.
     cpu["benchmark"] = time.process_time() - own_cpu
     if statuses != Counter({202: len(items)}):
         raise SystemExit(f"submissions refused: {dict(statuses)}")
@@ -302,9 +302,8 @@ def main() -> None:
     env = s.fresh_stack("llm-pipeline")
     from django.conf import settings
 
-    server = OpenAIStub().start()
-    provider = Provider(server, args.latency, args.fail_429)
-    panel = llm_panel(server.base_url, args.max_concurrency or None)
+    provider = Provider(args.latency, args.fail_429)
+    panel = llm_panel(provider.base_url, args.max_concurrency or None)
     recorded_items = contents(args.recorded_n, "rec-")
     record_passes(recorded_items)
     token = s.api_token("bench-llm", "submit,read")
@@ -320,7 +319,7 @@ def main() -> None:
     web, port = s.start_gunicorn(env, workers=2)
     worker = s.start_worker(env, concurrency=2, beat=True, name="worker")
     sampler = Sampler(s.BENCH_DB, {"worker": worker.pid})
-    meter = {"meter_roots": {"worker": worker.pid, "web": web.pid}}
+    meter = {"meter_roots": {"worker": worker.pid, "web": web.pid, "provider": provider.pid}}
     try:
         s.heading(f"recorded pipeline: {args.recorded_n} proposals (same panel shape)")
         recorded = run(port, token, "bench-panel", recorded_items, clients=args.clients, **meter)
@@ -329,19 +328,21 @@ def main() -> None:
         print_cpu(recorded)
 
         s.heading(f"llm pipeline: {args.n} proposals, all at once")
-        server.max_in_flight = 0
-        calls_before = provider.calls
+        before = provider.stats(reset=True)
         profiler = None
         if args.profile:
             profiler = Profiler(worker.pid, Path(env["REVIEWAPP_VAR_DIR"]) / "llm-worker.txt")
         llm = run(port, token, panel.name, contents(args.n, "llm-"), clients=args.clients, **meter)
         if profiler:
             profiler.stop()
-        max_inflight = server.max_in_flight
+        after = provider.stats()
+        max_inflight = after["max_in_flight"]
         s.line("proposals/s", f"{llm['rate']:.2f}")
         s.line("submit→final p50 / p95", f"{llm['p50']:.2f} s / {llm['p95']:.2f} s")
         print_cpu(llm)
-        s.line("calls / answered 429", f"{provider.calls - calls_before} / {provider.rate_limited}")
+        calls = after["calls"] - before["calls"]
+        limited = after["rate_limited"] - before["rate_limited"]
+        s.line("calls / answered 429", f"{calls} / {limited}")
         s.line("most calls in flight at the server", str(max_inflight))
         if args.max_concurrency:
             s.line(
@@ -372,7 +373,7 @@ def main() -> None:
         sampler.stop()
         worker.stop()
         web.stop()
-        server.stop()
+        provider.stop()
 
     s.heading("resources (peaks over the whole run)")
     for name in sampler.roots:

@@ -155,9 +155,12 @@ class AsyncChatTransport:
         timeout: float,
         response_format: str = "json_object",
         gate: EndpointGate | None = None,
+        proxy: Any = None,
+        proxy_auth: aiohttp.BasicAuth | None = None,
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.session = session
+        self.proxy, self.proxy_auth = proxy, proxy_auth
         self.model = model
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.temperature = temperature
@@ -177,7 +180,13 @@ class AsyncChatTransport:
             # One deadline for the whole exchange, body included, so a server
             # trickling bytes cannot hold the call past it.
             async with asyncio.timeout(self.timeout):
-                async with self.session.post(self.url, json=body, headers=self.headers) as response:
+                async with self.session.post(
+                    self.url,
+                    json=body,
+                    headers=self.headers,
+                    proxy=self.proxy,
+                    proxy_auth=self.proxy_auth,
+                ) as response:
                     status = response.status
                     retry_after = response.headers.get("Retry-After")
                     content = await response.read()

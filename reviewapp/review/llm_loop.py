@@ -13,12 +13,23 @@ Design (see README, "What happens to a submission"):
   process, not per call), each call taking a slot of its endpoint's shared limit
   (``endpoint_limits``) only while its HTTP exchange runs. A 429 or a 5xx
   gives the slot back and the retry is deferred on the loop, not slept.
-- When a proposal's LLM lenses have answered, their answers go back onto the
-  queue as one more ``evaluate_proposal`` task, which records them and runs
-  the final step in whichever pool slot is free. Recording on the loop's own
-  thread instead would tie each proposal's database work to the process that
-  happened to receive it: measured, one process's recorder queued for
-  seconds while the other's sat idle.
+- When a proposal's LLM lenses have answered, their answers are recorded and
+  the final step run (``evaluate_proposal`` with the answers) by a pool
+  process's main thread, never by the loop's:
+  - if this process's main thread is running a task, it takes them as soon
+    as that task ends, before it takes another (``task_postrun``). Under load
+    that is nearly always: no second message is sent and run per proposal
+    (publishing and running one cost about a sixth of the LLM path's worker
+    CPU), and a proposal under way finishes before a new one starts;
+  - otherwise (the thread is idle for ``HAND_BACK_WAIT_SECONDS``, or
+    ``HAND_BACK_BACKLOG`` answers already wait for it) they go back onto the
+    queue as one more ``evaluate_proposal`` task, for whichever pool slot is
+    free.
+  Recording on the loop's own thread instead would tie each proposal's
+  database work to the process that happened to receive it, with nothing to
+  stop that process taking new tasks meanwhile: measured, one process's
+  recorder queued for seconds while the other's sat idle. A main thread
+  busy recording takes no new task, and a short backlog goes to the queue.
 - The loop touches the database only on one thread of its own (its
   heartbeat, the admin's trials), so it adds one connection per process
   whatever the number of calls in flight.
@@ -40,7 +51,7 @@ import asyncio
 import logging
 import os
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
@@ -48,10 +59,13 @@ from dataclasses import dataclass
 from functools import partial
 
 import aiohttp
-from celery.signals import worker_process_shutdown, worker_shutdown
+from aiohttp.helpers import get_env_proxy_for_url
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import task_postrun, task_prerun, worker_process_shutdown, worker_shutdown
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
+from yarl import URL
 
 from reviewapp.core.cite import (
     AnswerBodyAnchor,
@@ -78,6 +92,12 @@ log = logging.getLogger(__name__)
 # How long a worker shutting down warmly lets its loop finish (docker stops a
 # container 10 s after SIGTERM); what is left is sent again by the sweeper.
 DRAIN_SECONDS = 10.0
+# At most this many proposals' answers wait for a busy main thread; the next
+# go on the queue, where another process can take them.
+HAND_BACK_BACKLOG = 8
+# How long answers that find the main thread idle wait for it to start a task
+# before they go onto the queue.
+HAND_BACK_WAIT_SECONDS = 0.02
 
 
 @dataclass(frozen=True)
@@ -89,9 +109,11 @@ class LlmJob:
     thought_process: str
     policy: GroundingPolicy
     lenses: list[Lens]
-    # Called off the loop with the proposal's id and its answers as JSON
-    # (``answer_json``): sends them on to be recorded.
-    deliver: Callable[[int, list[dict]], None]
+    # Both take the proposal's answers as JSON (``answer_json``).
+    # Records them here and now: called on the process's main thread, between tasks.
+    finish_here: Callable[[list[dict]], None]
+    # Sends them on to be recorded by whichever process is free: called off the loop.
+    deliver: Callable[[list[dict]], None]
 
 
 def _touch(proposal_ids: list[int]) -> None:
@@ -123,11 +145,16 @@ class _Runtime:
         url = redis_url()
         self.limits = RedisLimits(url) if url else DatabaseLimits()
         self.sessions: dict[str, aiohttp.ClientSession] = {}
+        self.proxies: dict[str, tuple[URL | None, aiohttp.BasicAuth | None]] = {}
         self.gates: dict[tuple[str, int, int, float], EndpointGate] = {}
         self.in_flight: Counter[int] = Counter()
         self._room = threading.BoundedSemaphore(settings.REVIEWAPP_LLM_PROPOSALS_PER_PROCESS)
         self._pending: set[Future] = set()
         self._pending_lock = threading.Lock()
+        # Answers waiting for the main thread to finish its task (see the module's docstring).
+        self._handed_back: deque[tuple[LlmJob, list[dict]]] = deque()
+        self._main_busy = False
+        self._hand_back_lock = threading.Lock()
         asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
 
     def start(self, coroutine) -> None:
@@ -177,9 +204,13 @@ class _Runtime:
                 connector=aiohttp.TCPConnector(limit=0),
                 # The calls are independent: a cookie one answer sets must not ride on the next.
                 cookie_jar=aiohttp.DummyCookieJar(),
-                # Proxies from HTTPS_PROXY / NO_PROXY, as the rest of the app's HTTP does.
-                trust_env=True,
+                # Not from the environment: with it aiohttp reads ~/.netrc and the
+                # proxy variables on every request, in a thread each time (a
+                # quarter of the loop's CPU), and would send a netrc password
+                # to whatever host a lens names. The proxy is read once, below.
+                trust_env=False,
             )
+            self.proxies[base_url] = env_proxy(base_url)
         return session
 
     def gate_for(self, lens: Lens) -> EndpointGate:
@@ -217,11 +248,65 @@ class _Runtime:
         self.in_flight[job.proposal_id] += 1
         try:
             answers = await asyncio.gather(*(self._answer(job, lens) for lens in job.lenses))
-            await self.loop.run_in_executor(self._io, job.deliver, job.proposal_id, answers)
+            if not self._hand_back(job, answers):
+                if not self._main_busy:
+                    # Under load an idle main thread is between two tasks:
+                    # the next one starts within moments, and takes them.
+                    await asyncio.sleep(HAND_BACK_WAIT_SECONDS)
+                    if self._hand_back(job, answers):
+                        return
+                await self.loop.run_in_executor(self._io, job.deliver, answers)
         finally:
             self.in_flight[job.proposal_id] -= 1
             if not self.in_flight[job.proposal_id]:
                 del self.in_flight[job.proposal_id]
+
+    def _hand_back(self, job: LlmJob, answers: list[dict]) -> bool:
+        """Keep the answers for the main thread if it is running a task and has room."""
+        with self._hand_back_lock:
+            if self._main_busy and len(self._handed_back) < HAND_BACK_BACKLOG:
+                self._handed_back.append((job, answers))
+                return True
+        return False
+
+    def main_thread_busy(self) -> None:
+        """The main thread started a task: answers arriving now can wait for it."""
+        with self._hand_back_lock:
+            self._main_busy = True
+
+    def main_thread_free(self) -> None:
+        """The main thread's task ended: record the answers kept for it, then let it go.
+
+        Bounded: under load answers keep arriving, and the thread must get back
+        to its queue. What is left then goes onto the queue instead.
+        """
+        for _ in range(2 * HAND_BACK_BACKLOG):
+            with self._hand_back_lock:
+                if not self._handed_back:
+                    self._main_busy = False
+                    return
+                job, answers = self._handed_back.popleft()
+            try:
+                job.finish_here(answers)
+            except SoftTimeLimitExceeded:
+                log.warning("time limit reached recording proposal %s's answers", job.proposal_id)
+                break
+            except Exception:
+                # As for a task that raised: the sweeper sends the proposal again.
+                log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
+        self.send_handed_back()
+
+    def send_handed_back(self) -> None:
+        """Stop keeping answers for the main thread; send those it kept onto the queue."""
+        with self._hand_back_lock:
+            self._main_busy = False
+            left = list(self._handed_back)
+            self._handed_back.clear()
+        for job, answers in left:
+            try:
+                job.deliver(answers)
+            except Exception:
+                log.exception("could not send proposal %s's LLM answers", job.proposal_id)
 
     async def _answer(self, job: LlmJob, lens: Lens) -> dict:
         try:
@@ -254,8 +339,12 @@ class _Runtime:
             api_key = llm_keys.read(lens.api_key_env)
         except PermissionError as refused:
             raise LensFailed(str(refused), 0, []) from refused
+        session = self.session_for(lens.base_url)
+        proxy, proxy_auth = self.proxies[lens.base_url]
         transport = AsyncChatTransport(
-            session=self.session_for(lens.base_url),
+            session=session,
+            proxy=proxy,
+            proxy_auth=proxy_auth,
             base_url=lens.base_url,
             model=lens.model,
             api_key=api_key,
@@ -275,6 +364,14 @@ class _Runtime:
             target_id=target_id,
             transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
         )
+
+
+def env_proxy(base_url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy HTTPS_PROXY / HTTP_PROXY / NO_PROXY name for `base_url` (as for httpx)."""
+    try:
+        return get_env_proxy_for_url(URL(base_url))
+    except LookupError:
+        return None, None
 
 
 def answer_json(lens_id: int, outcome: JudgeOutcome) -> dict:
@@ -357,8 +454,23 @@ def _forget_runtime() -> None:
 os.register_at_fork(after_in_child=_forget_runtime)
 
 
+@task_prerun.connect
+def _main_thread_busy(**kwargs) -> None:
+    if _runtime is not None:
+        _runtime.main_thread_busy()
+
+
+@task_postrun.connect
+def _main_thread_free(**kwargs) -> None:
+    if _runtime is not None:
+        _runtime.main_thread_free()
+
+
 @worker_process_shutdown.connect  # a prefork child exiting
 @worker_shutdown.connect  # a solo or threads worker exiting
 def _finish_before_exit(**kwargs) -> None:
     if _runtime is not None:
+        # No task will end here again: what the main thread kept, and what
+        # answers from now on, goes onto the queue.
+        _runtime.send_handed_back()
         _runtime.drain(timeout=DRAIN_SECONDS)

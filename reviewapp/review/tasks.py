@@ -2,6 +2,7 @@
 
 import logging
 from datetime import timedelta
+from functools import partial
 
 from celery import current_app, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -29,6 +30,7 @@ from .services.judgements import (
     lens_failure_answer,
 )
 from .services.proposals import (
+    external_lens_ids,
     proposal_begin_evaluation,
     proposal_for_lens,
     proposal_touch,
@@ -49,13 +51,18 @@ def evaluate_proposal(
     The CPU lenses (constraints, recorded) run here, so a proposal with no LLM
     lens costs this one task. The LLM lenses are handed to this process's
     event loop (``llm_loop``), which judges them with every other proposal's
-    while this task returns; their answers come back here as ``llm_answers``,
-    to be recorded and the final step run. The sweeper comes back in here
-    with ``swept``: whatever is still missing is run or sent again, and a
-    final step that keeps not finishing is escalated after
+    while this task returns; their answers come back here as ``llm_answers``
+    (by this process's main thread between tasks, or as one more task), to
+    be recorded and the final step run. The sweeper comes back in here with
+    ``swept``: whatever is still missing is run or sent again, and a final
+    step that keeps not finishing is escalated after
     REVIEWAPP_FINAL_STEP_ATTEMPTS runs. Outstanding external lenses are
     waited for by the sweeper's deadline check.
     """
+    _evaluate(proposal_id, llm_answers, swept)
+
+
+def _evaluate(proposal_id: int, llm_answers: list[dict] | None, swept: bool) -> None:
     proposal = Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None or proposal.is_final:
         return
@@ -113,21 +120,50 @@ def evaluate_proposal(
                 thought_process=proposal.thought_process,
                 policy=GroundingPolicy(proposal.panel_snapshot["grounding_policy"]),
                 lenses=llm_pending,
-                deliver=_deliver_llm_answers,
+                finish_here=partial(_finish_llm_answers_here, proposal, llm_pending),
+                deliver=partial(_deliver_llm_answers, proposal_id),
             )
         )
         return
     if not answers:
         # Nothing left to answer here (a re-delivery): finish what a lost run began.
         _final_step(proposal_id)
-    elif proposal.lenses_answered + len(answers) >= proposal.lenses_asked:
-        # These answers complete the panel: the final step runs here, writing
-        # them under its own lock, rather than as one more task. If this
-        # worker dies first, the task's re-delivery runs it all again.
-        _final_step(proposal_id, loaded=proposal, answers=answers)
-    else:
-        # An external lens is still to answer: its judgement ends the proposal.
-        lens_answers_record(proposal_id=proposal_id, answers=answers)
+        return
+    completes = proposal.lenses_answered + len(answers) >= proposal.lenses_asked
+    _record_and_finish(proposal, answers, completes=completes)
+
+
+def _record_and_finish(proposal: Proposal, answers: list[LensAnswer], *, completes: bool) -> None:
+    """Record answers; run the final step here if the panel is then complete.
+
+    Answers expected to complete the panel are written by the final step
+    itself, under its lock, rather than in a transaction of their own. If this
+    worker dies first, the task's re-delivery (or the sweeper) runs it again.
+    """
+    if completes:
+        _final_step(proposal.pk, loaded=proposal, answers=answers)
+        return
+    counted = lens_answers_record(proposal_id=proposal.pk, answers=answers)
+    if counted is not None and counted.all_lenses_answered:
+        # The lens that was still to answer (an external one) answered meanwhile.
+        _final_step(proposal.pk, loaded=proposal)
+
+
+def _finish_llm_answers_here(proposal: Proposal, lenses: list[Lens], answers: list[dict]) -> None:
+    """A proposal's LLM answers, recorded in the process that judged them.
+
+    From what its first task read (the proposal, the lenses): no second read.
+    Its CPU lenses answered before the LLM lenses were handed over, so these
+    complete the panel unless an external lens is on it.
+    """
+    by_lens = {answer["lens"]: answer for answer in answers}
+    recorded = [
+        _answer(proposal, lens, answer_outcome(by_lens[lens.pk]))
+        for lens in lenses
+        if lens.pk in by_lens
+    ]
+    completes = not external_lens_ids(proposal.panel_snapshot)
+    _record_and_finish(proposal, recorded, completes=completes)
 
 
 def _deliver_llm_answers(proposal_id: int, answers: list[dict]) -> None:

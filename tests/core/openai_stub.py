@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 # --- script steps -----------------------------------------------------------
 
@@ -212,7 +213,8 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            if self.path != "/v1/chat/completions":
+            # A proxy's request names the whole URL; it is recorded as sent.
+            if urlsplit(self.path).path != "/v1/chat/completions":
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
             try:

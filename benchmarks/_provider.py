@@ -1,0 +1,131 @@
+"""A loopback OpenAI-compatible provider for llm_pipeline.py, in a process of its own.
+
+    python -m benchmarks._provider --latency 1 [--fail-429 K]
+
+Prints the port it listens on (127.0.0.1), then serves until killed:
+
+- ``POST /v1/chat/completions``: after ``--latency`` seconds, a valid judgement
+  (``pass``) citing the proposal's ``Ticket #…`` line verbatim; every K-th call
+  is answered at once with 429 and ``Retry-After: 1`` instead.
+- ``GET /stats``: calls, how many were answered 429, and the most calls in
+  flight at once since the last ``POST /stats/reset``.
+
+Why not ``tests/core/openai_stub.py``, which the tests script: that server is a
+thread per connection in the benchmark's own process, and cost about 0.9 ms of
+CPU a call, on the same two cores as the system it measures (a real provider's
+CPU is not ours). This one is asyncio (aiohttp, already a dependency) and
+costs a fraction of that; its CPU is still measured and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import socket
+import sys
+import time
+
+from aiohttp import web
+
+TICKET = re.compile(r"Ticket #[A-Za-z0-9-]+")
+
+
+def judgement_for(body: dict) -> str:
+    """A valid judgement citing the proposal's ticket line verbatim."""
+    text = body["messages"][1]["content"]
+    cite = TICKET.search(text).group(0)
+    return json.dumps(
+        {
+            "verdict": "pass",
+            "rationale": "The reply answers the ticket it names.",
+            "claims": [{"cite": cite, "assessment": "verified", "note": "names the ticket"}],
+        }
+    )
+
+
+def completion(content: str, model: str) -> dict:
+    return {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+class Provider:
+    def __init__(self, latency: float, fail_429: int) -> None:
+        self.latency, self.fail_429 = latency, fail_429
+        self.calls = self.rate_limited = self.in_flight = self.max_in_flight = 0
+
+    async def complete(self, request: web.Request) -> web.Response:
+        self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            body = await request.json()
+            if self.fail_429 and self.calls % self.fail_429 == 0:
+                self.rate_limited += 1
+                return web.json_response(
+                    {"error": {"message": "rate limited"}}, status=429, headers={"Retry-After": "1"}
+                )
+            await asyncio.sleep(self.latency)
+            return web.json_response(
+                completion(judgement_for(body), body.get("model", "bench-model"))
+            )
+        finally:
+            # Over before its bytes go out: the client's next call cannot be
+            # counted while this one still is.
+            self.in_flight -= 1
+
+    async def stats(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "calls": self.calls,
+                "rate_limited": self.rate_limited,
+                "max_in_flight": self.max_in_flight,
+            }
+        )
+
+    async def reset(self, request: web.Request) -> web.Response:
+        self.max_in_flight = self.in_flight
+        return await self.stats(request)
+
+
+async def serve(latency: float, fail_429: int) -> None:
+    provider = Provider(latency, fail_429)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", provider.complete)
+    app.router.add_get("/stats", provider.stats)
+    app.router.add_post("/stats/reset", provider.reset)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, sock, backlog=4096).start()
+    print(sock.getsockname()[1], flush=True)
+    await asyncio.Event().wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--fail-429", type=int, default=0)
+    args = parser.parse_args()
+    try:
+        asyncio.run(serve(args.latency, args.fail_429))
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
