@@ -11,19 +11,25 @@ and a loopback OpenAI-compatible server (benchmarks/_provider.py, asyncio, in
 a process of its own) that answers every call with a valid judgement (a
 verbatim cite) after `--latency` seconds. Then, in one run:
 
+0. a warm-up of `--warm-up` proposals of each kind, not measured (the first
+   proposals after a start pay for connections and first imports);
 1. the `recorded` pipeline: `--recorded-n` proposals on `pipeline.py`'s panel
    shape (3 recorded lenses, need 2, one constraints checker), over HTTP;
 2. the `llm` pipeline: `--n` proposals on the same shape with 3 `llm` lenses
    (`--max-concurrency` sets the lenses' per-endpoint limit; `--fail-429 K`
    answers every K-th call with 429 and `Retry-After: 1`), over HTTP, all at once;
-3. the same `llm` pipeline paced at half the rate step 2 reached, for the
+3. the `recorded` pipeline again, as in 1: the ratio is taken against both
+   recorded runs together (their proposals over their time), because this
+   machine's speed drifts by a quarter within a minute, and a single run
+   before the llm one measured the drift as much as the pipelines;
+4. the same `llm` pipeline paced at half the rate step 2 reached, for the
    latency a proposal sees below saturation.
 
 Prints proposals/s, p50/p95 submit→final, the CPU per proposal of each
 process (worker, web, PostgreSQL, the provider, this process's submitters),
-the most calls the server saw in flight, the worker's RSS (peak, all its processes) and the most database
-connections open (peak, every process), the exactly-once audit, and last a
-machine-readable line:
+the most calls the server saw in flight, the worker's RSS (peak, all its
+processes) and the most database connections open (peak, every process), the
+exactly-once audit, and last a machine-readable line:
 
     RESULT llm_per_s=<x> recorded_per_s=<y> ratio=<x/y> paced_p50_s=<s> max_inflight=<n>
 """
@@ -281,7 +287,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
     parser.add_argument("--n", type=int, default=300, help="proposals through the llm pipeline")
-    parser.add_argument("--recorded-n", type=int, default=300)
+    parser.add_argument("--recorded-n", type=int, default=300, help="proposals per recorded run")
+    parser.add_argument("--warm-up", type=int, default=30, help="unmeasured proposals of each kind")
     parser.add_argument("--paced-n", type=int, default=100, help="proposals in the paced run")
     parser.add_argument(
         "--max-concurrency", type=int, default=0, help="the llm lenses' per-endpoint limit"
@@ -304,8 +311,10 @@ def main() -> None:
 
     provider = Provider(args.latency, args.fail_429)
     panel = llm_panel(provider.base_url, args.max_concurrency or None)
+    warm_items = contents(args.warm_up, "warm-rec-")
     recorded_items = contents(args.recorded_n, "rec-")
-    record_passes(recorded_items)
+    again_items = contents(args.recorded_n, "rec-again-")
+    record_passes(warm_items + recorded_items + again_items)
     token = s.api_token("bench-llm", "submit,read")
     s.line(
         "proposals on each process's LLM loop (at most)",
@@ -321,11 +330,21 @@ def main() -> None:
     sampler = Sampler(s.BENCH_DB, {"worker": worker.pid})
     meter = {"meter_roots": {"worker": worker.pid, "web": web.pid, "provider": provider.pid}}
     try:
-        s.heading(f"recorded pipeline: {args.recorded_n} proposals (same panel shape)")
-        recorded = run(port, token, "bench-panel", recorded_items, clients=args.clients, **meter)
-        s.line("proposals/s", f"{recorded['rate']:.2f}")
-        s.line("submit→final p50 / p95", f"{recorded['p50']:.2f} s / {recorded['p95']:.2f} s")
-        print_cpu(recorded)
+        if args.warm_up:
+            s.heading(f"warm-up: {args.warm_up} proposals of each kind (not measured)")
+            run(port, token, "bench-panel", warm_items, clients=args.clients, **meter)
+            warm_llm = contents(args.warm_up, "warm-llm-")
+            run(port, token, panel.name, warm_llm, clients=args.clients, **meter)
+
+        def recorded_run(items: list[dict], label: str) -> dict:
+            s.heading(f"recorded pipeline{label}: {args.recorded_n} proposals (same panel shape)")
+            result = run(port, token, "bench-panel", items, clients=args.clients, **meter)
+            s.line("proposals/s", f"{result['rate']:.2f}")
+            s.line("submit→final p50 / p95", f"{result['p50']:.2f} s / {result['p95']:.2f} s")
+            print_cpu(result)
+            return result
+
+        recorded = recorded_run(recorded_items, "")
 
         s.heading(f"llm pipeline: {args.n} proposals, all at once")
         before = provider.stats(reset=True)
@@ -349,6 +368,14 @@ def main() -> None:
                 "ideal under the limit: limit ÷ (3 × latency)",
                 f"{args.max_concurrency / (3 * args.latency):.2f} proposals/s",
             )
+
+        again = recorded_run(again_items, ", again")
+        # Both runs' proposals over both runs' time.
+        recorded_rate = 2 / (1 / recorded["rate"] + 1 / again["rate"])
+        s.line(
+            "recorded proposals/s, both runs",
+            f"{recorded_rate:.2f} (before {recorded['rate']:.2f}, after {again['rate']:.2f})",
+        )
 
         paced_rate = llm["rate"] / 2
         s.heading(
@@ -386,7 +413,7 @@ def main() -> None:
         f"{sampler.connections} (web 2 + worker 2 × (pool + LLM loop) + this benchmark)",
     )
     s.heading("exactly once")
-    outcomes = llm["outcomes"] + recorded["outcomes"] + paced["outcomes"]
+    outcomes = llm["outcomes"] + recorded["outcomes"] + again["outcomes"] + paced["outcomes"]
     s.line("outcomes", ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
     audit = s.outcome_audit()
     s.line("audit", ", ".join(f"{k}={v}" for k, v in audit.items()))
@@ -398,9 +425,9 @@ def main() -> None:
     if args.profile:
         s.heading("profile: the worker during the llm run (share of samples holding the GIL)")
         summarise_profile(Path(env["REVIEWAPP_VAR_DIR"]) / "llm-worker.txt", top=30)
-    ratio = llm["rate"] / recorded["rate"]
+    ratio = llm["rate"] / recorded_rate
     print(
-        f"RESULT llm_per_s={llm['rate']:.2f} recorded_per_s={recorded['rate']:.2f} "
+        f"RESULT llm_per_s={llm['rate']:.2f} recorded_per_s={recorded_rate:.2f} "
         f"ratio={ratio:.2f} paced_p50_s={paced['p50']:.2f} max_inflight={max_inflight}",
         flush=True,
     )

@@ -7,6 +7,7 @@ whether the main thread is running a task when they arrive.
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -89,40 +90,66 @@ def test_answers_arriving_during_a_task_are_recorded_by_the_main_thread_when_it_
     assert outcomes.sent == []  # no second message for it
 
 
-def test_answers_arriving_while_the_main_thread_is_idle_go_onto_the_queue(runtime, lens):
+def test_each_task_that_ends_records_one_kept_answer_so_new_tasks_keep_flowing(runtime, lens):
     outcomes = Outcomes()
     runtime.main_thread_busy()
+    _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in (1, 2, 3)))
     runtime.main_thread_free()
+    assert len(outcomes.here) == 1
+    for _ in range(2):  # the next tasks, each followed by one more
+        runtime.main_thread_busy()
+        runtime.main_thread_free()
+    assert sorted(n for _, n, _ in outcomes.here) == [1, 2, 3]
+    assert outcomes.sent == []
+
+
+def test_answers_kept_for_a_main_thread_that_stays_idle_go_onto_the_queue(runtime, lens):
+    outcomes = Outcomes()
+    runtime.main_thread_busy()
+    _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in (1, 2)))
+    runtime.main_thread_free()  # records one; no task follows
+    wait_for(lambda: len(outcomes.sent) == 1, timeout=5)
+    assert len(outcomes.here) == 1
+    assert {n for _, n, _ in outcomes.here} | {n for n, _ in outcomes.sent} == {1, 2}
+
+
+def test_answers_arriving_while_the_main_thread_is_idle_go_onto_the_queue(runtime, lens):
+    outcomes = Outcomes()
     _judge(runtime, outcomes.job(lens))
+    wait_for(lambda: outcomes.sent, timeout=5)
     assert outcomes.here == []
     [(proposal_id, answers)] = outcomes.sent
     assert (proposal_id, answers[0]["verdict"]) == (1, "pass")
 
 
 def test_answers_that_find_the_main_thread_between_tasks_wait_for_the_next_one(
-    runtime, lens, openai_server, monkeypatch
+    runtime, lens, monkeypatch
 ):
-    monkeypatch.setattr(llm_loop, "HAND_BACK_WAIT_SECONDS", 2.0)
+    monkeypatch.setattr(llm_loop, "HAND_BACK_WAIT_SECONDS", 0.3)
     outcomes = Outcomes()
-    judged = asyncio.run_coroutine_threadsafe(runtime.judge_job(outcomes.job(lens)), runtime.loop)
-    wait_for(lambda: openai_server.requests, timeout=5)
-    runtime.main_thread_busy()  # the next task starts while the answers wait
-    judged.result(10)
+    _judge(runtime, outcomes.job(lens))  # kept, though the main thread is idle
+    runtime.main_thread_busy()  # the next task starts within the wait
+    time.sleep(0.6)  # and outlasts it: the answers still wait for the task's end
     assert outcomes.sent == []
     runtime.main_thread_free()
     assert [n for _, n, _ in outcomes.here] == [1]
+    assert outcomes.sent == []
 
 
-def test_answers_beyond_the_backlog_go_onto_the_queue_for_another_process(runtime, lens):
+def test_answers_beyond_the_backlog_go_onto_the_queue_for_another_process(
+    runtime, lens, monkeypatch
+):
+    monkeypatch.setattr(llm_loop, "HAND_BACK_BACKLOG", 3)
     outcomes = Outcomes()
     runtime.main_thread_busy()
-    backlog = llm_loop.HAND_BACK_BACKLOG
-    _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in range(backlog + 2)))
+    _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in range(5)))
     assert len(outcomes.sent) == 2
-    runtime.main_thread_free()
-    assert len(outcomes.here) == backlog
+    for _ in range(3):
+        runtime.main_thread_free()
+        runtime.main_thread_busy()
+    assert len(outcomes.here) == 3
     ids = {n for _, n, _ in outcomes.here} | {n for n, _ in outcomes.sent}
-    assert ids == set(range(backlog + 2))  # each proposal's answers went one way, once
+    assert ids == set(range(5))  # each proposal's answers went one way, once
 
 
 def test_a_failed_recording_does_not_hold_up_the_answers_after_it(runtime, lens):
@@ -135,7 +162,10 @@ def test_a_failed_recording_does_not_hold_up_the_answers_after_it(runtime, lens)
     _judge(runtime, outcomes.job(lens, proposal_id=1, finish_here=broken))
     _judge(runtime, outcomes.job(lens, proposal_id=2))
     runtime.main_thread_free()
+    runtime.main_thread_busy()
+    runtime.main_thread_free()
     assert [n for _, n, _ in outcomes.here] == [2]
+    assert outcomes.sent == []  # the failed one is the sweeper's, like a task that raised
 
 
 def test_a_worker_shutting_down_sends_the_answers_it_kept_onto_the_queue(runtime, lens):
@@ -144,7 +174,7 @@ def test_a_worker_shutting_down_sends_the_answers_it_kept_onto_the_queue(runtime
     _judge(runtime, outcomes.job(lens))
     runtime.send_handed_back()  # the process is exiting: no task will end here again
     assert [n for n, _ in outcomes.sent] == [1]
-    _judge(runtime, outcomes.job(lens, proposal_id=2))  # answers from now on are sent too
+    _judge(runtime, outcomes.job(lens, proposal_id=2))  # answers from now on are sent at once
     assert [n for n, _ in outcomes.sent] == [1, 2] and outcomes.here == []
 
 
@@ -171,7 +201,7 @@ def test_the_loop_sends_calls_through_the_proxy_the_environment_names(
     outcomes = Outcomes()
     _judge(runtime, outcomes.job(lens))
     assert openai_server.requests[0].path == "http://llm.example.invalid/v1/chat/completions"
-    [(_, answers)] = outcomes.sent
+    [(_, answers)] = wait_for(lambda: outcomes.sent, timeout=5)
     assert answers[0]["verdict"] == "pass"
 
 
