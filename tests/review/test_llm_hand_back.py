@@ -211,3 +211,9 @@ def test_no_proxy_keeps_an_endpoint_off_the_proxy(monkeypatch):
     assert llm_loop.env_proxy("https://llm.internal/v1") == (None, None)
     proxy, _ = llm_loop.env_proxy("https://api.example.com/v1")
     assert str(proxy) == "http://proxy.internal:3128"
+
+
+def test_the_loop_is_uvloops(runtime):
+    import uvloop  # a dependency wherever it is built (not on Windows)
+
+    assert isinstance(runtime.loop, uvloop.Loop)
