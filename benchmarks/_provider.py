@@ -26,10 +26,11 @@ import json
 import re
 import socket
 import sys
-import time
 
 import uvloop
 from aiohttp import web
+
+from tests.core.openai_stub import completion
 
 TICKET = re.compile(r"Ticket #[A-Za-z0-9-]+")
 
@@ -45,23 +46,6 @@ def judgement_for(body: dict) -> str:
             "claims": [{"cite": cite, "assessment": "verified", "note": "names the ticket"}],
         }
     )
-
-
-def completion(content: str, model: str) -> dict:
-    return {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }
 
 
 class Provider:
