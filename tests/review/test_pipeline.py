@@ -517,3 +517,48 @@ def test_answers_are_kept_when_the_final_step_fails_inside_their_transaction(mon
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.DECIDED
     assert proposal.final_step_attempts == 1
+
+
+def _handed_to_the_loop(monkeypatch, panel):
+    proposal = submit(panel, CONTENT)
+    handed = []
+    monkeypatch.setattr("reviewapp.review.tasks.llm_loop.judge_in_background", handed.append)
+    evaluate_proposal(proposal.pk)
+    [job] = handed
+    return proposal, job
+
+
+def _llm_pass(lens) -> dict:
+    """An LLM lens's answer as the loop hands it back (``llm_loop.answer_json``)."""
+    return {
+        "lens": lens.pk,
+        "verdict": "pass",
+        "rationale": "Reasoned.",
+        "claims": [],
+        "unresolved": [],
+        "raw_response": judgement("pass"),
+        "attempts": 1,
+        "requote_rounds": 0,
+    }
+
+
+def test_llm_answers_handed_back_end_a_panel_whose_cpu_lenses_answered_first(monkeypatch):
+    llm = LensFactory(backend=Lens.Backend.LLM, base_url="http://127.0.0.1:9/v1", model="m")
+    cpu = LensFactory()
+    recorded(cpu, CONTENT, judgement("pass", "sorts in O(n log n) time"))
+    proposal, job = _handed_to_the_loop(monkeypatch, PanelFactory(lenses=[llm, cpu], need=2))
+    assert Proposal.objects.get(pk=proposal.pk).lenses_answered == 1  # the CPU lens, already
+    job.finish_here([_llm_pass(llm)])
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.lenses_answered) == (Proposal.Status.DECIDED, 2)
+    assert proposal.decision.outcome == "approved"
+
+
+def test_llm_answers_handed_back_wait_for_an_external_lens_still_to_answer(monkeypatch):
+    llm = LensFactory(backend=Lens.Backend.LLM, base_url="http://127.0.0.1:9/v1", model="m")
+    external = LensFactory(backend=Lens.Backend.EXTERNAL)
+    proposal, job = _handed_to_the_loop(monkeypatch, PanelFactory(lenses=[llm, external], need=2))
+    job.finish_here([_llm_pass(llm)])
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.lenses_answered) == (Proposal.Status.EVALUATING, 1)
+    assert not proposal.evidence.exists()  # no final step ran
