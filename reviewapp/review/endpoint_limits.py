@@ -2,12 +2,13 @@
 
 Each LLM lens names its endpoint's limits (``Lens.max_concurrent_calls`` and
 ``Lens.calls_per_minute``). A call takes a slot before it is sent and gives it
-back when its response is in; the slot is also a record of the call for the
+back when its response is in (with the process's next ask for slots, or on its
+own within ``llm_calls.RELEASE_WAIT_SECONDS``); the slot is also a record of the call for the
 per-minute window. A slot carries an expiry (the lens's timeout plus a grace),
 so a worker killed mid-call cannot keep it.
 
 The state lives in Redis when the app has one (the broker or ``CACHE_URL``):
-one Lua script checks and takes a slot atomically, on Redis's clock, awaited
+one Lua script gives back slots, checks and takes new ones atomically, on Redis's clock, awaited
 on the LLM loop (reviewapp/review/llm_loop.py) with no thread in between. In
 the embedded default it lives in the database (``EndpointCall`` rows), taken
 under a lock per endpoint; those calls block, so the loop makes them on its
@@ -41,8 +42,14 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-# Grants up to ARGV[4] slots at once, tokens in ARGV[6..]: {granted, wait}.
+# Gives back the ARGV[6] slots in ARGV[7..], then grants up to ARGV[4] slots
+# at once, tokens in the ARGV after those: {granted, wait}.
 _ACQUIRE = """
+local released = tonumber(ARGV[6])
+if released > 0 then
+  redis.call('ZREM', KEYS[1], unpack(ARGV, 7, 6 + released))
+end
+local first = 6 + released
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local max_calls, per_minute, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -58,8 +65,8 @@ if recent >= per_minute then
 end
 local granted = math.min(tonumber(ARGV[4]), max_calls - in_flight, per_minute - recent)
 for i = 1, granted do
-  redis.call('ZADD', KEYS[1], now + lease, ARGV[5 + i])
-  redis.call('ZADD', KEYS[2], now, ARGV[5 + i])
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[first + i])
+  redis.call('ZADD', KEYS[2], now, ARGV[first + i])
 end
 redis.call('EXPIRE', KEYS[1], math.ceil(lease) + 60)
 redis.call('EXPIRE', KEYS[2], 120)
@@ -88,12 +95,23 @@ class RedisLimits:
         max_concurrent: int,
         per_minute: int,
         lease_seconds: float,
+        release: list[str] = (),
     ) -> tuple[list[str], float]:
-        """Up to `count` slots, atomically: the tokens granted, or none and when to ask again."""
+        """Give back `release`, then up to `count` slots, atomically: the tokens
+        granted, or none and when to ask again."""
         tokens = [new_token() for _ in range(count)]
         granted, wait = await self._acquire(
             keys=self._keys(endpoint),
-            args=[max_concurrent, per_minute, lease_seconds, count, FULL_RETRY_SECONDS, *tokens],
+            args=[
+                max_concurrent,
+                per_minute,
+                lease_seconds,
+                count,
+                FULL_RETRY_SECONDS,
+                len(release),
+                *release,
+                *tokens,
+            ],
         )
         granted = int(granted)
         return tokens[:granted], 0.0 if granted else max(0.0, float(wait))
@@ -113,9 +131,12 @@ class DatabaseLimits:
         max_concurrent: int,
         per_minute: int,
         lease_seconds: float,
+        release: list[str] = (),
     ) -> tuple[list[str], float]:
         now = time.time()
         with transaction.atomic():
+            if release:
+                EndpointCall.objects.filter(token__in=release).update(ends=now)
             # Count-then-insert must not interleave between workers. SQLite's
             # IMMEDIATE transactions (settings) already hold the write lock;
             # on PostgreSQL an advisory lock per endpoint serialises them.

@@ -259,15 +259,19 @@ class _Runtime:
             if isinstance(self.limits, RedisLimits):
                 limits = self.limits
 
-                async def try_acquire(count):
-                    return await limits.try_acquire(endpoint, count=count, **options)
+                async def try_acquire(count, release):
+                    return await limits.try_acquire(
+                        endpoint, count=count, release=release, **options
+                    )
 
                 release = partial(self.limits.release, endpoint)
             else:
                 limits = self.limits
 
-                async def try_acquire(count):
-                    return await self.on_db(limits.try_acquire, endpoint, count=count, **options)
+                async def try_acquire(count, release):
+                    return await self.on_db(
+                        limits.try_acquire, endpoint, count=count, release=release, **options
+                    )
 
                 async def release(tokens):
                     await self.on_db(limits.release, endpoint, tokens)

@@ -7,7 +7,12 @@ import pytest
 
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import LensFailed
-from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
+from reviewapp.core.llm_calls import (
+    RELEASE_WAIT_SECONDS,
+    AsyncChatTransport,
+    EndpointGate,
+    run_judge_async,
+)
 from tests.core.openai_stub import Answer, HttpError, RateLimited, Slow
 
 CONTENT = "Paris is the capital of France."
@@ -20,8 +25,9 @@ class CountingStore:
     def __init__(self, size):
         self.size, self.held, self.most, self.log, self.asks = size, set(), 0, [], []
 
-    async def try_acquire(self, count):
+    async def try_acquire(self, count, release):
         self.asks.append(count)
+        await self.release(release)
         granted = []
         while len(self.held) < self.size and len(granted) < count:
             token = str(sum(1 for kind, _ in self.log if kind == "take"))
@@ -49,7 +55,7 @@ def _judge(server_url, gate=None, *, sleep=asyncio.sleep, time_limit=30.0, timeo
                 timeout=timeout,
                 gate=gate,
             )
-            return await run_judge_async(
+            outcome = await run_judge_async(
                 transport=transport,
                 time_limit=time_limit,
                 sleep=sleep,
@@ -62,17 +68,23 @@ def _judge(server_url, gate=None, *, sleep=asyncio.sleep, time_limit=30.0, timeo
                 transport_attempts=3,
                 rng=lambda: 0.0,
             )
+        if gate is not None:
+            # The last slot goes back within the release wait: on a loop
+            # that runs on, as the LLM loop does, not one about to close.
+            await asyncio.sleep(2 * RELEASE_WAIT_SECONDS)
+        return outcome
 
     return asyncio.run(run())
 
 
-def test_a_429_gives_the_slot_back_before_its_retry_is_deferred(openai_server):
+def test_a_429_gives_the_slot_back_while_its_retry_is_deferred(openai_server):
     openai_server.script([RateLimited("2"), Answer(PASS)])
     store = CountingStore(1)
     gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
     held_while_waiting = []
 
     async def deferred(seconds):
+        await asyncio.sleep(2 * RELEASE_WAIT_SECONDS)  # the deferral, shortened
         held_while_waiting.append((seconds, len(store.held)))
 
     outcome = _judge(openai_server.base_url, gate, sleep=deferred)
@@ -110,7 +122,7 @@ def test_waiters_for_a_full_endpoint_are_served_in_turn_never_beyond_its_size():
         token = await gate.acquire()
         order.append(n)
         await asyncio.sleep(0.02)
-        await gate.release(token)
+        await gate.give_back(token)
 
     async def run():
         for n in range(6):
@@ -128,7 +140,7 @@ def test_a_shared_store_that_fails_to_answer_is_asked_again_not_fatal(monkeypatc
     monkeypatch.setattr("reviewapp.core.llm_calls.STORE_RETRY_SECONDS", 0.01)
     answers = iter([ConnectionError("redis restarting"), (["slot"], 0.0)])
 
-    async def try_acquire(count):
+    async def try_acquire(count, release):
         answer = next(answers)
         if isinstance(answer, Exception):
             raise answer
@@ -140,7 +152,7 @@ def test_a_shared_store_that_fails_to_answer_is_asked_again_not_fatal(monkeypatc
     async def run():
         gate = EndpointGate(try_acquire=try_acquire, release=release)
         token = await gate.acquire()
-        await gate.release(token)  # a failed release is logged, never raised
+        await gate.give_back(token)  # a failed release is logged, never raised
         return token
 
     assert asyncio.run(run()) == "slot"
@@ -152,7 +164,7 @@ def test_a_burst_of_calls_waiting_for_an_endpoint_costs_one_ask_of_the_store():
 
     async def run():
         tokens = await asyncio.gather(*(gate.acquire() for _ in range(50)))
-        await asyncio.gather(*(gate.release(token) for token in tokens))
+        await asyncio.gather(*(gate.give_back(token) for token in tokens))
         return tokens
 
     tokens = asyncio.run(run())
@@ -166,8 +178,8 @@ def test_a_slot_granted_to_a_call_that_gave_up_goes_back_to_the_store():
     store = CountingStore(1)
     granted = None
 
-    async def try_acquire(count):
-        tokens, wait = await store.try_acquire(count)
+    async def try_acquire(count, release):
+        tokens, wait = await store.try_acquire(count, release)
         if tokens:
             granted.set()  # wakes the test before the waiting call resumes
         return tokens, wait
@@ -181,7 +193,44 @@ def test_a_slot_granted_to_a_call_that_gave_up_goes_back_to_the_store():
         waiter.cancel()  # its lens ran out of time as the slot came
         with pytest.raises(asyncio.CancelledError):
             await waiter
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(2 * RELEASE_WAIT_SECONDS)
         return set(store.held)
 
     assert asyncio.run(run()) == set()  # not leaked until its lease ends
+
+
+def test_slots_given_back_ride_on_the_next_ask_of_the_store():
+    store = CountingStore(10)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+    releases = []
+    store_release = store.release
+
+    async def counted_release(tokens):
+        releases.append(list(tokens))
+        await store_release(tokens)
+
+    store.release = counted_release
+
+    async def run():
+        first = await gate.acquire()
+        gate.give_back(first)  # no ask is running: it waits for one
+        await gate.acquire()  # this ask carries it
+        await asyncio.sleep(0.05)  # past the release wait: nothing left to send on its own
+
+    asyncio.run(run())
+    assert store.asks == [1, 1]
+    assert releases == [[], ["0"]]  # inside the second ask, never a round trip of its own
+    assert store.held == {"1"}
+
+
+def test_slots_given_back_with_no_ask_to_carry_them_go_together_on_their_own():
+    store = CountingStore(10)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+
+    async def run():
+        tokens = await asyncio.gather(*(gate.acquire() for _ in range(3)))
+        await asyncio.gather(*(gate.give_back(token) for token in tokens))
+
+    asyncio.run(run())
+    assert store.asks == [3]
+    assert not store.held

@@ -104,6 +104,13 @@ def test_one_ask_for_many_slots_stops_at_the_calls_per_minute(limits, endpoint):
     assert refused is None and 50 < wait <= 60
 
 
+def test_slots_given_back_with_an_ask_are_free_for_that_same_ask(limits, endpoint):
+    held, _ = _take_many(limits, endpoint, count=2)
+    assert _take(limits, endpoint)[0] is None  # full
+    tokens, _ = _take_many(limits, endpoint, count=2, release=held)
+    assert len(tokens) == 2 and not set(tokens) & set(held)
+
+
 def test_slots_released_together_are_all_free_again(limits, endpoint):
     tokens, _ = _take_many(limits, endpoint, count=2)
     limits.release(endpoint, tokens)
