@@ -46,8 +46,9 @@ def new_token() -> str:
 # at once, tokens in the ARGV after those: {granted, wait}.
 _ACQUIRE = """
 local released = tonumber(ARGV[6])
-if released > 0 then
-  redis.call('ZREM', KEYS[1], unpack(ARGV, 7, 6 + released))
+-- In chunks: unpack() of too many values overflows Lua's stack.
+for i = 7, 6 + released, 1000 do
+  redis.call('ZREM', KEYS[1], unpack(ARGV, i, math.min(i + 999, 6 + released)))
 end
 local first = 6 + released
 local t = redis.call('TIME')

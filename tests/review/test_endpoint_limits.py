@@ -111,6 +111,14 @@ def test_slots_given_back_with_an_ask_are_free_for_that_same_ask(limits, endpoin
     assert len(tokens) == 2 and not set(tokens) & set(held)
 
 
+def test_thousands_of_slots_go_back_with_one_ask(limits, endpoint):
+    held, _ = _take_many(limits, endpoint, count=9000, max_concurrent=9000, per_minute=20_000)
+    tokens, _ = _take_many(
+        limits, endpoint, count=9000, max_concurrent=9000, per_minute=20_000, release=held
+    )
+    assert len(held) == len(tokens) == 9000
+
+
 def test_slots_released_together_are_all_free_again(limits, endpoint):
     tokens, _ = _take_many(limits, endpoint, count=2)
     limits.release(endpoint, tokens)
