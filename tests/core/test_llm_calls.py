@@ -234,3 +234,25 @@ def test_slots_given_back_with_no_ask_to_carry_them_go_together_on_their_own():
     asyncio.run(run())
     assert store.asks == [3]
     assert not store.held
+
+
+def test_a_slot_given_back_goes_at_once_to_a_call_waiting_for_the_full_endpoint():
+    store = CountingStore(1)
+    store_try_acquire = store.try_acquire
+
+    async def slow_to_ask_again(count, release):
+        tokens, _ = await store_try_acquire(count, release)
+        return tokens, 5.0  # when full: "ask again in 5 s"
+
+    gate = EndpointGate(try_acquire=slow_to_ask_again, release=store.release)
+
+    async def run():
+        first = await gate.acquire()
+        waiter = asyncio.ensure_future(gate.acquire())
+        await asyncio.sleep(0.01)  # it asked, and was told to wait 5 s
+        gate.give_back(first)
+        return await asyncio.wait_for(waiter, timeout=1)
+
+    assert asyncio.run(run()) == "1"
+    assert store.log == [("take", "0"), ("give", "0"), ("take", "1")]  # in one ask
+    assert store.asks == [1, 1, 1]
