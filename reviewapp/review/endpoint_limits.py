@@ -18,6 +18,7 @@ database thread.
 import hashlib
 import secrets
 import time
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -96,7 +97,7 @@ class RedisLimits:
         max_concurrent: int,
         per_minute: int,
         lease_seconds: float,
-        release: list[str] = (),
+        release: Sequence[str] = (),
     ) -> tuple[list[str], float]:
         """Give back `release`, then up to `count` slots, atomically: the tokens
         granted, or none and when to ask again."""
@@ -132,7 +133,7 @@ class DatabaseLimits:
         max_concurrent: int,
         per_minute: int,
         lease_seconds: float,
-        release: list[str] = (),
+        release: Sequence[str] = (),
     ) -> tuple[list[str], float]:
         now = time.time()
         with transaction.atomic():

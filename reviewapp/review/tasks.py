@@ -59,10 +59,6 @@ def evaluate_proposal(
     REVIEWAPP_FINAL_STEP_ATTEMPTS runs. Outstanding external lenses are
     waited for by the sweeper's deadline check.
     """
-    _evaluate(proposal_id, llm_answers, swept)
-
-
-def _evaluate(proposal_id: int, llm_answers: list[dict] | None, swept: bool) -> None:
     proposal = Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None or proposal.is_final:
         return
