@@ -415,7 +415,7 @@ def main() -> None:
         )
     s.line(
         "database connections open (every process)",
-        f"{sampler.connections} (web 2 + worker 2 × (pool + LLM loop) + this benchmark)",
+        f"{sampler.connections} (at most web 2 + worker 2 × (pool, LLM loop, recorder) + this one)",
     )
     s.heading("exactly once")
     outcomes = llm["outcomes"] + recorded["outcomes"] + again["outcomes"] + paced["outcomes"]

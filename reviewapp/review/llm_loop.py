@@ -14,23 +14,31 @@ Design (see README, "What happens to a submission"):
   (``endpoint_limits``) only while its HTTP exchange runs. A 429 or a 5xx
   gives the slot back and the retry is deferred on the loop, not slept.
 - When a proposal's LLM lenses have answered, their answers are recorded and
-  the final step run (``evaluate_proposal`` with the answers) by a pool
-  process's main thread, never by the loop's. They are kept for this
-  process's main thread, which records one of them each time a task ends,
-  before it takes another (``task_postrun``). Under load tasks end all the
-  time: no second message is sent and run per proposal (publishing and
-  running one cost about a sixth of the LLM path's worker CPU). One per task,
-  so that new proposals' tasks, which start their calls, keep flowing. If the
-  main thread stays idle for ``HAND_BACK_WAIT_SECONDS``, or
-  ``HAND_BACK_BACKLOG`` answers already wait, they go onto the queue as one
-  more ``evaluate_proposal`` task for whichever pool slot is free, so a
-  backlog never sits on one process. Recording on the loop's own thread
-  instead would tie each proposal's database work to the process that
-  happened to receive it, with nothing to stop that process taking new tasks
-  meanwhile: measured, one process's recorder queued for seconds while the
-  other's sat idle. A main thread recording takes no new task.
+  the final step run in the process that judged them, with no second message
+  (publishing and running one cost about a sixth of the LLM path's worker
+  CPU). They are kept for the process's main thread, which records them when
+  its task ends (``task_postrun``), before it takes another, for as long as
+  no task waits in the queue (``queue_peek``). A waiting task goes first: it
+  is most often a new proposal's first task, which starts LLM calls, and the
+  final steps still to run then hide their latency. (Measured: recording one
+  kept answer per task end instead, the first tasks of a burst's last
+  seconds waited 1.4-1.6 s in the queue behind final steps, and the burst
+  ended a model latency after that.)
+- A main thread left idle (HAND_BACK_WAIT_SECONDS with no task, none waiting)
+  has its kept answers recorded on a recorder thread instead, one at a time,
+  while it stays idle. Only then: recording there while the main thread runs
+  tasks competes for the GIL (measured: tasks took 40-120 ms
+  instead of 8-25), and would tie database work to whichever process judged
+  the proposal while that process took new tasks. Answers go onto the queue
+  as one more ``evaluate_proposal`` task, at the lowest priority (so behind
+  first tasks), for whichever pool slot is free, only when
+  ``HAND_BACK_BACKLOG`` already wait, when the main thread records nothing
+  for HAND_BACK_STALL_SECONDS in one task (a slow checker), or when the
+  process exits.
 - The loop touches the database only on one thread of its own (its
-  heartbeat, the admin's trials), so it adds one connection per process
+  heartbeat, the admin's trials, limits kept in the database), and the
+  recorder on another (a final step can wait minutes on a command checker;
+  the loop's thread must not), so they add two connections per process
   whatever the number of calls in flight.
 - At most ``REVIEWAPP_LLM_PROPOSALS_PER_PROCESS`` proposals are on one loop;
   a task that would add one more waits for room (back-pressure on the broker,
@@ -82,7 +90,7 @@ from reviewapp.core.cite import (
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
 
-from . import llm_keys
+from . import llm_keys, queue_peek
 from .endpoint_limits import (
     LEASE_GRACE_SECONDS,
     DatabaseLimits,
@@ -98,17 +106,19 @@ log = logging.getLogger(__name__)
 # container 10 s after SIGTERM); what is left is sent again by the sweeper.
 DRAIN_SECONDS = 10.0
 # At most this many proposals' answers wait for the main thread; the next go
-# on the queue, where another process can take them.
-HAND_BACK_BACKLOG = 32
-# How many kept answers the main thread records each time a task ends: one,
-# so that new proposals' tasks, which start their LLM calls, keep flowing
-# between final steps (measured: 0.82-0.84 of the recorded pipeline's rate,
-# against 0.77-0.82 recording all kept answers after each task, whose tasks
-# started their calls late and left the last second's latency exposed).
-HAND_BACK_PER_TASK = 1
+# on the queue, where another process can take them. Each costs a task there:
+# at 32, with first tasks going first, half a 300-proposal burst's answers did.
+HAND_BACK_BACKLOG = 128
+# How long the answers kept for the main thread give way to tasks waiting in
+# the queue before they are recorded anyway (see main_thread_free): a bound
+# for a queue that never empties, far beyond a burst's few seconds.
+HAND_BACK_DEFER_SECONDS = 10.0
 # How long answers kept for an idle main thread wait for it to start a task
-# before they go onto the queue.
+# before the recorder thread records them (and how often it looks).
 HAND_BACK_WAIT_SECONDS = 0.02
+# How long answers kept for a main thread in a task wait for it to end or
+# record one (a final step takes milliseconds; a slow checker, minutes).
+HAND_BACK_STALL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -121,7 +131,8 @@ class LlmJob:
     policy: GroundingPolicy
     lenses: list[Lens]
     # Both take the proposal's answers as JSON (``answer_json``).
-    # Records them here and now: called on the process's main thread, between tasks.
+    # Records them here and now: called on the process's main thread between
+    # tasks, or on the recorder thread while the main thread is idle.
     finish_here: Callable[[list[dict]], None]
     # Sends them on to be recorded by whichever process is free: called off the loop.
     deliver: Callable[[list[dict]], None]
@@ -137,6 +148,11 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     if uvloop is None:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()
+
+
+def _gives_way(kept_at: float) -> bool:
+    """Whether answers kept since `kept_at` wait for a task waiting in the queue to run first."""
+    return time.monotonic() - kept_at < HAND_BACK_DEFER_SECONDS and queue_peek.task_waiting()
 
 
 def _send(job: LlmJob, answers: list[dict]) -> None:
@@ -168,6 +184,8 @@ class _Runtime:
         self._thread.start()
         # One thread, so one database connection for the whole loop.
         self.db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-db")
+        # Records kept answers while the main thread is idle; its own connection.
+        self._recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-recorder")
         # Broker sends, which block.
         self._io = ThreadPoolExecutor(max_workers=2, thread_name_prefix="llm-io")
         # Redis limits are awaited on the loop itself; limits kept in the
@@ -182,9 +200,12 @@ class _Runtime:
         self._pending: set[Future] = set()
         self._pending_lock = threading.Lock()
         # Answers waiting for the main thread to finish its task (see the module's docstring).
-        self._handed_back: deque[tuple[LlmJob, list[dict]]] = deque()
+        self._handed_back: deque[tuple[LlmJob, list[dict], float]] = deque()
         self._in_task = False
-        self._free_since = time.monotonic()
+        # When the main thread last started or ended a task.
+        self._state_since = time.monotonic()
+        # Whether _watch_kept is due on the loop.
+        self._watching = False
         self._closing = False
         self._hand_back_lock = threading.Lock()
         asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
@@ -296,46 +317,93 @@ class _Runtime:
         with self._hand_back_lock:
             if self._closing or len(self._handed_back) >= HAND_BACK_BACKLOG:
                 return False
-            self._handed_back.append((job, answers))
-            idle = not self._in_task
-        if idle:
-            self._check_idle_later()
+            self._handed_back.append((job, answers, time.monotonic()))
+            start_watching = not self._watching
+            self._watching = True
+        if start_watching:
+            self.loop.call_later(HAND_BACK_WAIT_SECONDS, self._watch_kept)
         return True
 
-    def _check_idle_later(self) -> None:
-        self.loop.call_later(HAND_BACK_WAIT_SECONDS, self._send_if_idle)
+    def _watch_kept(self) -> None:
+        """On the loop, while answers are kept: see they are recorded even if no task ends soon.
 
-    def _send_if_idle(self) -> None:
-        """On the loop: a main thread idle this long gets no task soon; send what it kept."""
+        A main thread in one task HAND_BACK_STALL_SECONDS is in a long one (a
+        slow checker's): its kept answers go onto the queue, for whichever
+        pool slot is free. A main thread idle HAND_BACK_WAIT_SECONDS has its
+        kept answers recorded on the recorder thread, one at a time,
+        while it stays idle and no task waits in the queue to bring it back:
+        no message is sent for them, and no task's work competes with them.
+        """
         with self._hand_back_lock:
-            waited = time.monotonic() - self._free_since
-            if self._in_task or waited < HAND_BACK_WAIT_SECONDS:
-                if not self._in_task and self._handed_back:
-                    self._check_idle_later()
+            if not self._handed_back:  # the main thread recorded them all
+                self._watching = False
                 return
+            in_task = self._in_task
+            waited = time.monotonic() - self._state_since
+        if in_task and waited >= HAND_BACK_STALL_SECONDS:
+            self._send_kept()
+        elif not in_task and waited >= HAND_BACK_WAIT_SECONDS:
+            self.loop.run_in_executor(self._recorder, self._record_one_while_idle)
+        else:
+            self.loop.call_later(HAND_BACK_WAIT_SECONDS, self._watch_kept)
+
+    def _record_one_while_idle(self) -> None:
+        """On the recorder thread: record the oldest kept answer, if the main thread is idle."""
+        kept = None
+        with self._hand_back_lock:
+            oldest = self._handed_back[0][2] if self._handed_back else None
+        if oldest is not None and not _gives_way(oldest):
+            with self._hand_back_lock:
+                if not self._in_task and self._handed_back:
+                    kept = self._handed_back.popleft()
+        if kept is None:  # a task is coming: the main thread records them after it
+            self.loop.call_soon_threadsafe(
+                self.loop.call_later, HAND_BACK_WAIT_SECONDS, self._watch_kept
+            )
+            return
+        job, answers, _ = kept
+        try:
+            _on_db_thread(job.finish_here, answers)
+        except Exception:
+            # As for a task that raised: the sweeper sends the proposal again.
+            log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
+        self.loop.call_soon_threadsafe(self._watch_kept)
+
+    def _send_kept(self) -> None:
+        """On the loop: send every kept answer onto the queue."""
+        with self._hand_back_lock:
             left = list(self._handed_back)
             self._handed_back.clear()
-        for job, answers in left:
+            self._watching = False
+        for job, answers, _ in left:
             self.loop.run_in_executor(self._io, _send, job, answers)
 
     def main_thread_busy(self) -> None:
         """The main thread started a task: answers kept for it wait until it ends."""
         with self._hand_back_lock:
             self._in_task = True
+            self._state_since = time.monotonic()
 
     def main_thread_free(self) -> None:
-        """The main thread's task ended: record some of the answers kept for it.
+        """The main thread's task ended: record the answers kept for it, while no task waits.
 
-        At most HAND_BACK_PER_TASK, so that new proposals' tasks, which start
-        their LLM calls, are not held up behind the final steps of old ones;
-        the rest wait for the next task to end, or, if none starts soon, go
-        onto the queue.
+        A first task waiting in the queue (``queue_peek``) goes first, unless
+        the oldest answer kept has waited HAND_BACK_DEFER_SECONDS: it starts
+        LLM calls, whose latency the final steps still to run then hide.
         """
-        for _ in range(HAND_BACK_PER_TASK):
+        while True:
             with self._hand_back_lock:
                 if not self._handed_back:
                     break
-                job, answers = self._handed_back.popleft()
+                oldest = self._handed_back[0][2]
+            if _gives_way(oldest):
+                break
+            with self._hand_back_lock:
+                if not self._handed_back:  # taken meanwhile (sent on, or by the recorder)
+                    break
+                job, answers, _ = self._handed_back.popleft()
+                # Recording is progress: the rest are not sent on as if the task were stuck.
+                self._state_since = time.monotonic()
             try:
                 job.finish_here(answers)
             except SoftTimeLimitExceeded:
@@ -346,10 +414,7 @@ class _Runtime:
                 log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
         with self._hand_back_lock:
             self._in_task = False
-            self._free_since = time.monotonic()
-            left = bool(self._handed_back)
-        if left:
-            self.loop.call_soon_threadsafe(self._check_idle_later)
+            self._state_since = time.monotonic()
 
     def send_handed_back(self) -> None:
         """Keep no more answers for the main thread; send those it kept onto the queue."""
@@ -357,7 +422,7 @@ class _Runtime:
             self._closing = True
             left = list(self._handed_back)
             self._handed_back.clear()
-        for job, answers in left:
+        for job, answers, _ in left:
             _send(job, answers)
 
     async def _answer(self, job: LlmJob, lens: Lens) -> dict:

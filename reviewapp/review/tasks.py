@@ -51,9 +51,9 @@ def evaluate_proposal(
     The CPU lenses (constraints, recorded) run here, so a proposal with no LLM
     lens costs this one task. The LLM lenses are handed to this process's
     event loop (``llm_loop``), which judges them with every other proposal's
-    while this task returns; their answers come back here as ``llm_answers``
-    (by this process's main thread between tasks, or as one more task), to
-    be recorded and the final step run. The sweeper comes back in here with
+    while this task returns; their answers are recorded and the final step
+    run in this process (``_finish_llm_answers_here``), or they come back
+    here as ``llm_answers`` in one more task. The sweeper comes back in here with
     ``swept``: whatever is still missing is run or sent again, and a final
     step that keeps not finishing is escalated after
     REVIEWAPP_FINAL_STEP_ATTEMPTS runs. Outstanding external lenses are
@@ -162,8 +162,14 @@ def _finish_llm_answers_here(proposal: Proposal, lenses: list[Lens], answers: li
     _record_and_finish(proposal, recorded, completes=completes)
 
 
+# Answers sent on through the queue go behind waiting first tasks (Redis's
+# lowest priority step; the embedded broker keeps one order): a first task
+# starts LLM calls, whose latency the final steps then hide.
+ANSWERS_PRIORITY = 9
+
+
 def _deliver_llm_answers(proposal_id: int, answers: list[dict]) -> None:
-    evaluate_proposal.delay(proposal_id, answers)
+    evaluate_proposal.apply_async((proposal_id, answers), priority=ANSWERS_PRIORITY)
 
 
 def _recorded_responses(proposal: Proposal, lenses: list[Lens]) -> dict[int, list]:

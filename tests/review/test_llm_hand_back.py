@@ -1,8 +1,9 @@
-"""An LLM proposal's answers go back to its process's main thread, or onto the queue.
+"""An LLM proposal's answers are recorded in its process (main or recorder thread), or queued.
 
 In process, on a real ``llm_loop._Runtime`` (its loop thread, its HTTP
-session) against the loopback server: what happens to the answers depends on
-whether the main thread is running a task when they arrive.
+session) against the loopback server and the real broker: what happens to the
+answers depends on whether the main thread is running a task when they arrive,
+and on whether a task waits in the queue.
 """
 
 import asyncio
@@ -11,9 +12,11 @@ import time
 
 import pytest
 
+from reviewapp.celery import app as celery_app
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.review import llm_loop
 from reviewapp.review.models import Lens
+from reviewapp.review.tasks import finalize_proposal
 from tests.conftest import wait_for
 from tests.core.openai_stub import Answer
 from tests.factories import LensFactory
@@ -26,7 +29,10 @@ CITE = "The migration is reversible"
 
 
 @pytest.fixture
-def runtime():
+def runtime(settings):
+    # What happens to kept answers depends on the real broker's queue: empty to begin with.
+    assert settings.CELERY_BROKER_URL.startswith("redis://")
+    celery_app.control.purge()
     made = llm_loop._Runtime()
     yield made
 
@@ -39,6 +45,7 @@ def runtime():
 
     asyncio.run_coroutine_threadsafe(close(), made.loop).result(5)
     made.loop.call_soon_threadsafe(made.loop.stop)
+    celery_app.control.purge()
 
 
 @pytest.fixture
@@ -90,49 +97,105 @@ def test_answers_arriving_during_a_task_are_recorded_by_the_main_thread_when_it_
     assert outcomes.sent == []  # no second message for it
 
 
-def test_each_task_that_ends_records_one_kept_answer_so_new_tasks_keep_flowing(runtime, lens):
+def test_a_task_that_ends_with_no_task_waiting_records_every_answer_kept(runtime, lens):
     outcomes = Outcomes()
     runtime.main_thread_busy()
     _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in (1, 2, 3)))
     runtime.main_thread_free()
-    assert len(outcomes.here) == 1
-    for _ in range(2):  # the next tasks, each followed by one more
-        runtime.main_thread_busy()
-        runtime.main_thread_free()
     assert sorted(n for _, n, _ in outcomes.here) == [1, 2, 3]
     assert outcomes.sent == []
 
 
-def test_answers_kept_for_a_main_thread_that_stays_idle_go_onto_the_queue(runtime, lens):
+def test_a_task_waiting_in_the_queue_goes_before_the_answers_kept(runtime, lens):
     outcomes = Outcomes()
     runtime.main_thread_busy()
-    _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in (1, 2)))
-    runtime.main_thread_free()  # records one; no task follows
-    wait_for(lambda: len(outcomes.sent) == 1, timeout=5)
-    assert len(outcomes.here) == 1
-    assert {n for _, n, _ in outcomes.here} | {n for n, _ in outcomes.sent} == {1, 2}
-
-
-def test_answers_arriving_while_the_main_thread_is_idle_go_onto_the_queue(runtime, lens):
-    outcomes = Outcomes()
     _judge(runtime, outcomes.job(lens))
-    wait_for(lambda: outcomes.sent, timeout=5)
-    assert outcomes.here == []
-    [(proposal_id, answers)] = outcomes.sent
-    assert (proposal_id, answers[0]["verdict"]) == (1, "pass")
+    finalize_proposal.delay(0)  # another proposal's task, waiting for a pool slot
+    runtime.main_thread_free()
+    assert outcomes.here == [] and outcomes.sent == []
+    runtime.main_thread_busy()  # the task it took
+    celery_app.control.purge()  # (nothing else waits)
+    runtime.main_thread_free()
+    assert [n for _, n, _ in outcomes.here] == [1]
+
+
+def test_answers_kept_too_long_are_recorded_even_while_tasks_wait(runtime, lens, monkeypatch):
+    monkeypatch.setattr(llm_loop, "HAND_BACK_DEFER_SECONDS", 0.2)
+    monkeypatch.setattr(llm_loop, "HAND_BACK_STALL_SECONDS", 60)
+    outcomes = Outcomes()
+    runtime.main_thread_busy()
+    _judge(runtime, outcomes.job(lens))
+    finalize_proposal.delay(0)
+    time.sleep(0.3)
+    runtime.main_thread_free()
+    assert [n for _, n, _ in outcomes.here] == [1]
+
+
+def test_answers_arriving_while_the_main_thread_is_idle_are_recorded_on_the_recorder_thread(
+    runtime, lens
+):
+    outcomes = Outcomes()
+    _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in (1, 2)))
+    wait_for(lambda: len(outcomes.here) == 2, timeout=5)
+    assert {thread.name.split("_")[0] for thread, _, _ in outcomes.here} == {"llm-recorder"}
+    assert outcomes.sent == []  # no message for them
+
+
+def test_answers_for_an_idle_main_thread_wait_for_it_while_a_task_waits_in_the_queue(runtime, lens):
+    outcomes = Outcomes()
+    finalize_proposal.delay(0)  # on its way to this process's idle main thread
+    _judge(runtime, outcomes.job(lens))
+    time.sleep(0.3)
+    assert outcomes.here == [] and outcomes.sent == []
+    runtime.main_thread_busy()  # the task it took
+    celery_app.control.purge()
+    runtime.main_thread_free()
+    [(thread, _, _)] = outcomes.here
+    assert thread is threading.current_thread()
 
 
 def test_answers_that_find_the_main_thread_between_tasks_wait_for_the_next_one(
     runtime, lens, monkeypatch
 ):
     monkeypatch.setattr(llm_loop, "HAND_BACK_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(llm_loop, "HAND_BACK_STALL_SECONDS", 60)
     outcomes = Outcomes()
     _judge(runtime, outcomes.job(lens))  # kept, though the main thread is idle
     runtime.main_thread_busy()  # the next task starts within the wait
-    time.sleep(0.6)  # and outlasts it: the answers still wait for the task's end
-    assert outcomes.sent == []
+    time.sleep(0.4)  # and outlasts it: the answers still wait for the task's end
+    assert outcomes.here == [] and outcomes.sent == []
     runtime.main_thread_free()
     assert [n for _, n, _ in outcomes.here] == [1]
+    assert outcomes.sent == []
+
+
+def test_answers_kept_for_a_main_thread_stuck_in_a_long_task_go_onto_the_queue(
+    runtime, lens, monkeypatch
+):
+    monkeypatch.setattr(llm_loop, "HAND_BACK_STALL_SECONDS", 0.2)
+    outcomes = Outcomes()
+    runtime.main_thread_busy()  # a slow checker, say
+    _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in (1, 2)))
+    wait_for(lambda: len(outcomes.sent) == 2, timeout=5)
+    runtime.main_thread_free()
+    assert outcomes.here == []
+
+
+def test_a_main_thread_recording_kept_answers_is_not_taken_for_stuck(runtime, lens, monkeypatch):
+    monkeypatch.setattr(llm_loop, "HAND_BACK_STALL_SECONDS", 60)
+    outcomes = Outcomes()
+    recorded = []
+
+    def slow(answers):
+        time.sleep(0.15)  # each answer well within the limit, all of them beyond it
+        recorded.append(answers)
+
+    runtime.main_thread_busy()
+    _judge(runtime, *(outcomes.job(lens, proposal_id=n, finish_here=slow) for n in range(4)))
+    monkeypatch.setattr(llm_loop, "HAND_BACK_STALL_SECONDS", 0.2)
+    runtime.main_thread_busy()  # the next task, a short one
+    runtime.main_thread_free()
+    assert len(recorded) == 4
     assert outcomes.sent == []
 
 
@@ -144,9 +207,7 @@ def test_answers_beyond_the_backlog_go_onto_the_queue_for_another_process(
     runtime.main_thread_busy()
     _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in range(5)))
     assert len(outcomes.sent) == 2
-    for _ in range(3):
-        runtime.main_thread_free()
-        runtime.main_thread_busy()
+    runtime.main_thread_free()
     assert len(outcomes.here) == 3
     ids = {n for _, n, _ in outcomes.here} | {n for n, _ in outcomes.sent}
     assert ids == set(range(5))  # each proposal's answers went one way, once
@@ -161,8 +222,6 @@ def test_a_failed_recording_does_not_hold_up_the_answers_after_it(runtime, lens)
     runtime.main_thread_busy()
     _judge(runtime, outcomes.job(lens, proposal_id=1, finish_here=broken))
     _judge(runtime, outcomes.job(lens, proposal_id=2))
-    runtime.main_thread_free()
-    runtime.main_thread_busy()
     runtime.main_thread_free()
     assert [n for _, n, _ in outcomes.here] == [2]
     assert outcomes.sent == []  # the failed one is the sweeper's, like a task that raised
@@ -201,7 +260,7 @@ def test_the_loop_sends_calls_through_the_proxy_the_environment_names(
     outcomes = Outcomes()
     _judge(runtime, outcomes.job(lens))
     assert openai_server.requests[0].path == "http://llm.example.invalid/v1/chat/completions"
-    [(_, answers)] = wait_for(lambda: outcomes.sent, timeout=5)
+    [(_, _, answers)] = wait_for(lambda: outcomes.here, timeout=5)
     assert answers[0]["verdict"] == "pass"
 
 

@@ -1,0 +1,68 @@
+"""Whether a task waits in the broker's queue: the real Redis broker, and the embedded one."""
+
+import pytest
+from kombu import Connection
+
+from reviewapp.celery import app as celery_app
+from reviewapp.embedded_broker import Transport
+from reviewapp.review import queue_peek
+from reviewapp.review.tasks import _deliver_llm_answers, broker_backlog, finalize_proposal
+
+
+@pytest.fixture
+def empty_queue(settings):
+    assert settings.CELERY_BROKER_URL.startswith("redis://")  # the test settings' real broker
+    celery_app.control.purge()
+    yield
+    celery_app.control.purge()
+
+
+def test_an_empty_queue_has_no_task_waiting(empty_queue):
+    assert queue_peek.task_waiting() is False
+
+
+def test_a_task_sent_is_seen_waiting(empty_queue):
+    finalize_proposal.delay(0)
+    assert queue_peek.task_waiting() is True
+
+
+def test_answers_sent_on_at_low_priority_are_not_seen_as_a_waiting_task(empty_queue):
+    _deliver_llm_answers(0, [])
+    assert broker_backlog() == 1  # it is in the queue, for the sweeper's count
+    assert queue_peek.task_waiting() is False
+
+
+def test_an_unreachable_broker_counts_as_no_task_waiting(settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:9/0"  # the discard port: nothing listens
+    assert queue_peek.task_waiting() is False
+
+
+def _embedded(settings, folder):
+    options = {
+        "data_folder_in": str(folder / "queue"),
+        "data_folder_out": str(folder / "queue"),
+        "control_folder": str(folder / "control"),
+        "processed_folder": str(folder / "processed"),
+        "staging_folder": str(folder / "staging"),
+    }
+    for name in ("queue", "control", "processed", "staging"):
+        (folder / name).mkdir()
+    settings.CELERY_BROKER_URL = "filesystem://"
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = options
+    return Connection("filesystem://", transport=Transport, transport_options=options)
+
+
+def test_the_embedded_broker_shows_a_message_in_the_default_queue_as_waiting(settings, tmp_path):
+    with _embedded(settings, tmp_path) as conn:
+        assert queue_peek.task_waiting() is False
+        with conn.SimpleQueue(celery_app.conf.task_default_queue) as queue:
+            queue.put({"task": "any"})
+            assert queue_peek.task_waiting() is True
+            queue.get(timeout=5).ack()
+        assert queue_peek.task_waiting() is False
+
+
+def test_the_embedded_broker_ignores_other_queues(settings, tmp_path):
+    with _embedded(settings, tmp_path) as conn, conn.SimpleQueue("elsewhere") as queue:
+        queue.put({"task": "any"})
+        assert queue_peek.task_waiting() is False
