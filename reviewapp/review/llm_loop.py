@@ -69,6 +69,10 @@ from functools import partial
 import aiohttp
 
 try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None
+try:
     import uvloop
 except ImportError:  # not built for this platform (Windows): asyncio's own loop
     uvloop = None
@@ -150,6 +154,23 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+def _allow_open_sockets() -> None:
+    """Raise this process's soft limit on open files to its hard limit.
+
+    Every call in flight holds a socket: up to the endpoint's limit (1,024 by
+    default) or REVIEWAPP_LLM_PROPOSALS_PER_PROCESS times a panel's LLM
+    lenses, past the soft limit of 1,024 that many systems start a process with.
+    """
+    if resource is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # a hard limit the platform won't grant at once
+            log.warning("could not raise the open-files limit from %s to %s", soft, hard)
+
+
 def _gives_way(kept_at: float) -> bool:
     """Whether answers kept since `kept_at` wait for a task waiting in the queue to run first."""
     return time.monotonic() - kept_at < HAND_BACK_DEFER_SECONDS and queue_peek.task_waiting()
@@ -179,6 +200,7 @@ class _Runtime:
     """This process's event loop, its database thread, and its clients and gates."""
 
     def __init__(self) -> None:
+        _allow_open_sockets()
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="llm-loop", daemon=True)
         self._thread.start()

@@ -78,9 +78,11 @@ class Lens(models.Model):
     # limit answers 429, which is honoured; a vLLM server queues what exceeds
     # its batch): 10,000 a minute is a top OpenAI tier's. Lower, the defaults,
     # not the workers, capped a fast endpoint: 64 calls of 1 s are 21
-    # proposals/s of 3 lenses, 256 calls of 3 s are 28.
+    # proposals/s of 3 lenses, 256 calls of 3 s are 28, 512 of 3 s are 57
+    # (a 2-core worker starts calls faster than that since its first tasks
+    # go before final steps); 1,024 of 3 s are 114.
     max_concurrent_calls = models.PositiveIntegerField(
-        default=512,
+        default=1024,
         help_text="LLM only: calls in flight at once at this endpoint, across all workers.",
     )
     calls_per_minute = models.PositiveIntegerField(

@@ -7,6 +7,7 @@ and on whether a task waits in the queue.
 """
 
 import asyncio
+import resource
 import threading
 import time
 
@@ -276,3 +277,13 @@ def test_the_loop_is_uvloops(runtime):
     import uvloop  # a dependency wherever it is built (not on Windows)
 
     assert isinstance(runtime.loop, uvloop.Loop)
+
+
+def test_a_loop_lifts_its_processs_open_files_limit_for_the_sockets_of_its_calls():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+    try:
+        llm_loop._allow_open_sockets()  # as a process's loop does when it starts
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
