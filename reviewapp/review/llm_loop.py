@@ -370,26 +370,38 @@ class _Runtime:
             self.loop.call_later(HAND_BACK_WAIT_SECONDS, self._watch_kept)
 
     def _record_one_while_idle(self) -> None:
-        """On the recorder thread: record the oldest kept answer, if the main thread is idle."""
-        kept = None
+        """On the recorder thread: record the oldest kept answer, if the main thread is idle.
+
+        The watch goes on whatever happens here: at once after a recording,
+        else after a wait (a task is coming, and the main thread records them
+        after it).
+        """
+        recorded = False
+        try:
+            recorded = self._record_oldest_if_idle()
+        finally:
+            if recorded:
+                self.loop.call_soon_threadsafe(self._watch_kept)
+            else:
+                self.loop.call_soon_threadsafe(
+                    self.loop.call_later, HAND_BACK_WAIT_SECONDS, self._watch_kept
+                )
+
+    def _record_oldest_if_idle(self) -> bool:
         with self._hand_back_lock:
             oldest = self._handed_back[0][2] if self._handed_back else None
-        if oldest is not None and not _gives_way(oldest):
-            with self._hand_back_lock:
-                if not self._in_task and self._handed_back:
-                    kept = self._handed_back.popleft()
-        if kept is None:  # a task is coming: the main thread records them after it
-            self.loop.call_soon_threadsafe(
-                self.loop.call_later, HAND_BACK_WAIT_SECONDS, self._watch_kept
-            )
-            return
-        job, answers, _ = kept
+        if oldest is None or _gives_way(oldest):
+            return False
+        with self._hand_back_lock:
+            if self._in_task or not self._handed_back:
+                return False
+            job, answers, _ = self._handed_back.popleft()
         try:
             _on_db_thread(job.finish_here, answers)
         except Exception:
             # As for a task that raised: the sweeper sends the proposal again.
             log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
-        self.loop.call_soon_threadsafe(self._watch_kept)
+        return True
 
     def _send_kept(self) -> None:
         """On the loop: send every kept answer onto the queue."""
