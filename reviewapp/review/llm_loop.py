@@ -25,16 +25,18 @@ Design (see README, "What happens to a submission"):
   seconds waited 1.4-1.6 s in the queue behind final steps, and the burst
   ended a model latency after that.)
 - A main thread left idle (HAND_BACK_WAIT_SECONDS with no task, none waiting)
-  has its kept answers recorded on a recorder thread instead, one at a time,
-  while it stays idle. Only then: recording there while the main thread runs
-  tasks competes for the GIL (measured: tasks took 40-120 ms
-  instead of 8-25), and would tie database work to whichever process judged
-  the proposal while that process took new tasks. Answers go onto the queue
-  as one more ``evaluate_proposal`` task, at the lowest priority (so behind
-  first tasks), for whichever pool slot is free, only when
-  ``HAND_BACK_BACKLOG`` already wait, when the main thread records nothing
-  for HAND_BACK_STALL_SECONDS in one task (a slow checker), or when the
-  process exits.
+  has its kept answers recorded on a recorder thread instead, one after
+  another, while it stays idle (one the recorder has begun runs on into the
+  next task). Only then: recording there while the main thread runs tasks
+  competes for the GIL (measured: tasks took 40-120 ms instead of 8-25), and
+  would tie database work to whichever process judged the proposal while
+  that process took new tasks. Answers go onto the queue as one more
+  ``evaluate_proposal`` task, at the lowest priority (so behind first tasks),
+  for whichever pool slot is free, only when ``HAND_BACK_BACKLOG`` already
+  wait, when whoever is recording (the main thread in a task, or the
+  recorder) has recorded nothing for HAND_BACK_STALL_SECONDS (a slow
+  checker), or when the process exits. A warm exit waits for those sends and
+  the recorder's answer in hand, as for the loop's calls.
 - The loop touches the database only on one thread of its own (its
   heartbeat, the admin's trials, limits kept in the database), and the
   recorder on another (a final step can wait minutes on a command checker;
@@ -80,7 +82,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import task_postrun, task_prerun, worker_process_shutdown, worker_shutdown
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 from yarl import URL
 
@@ -229,6 +231,12 @@ class _Runtime:
         self._state_since = time.monotonic()
         # Whether _watch_kept is due on the loop.
         self._watching = False
+        # Whether the recorder thread has been asked to record; since when
+        # it has been recording its current answer.
+        self._recorder_due = False
+        self._recording_since: float | None = None
+        # Work of the recorder and the broker sends, for drain to wait on.
+        self._side: set[Future] = set()
         self._closing = False
         self._hand_back_lock = threading.Lock()
         asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
@@ -249,12 +257,18 @@ class _Runtime:
             log.error("LLM work failed on the loop", exc_info=future.exception())
 
     def drain(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the work on the loop to finish."""
+        """Wait up to ``timeout`` seconds for the work on the loop, then what it sent off it."""
+        deadline = time.monotonic() + timeout
         with self._pending_lock:
             pending = set(self._pending)
         if pending:
             log.info("letting %d LLM jobs finish before the process exits", len(pending))
             wait_for_futures(pending, timeout=timeout)
+        # The jobs' answers are sent (or one recorded) off the loop.
+        with self._pending_lock:
+            side = set(self._side)
+        if side:
+            wait_for_futures(side, timeout=max(0.0, deadline - time.monotonic()))
 
     async def on_db(self, fn, *args, **kwargs):
         return await self.loop.run_in_executor(self.db, partial(_on_db_thread, fn, *args, **kwargs))
@@ -329,7 +343,7 @@ class _Runtime:
         try:
             answers = await asyncio.gather(*(self._answer(job, lens) for lens in job.lenses))
             if not self._hand_back(job, answers):
-                await self.loop.run_in_executor(self._io, _send, job, answers)
+                self._side_work(self._io, _send, job, answers)
         finally:
             self.in_flight[job.proposal_id] -= 1
             if not self.in_flight[job.proposal_id]:
@@ -348,70 +362,90 @@ class _Runtime:
         return True
 
     def _watch_kept(self) -> None:
-        """On the loop, while answers are kept: see they are recorded even if no task ends soon.
+        """On the loop, every HAND_BACK_WAIT_SECONDS while answers are kept: see they are recorded.
 
-        A main thread in one task HAND_BACK_STALL_SECONDS is in a long one (a
-        slow checker's): its kept answers go onto the queue, for whichever
-        pool slot is free. A main thread idle HAND_BACK_WAIT_SECONDS has its
-        kept answers recorded on the recorder thread, one at a time,
-        while it stays idle and no task waits in the queue to bring it back:
-        no message is sent for them, and no task's work competes with them.
+        A main thread idle HAND_BACK_WAIT_SECONDS hands them to the recorder
+        thread, which records them while it stays idle and no task waits in
+        the queue to bring it back. If whoever is recording (the main thread
+        in a task, or the recorder) has recorded nothing for
+        HAND_BACK_STALL_SECONDS, it is in a long step (a slow checker's): the
+        rest go onto the queue, for whichever pool slot is free.
         """
         with self._hand_back_lock:
-            if not self._handed_back:  # the main thread recorded them all
+            if not self._handed_back:  # all recorded (or sent on)
                 self._watching = False
                 return
-            in_task = self._in_task
-            waited = time.monotonic() - self._state_since
-        if in_task and waited >= HAND_BACK_STALL_SECONDS:
-            self._send_kept()
-        elif not in_task and waited >= HAND_BACK_WAIT_SECONDS:
-            self.loop.run_in_executor(self._recorder, self._record_one_while_idle)
-        else:
-            self.loop.call_later(HAND_BACK_WAIT_SECONDS, self._watch_kept)
-
-    def _record_one_while_idle(self) -> None:
-        """On the recorder thread: record the oldest kept answer, if the main thread is idle.
-
-        The watch goes on whatever happens here: at once after a recording,
-        else after a wait (a task is coming, and the main thread records them
-        after it).
-        """
-        recorded = False
-        try:
-            recorded = self._record_oldest_if_idle()
-        finally:
-            if recorded:
-                self.loop.call_soon_threadsafe(self._watch_kept)
+            now = time.monotonic()
+            if self._recording_since is not None:
+                stalled = now - self._recording_since >= HAND_BACK_STALL_SECONDS
             else:
-                self.loop.call_soon_threadsafe(
-                    self.loop.call_later, HAND_BACK_WAIT_SECONDS, self._watch_kept
-                )
+                stalled = self._in_task and now - self._state_since >= HAND_BACK_STALL_SECONDS
+            hand_to_recorder = (
+                not stalled
+                and not self._in_task
+                and not self._recorder_due
+                and now - self._state_since >= HAND_BACK_WAIT_SECONDS
+            )
+            if hand_to_recorder:
+                self._recorder_due = True
+        if stalled:
+            self._send_kept()
+        elif hand_to_recorder:
+            self._side_work(self._recorder, self._record_while_idle)
+        self.loop.call_later(HAND_BACK_WAIT_SECONDS, self._watch_kept)
 
-    def _record_oldest_if_idle(self) -> bool:
-        with self._hand_back_lock:
-            oldest = self._handed_back[0][2] if self._handed_back else None
-        if oldest is None or _gives_way(oldest):
-            return False
-        with self._hand_back_lock:
-            if self._in_task or not self._handed_back:
-                return False
-            job, answers, _ = self._handed_back.popleft()
+    def _record_while_idle(self) -> None:
+        """On the recorder thread: record kept answers, oldest first, while the main thread is idle.
+
+        It stops when the main thread starts a task (which records the rest
+        when it ends) or a task waits in the queue to bring it back; one
+        answer it has begun runs on into that task.
+        """
         try:
-            _on_db_thread(job.finish_here, answers)
-        except Exception:
-            # As for a task that raised: the sweeper sends the proposal again.
-            log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
-        return True
+            # The main thread's tasks close stale connections; nothing else does here.
+            close_old_connections()
+            while True:
+                with self._hand_back_lock:
+                    oldest = self._handed_back[0][2] if self._handed_back else None
+                if oldest is None or _gives_way(oldest):
+                    return
+                with self._hand_back_lock:
+                    if self._in_task or not self._handed_back:
+                        return
+                    job, answers, _ = self._handed_back.popleft()
+                    self._recording_since = time.monotonic()
+                try:
+                    _on_db_thread(job.finish_here, answers)
+                except Exception:
+                    # As for a task that raised: the sweeper sends the proposal again.
+                    log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
+                finally:
+                    with self._hand_back_lock:
+                        self._recording_since = None
+        finally:
+            with self._hand_back_lock:
+                self._recorder_due = False
 
     def _send_kept(self) -> None:
-        """On the loop: send every kept answer onto the queue."""
+        """Send every kept answer onto the queue (from the loop; the sends run off it)."""
         with self._hand_back_lock:
             left = list(self._handed_back)
             self._handed_back.clear()
-            self._watching = False
         for job, answers, _ in left:
-            self.loop.run_in_executor(self._io, _send, job, answers)
+            self._side_work(self._io, _send, job, answers)
+
+    def _side_work(self, executor: ThreadPoolExecutor, fn, *args) -> None:
+        """Run ``fn`` on one of the loop's threads; a warm shutdown waits for it (``drain``)."""
+        with self._pending_lock:  # counted before it can start, so drain never misses it
+            future = executor.submit(fn, *args)
+            self._side.add(future)
+        future.add_done_callback(self._side_done)
+
+    def _side_done(self, future: Future) -> None:
+        with self._pending_lock:
+            self._side.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            log.error("LLM answers' work failed off the loop", exc_info=future.exception())
 
     def main_thread_busy(self) -> None:
         """The main thread started a task: answers kept for it wait until it ends."""
@@ -422,37 +456,46 @@ class _Runtime:
     def main_thread_free(self) -> None:
         """The main thread's task ended: record the answers kept for it, while no task waits.
 
-        A first task waiting in the queue (``queue_peek``) goes first, unless
-        the oldest answer kept has waited HAND_BACK_DEFER_SECONDS: it starts
-        LLM calls, whose latency the final steps still to run then hide.
+        A task waiting in the queue (``queue_peek``) goes first, unless the
+        oldest answer kept has waited HAND_BACK_DEFER_SECONDS: it is most
+        often a new proposal's first task, which starts LLM calls, whose
+        latency the final steps still to run then hide.
         """
-        while True:
-            with self._hand_back_lock:
-                if not self._handed_back:
+        try:
+            while True:
+                with self._hand_back_lock:
+                    if not self._handed_back:
+                        break
+                    oldest = self._handed_back[0][2]
+                if _gives_way(oldest):
                     break
-                oldest = self._handed_back[0][2]
-            if _gives_way(oldest):
-                break
+                with self._hand_back_lock:
+                    if not self._handed_back:  # taken meanwhile (sent on, or by the recorder)
+                        break
+                    job, answers, _ = self._handed_back.popleft()
+                    # Recording is progress: the rest are not sent on as if the task were stuck.
+                    self._state_since = time.monotonic()
+                try:
+                    job.finish_here(answers)
+                except SoftTimeLimitExceeded:
+                    raise
+                except Exception:
+                    # As for a task that raised: the sweeper sends the proposal again.
+                    log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
+        except SoftTimeLimitExceeded:
+            # What is left waits for the next task's end, or the recorder.
+            log.warning("time limit reached recording kept LLM answers")
+        finally:
             with self._hand_back_lock:
-                if not self._handed_back:  # taken meanwhile (sent on, or by the recorder)
-                    break
-                job, answers, _ = self._handed_back.popleft()
-                # Recording is progress: the rest are not sent on as if the task were stuck.
+                self._in_task = False
                 self._state_since = time.monotonic()
-            try:
-                job.finish_here(answers)
-            except SoftTimeLimitExceeded:
-                log.warning("time limit reached recording proposal %s's answers", job.proposal_id)
-                break
-            except Exception:
-                # As for a task that raised: the sweeper sends the proposal again.
-                log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
-        with self._hand_back_lock:
-            self._in_task = False
-            self._state_since = time.monotonic()
 
     def send_handed_back(self) -> None:
-        """Keep no more answers for the main thread; send those it kept onto the queue."""
+        """Keep no more answers; send those kept onto the queue (the process is exiting).
+
+        One the recorder has begun is finished there; ``drain`` waits for it
+        and for these sends.
+        """
         with self._hand_back_lock:
             self._closing = True
             left = list(self._handed_back)
@@ -593,7 +636,11 @@ def runtime() -> _Runtime:
 
 def judge_in_background(job: LlmJob) -> None:
     """Hand a proposal's LLM lenses to this process's loop; returns without waiting on a model."""
-    runtime().start(runtime().judge_job(job))
+    loop = runtime()
+    # Called from a task: the first in this process started before its loop
+    # did, so task_prerun could not say so.
+    loop.main_thread_busy()
+    loop.start(loop.judge_job(job))
 
 
 def _forget_runtime() -> None:
@@ -623,6 +670,7 @@ def _main_thread_free(**kwargs) -> None:
 def _finish_before_exit(**kwargs) -> None:
     if _runtime is not None:
         # No task will end here again: what the main thread kept, and what
-        # answers from now on, goes onto the queue.
+        # answers from now on, goes onto the queue; drain waits for the
+        # loop's jobs, the sends and the recorder's last answer.
         _runtime.send_handed_back()
         _runtime.drain(timeout=DRAIN_SECONDS)

@@ -1,47 +1,61 @@
-"""Whether a task waits in the broker's queue at normal priority: one look, no message taken.
+"""Whether a task waits in the broker's queue: one look, no message taken.
 
 A pool process asks this each time a task ends, to run a waiting proposal's
 first task (which starts its LLM calls) before recording the answers it keeps
 for other proposals (``llm_loop``). kombu's own size (``queue_declare``) opens
 a connection each time and counts every priority, so answers sent on at low
-priority would count as waiting tasks; this asks only the Redis list, or the
-embedded broker's folder, that normal-priority tasks wait in.
+priority would count as waiting tasks. On Redis this asks only the list that
+normal-priority tasks wait in. The embedded broker has no priorities: there
+every message in the default queue counts, answers sent on included.
 """
 
 import os
 import threading
+import time
 
 import redis
 from celery import current_app
 from django.conf import settings
 
-# Redis gives each priority step its own list; normal priority (0) is the
-# queue's own name (kombu.transport.redis, Channel._q_for_pri).
+# After the broker could not be asked, it is not asked again for this long:
+# a look must never hold up every task end by a connect timeout.
+UNREACHABLE_PAUSE_SECONDS = 5.0
+# A look on loopback takes well under a millisecond; one this slow is a broker in trouble.
+TIMEOUT_SECONDS = 0.5
+
 _clients: dict[str, redis.Redis] = {}
-_clients_lock = threading.Lock()
+_unreachable_until: dict[str, float] = {}
+_lock = threading.Lock()
 
 
 def _redis(url: str) -> redis.Redis:
     # One client per process and URL: redis-py's pool reconnects after a fork.
-    with _clients_lock:
+    with _lock:
         client = _clients.get(url)
         if client is None:
-            client = _clients[url] = redis.Redis.from_url(url, socket_timeout=1)
+            client = _clients[url] = redis.Redis.from_url(
+                url, socket_timeout=TIMEOUT_SECONDS, socket_connect_timeout=TIMEOUT_SECONDS
+            )
         return client
 
 
 def task_waiting() -> bool:
-    """True if a normal-priority task waits in the default queue (False if the broker can't say)."""
+    """True if a task waits in the default queue; False if none does, or the broker can't say."""
     queue = current_app.conf.task_default_queue
     url = settings.CELERY_BROKER_URL
+    if time.monotonic() < _unreachable_until.get(url, 0.0):
+        return False
     try:
         if url.startswith(("redis://", "rediss://")):
+            # Normal priority (0) is the queue's own name; other steps are
+            # lists of their own (kombu.transport.redis, Channel._q_for_pri).
             return _redis(url).llen(queue) > 0
         # The embedded broker: one file per message, named "<ms>_<uuid>.<queue>.msg".
         suffix = f".{queue}.msg"
         with os.scandir(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_out"]) as entries:
             return any(entry.name.endswith(suffix) for entry in entries)
     except (redis.RedisError, OSError):
-        # Not knowing is not waiting: the caller then records what it keeps,
-        # as it would with an empty queue.
+        # Not knowing is not waiting: the caller records what it keeps, as
+        # with an empty queue (the broker's own clients report the outage).
+        _unreachable_until[url] = time.monotonic() + UNREACHABLE_PAUSE_SECONDS
         return False

@@ -182,6 +182,43 @@ def test_answers_kept_for_a_main_thread_stuck_in_a_long_task_go_onto_the_queue(
     assert outcomes.here == []
 
 
+def test_answers_kept_behind_a_recorder_stuck_on_a_long_final_step_go_onto_the_queue(
+    runtime, lens, monkeypatch
+):
+    monkeypatch.setattr(llm_loop, "HAND_BACK_STALL_SECONDS", 0.2)
+    outcomes = Outcomes()
+    release = threading.Event()
+    slow = []
+
+    def first_slow(answers):
+        if not slow:
+            slow.append(answers)
+            release.wait(10)  # a command checker taking its time
+
+    # The main thread is idle: the recorder takes the first answer and stays on it.
+    _judge(runtime, *(outcomes.job(lens, proposal_id=n, finish_here=first_slow) for n in (1, 2, 3)))
+    wait_for(lambda: len(outcomes.sent) == 2, timeout=5)
+    release.set()
+    assert len(slow) == 1
+
+
+def test_a_warm_shutdown_waits_for_the_answer_the_recorder_is_recording(runtime, lens):
+    outcomes = Outcomes()
+    started = threading.Event()
+    recorded = []
+
+    def slow(answers):
+        started.set()
+        time.sleep(0.5)
+        recorded.append(answers)
+
+    _judge(runtime, outcomes.job(lens, finish_here=slow))  # the main thread is idle
+    assert started.wait(5)
+    runtime.send_handed_back()
+    runtime.drain(timeout=5)
+    assert len(recorded) == 1
+
+
 def test_a_main_thread_recording_kept_answers_is_not_taken_for_stuck(runtime, lens, monkeypatch):
     monkeypatch.setattr(llm_loop, "HAND_BACK_STALL_SECONDS", 60)
     outcomes = Outcomes()
@@ -207,7 +244,7 @@ def test_answers_beyond_the_backlog_go_onto_the_queue_for_another_process(
     outcomes = Outcomes()
     runtime.main_thread_busy()
     _judge(runtime, *(outcomes.job(lens, proposal_id=n) for n in range(5)))
-    assert len(outcomes.sent) == 2
+    wait_for(lambda: len(outcomes.sent) == 2, timeout=5)
     runtime.main_thread_free()
     assert len(outcomes.here) == 3
     ids = {n for _, n, _ in outcomes.here} | {n for n, _ in outcomes.sent}
@@ -235,6 +272,7 @@ def test_a_worker_shutting_down_sends_the_answers_it_kept_onto_the_queue(runtime
     runtime.send_handed_back()  # the process is exiting: no task will end here again
     assert [n for n, _ in outcomes.sent] == [1]
     _judge(runtime, outcomes.job(lens, proposal_id=2))  # answers from now on are sent at once
+    wait_for(lambda: len(outcomes.sent) == 2, timeout=5)
     assert [n for n, _ in outcomes.sent] == [1, 2] and outcomes.here == []
 
 

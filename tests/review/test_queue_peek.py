@@ -1,5 +1,9 @@
 """Whether a task waits in the broker's queue: the real Redis broker, and the embedded one."""
 
+import socket
+import threading
+import time
+
 import pytest
 from kombu import Connection
 
@@ -35,6 +39,31 @@ def test_answers_sent_on_at_low_priority_are_not_seen_as_a_waiting_task(empty_qu
 def test_an_unreachable_broker_counts_as_no_task_waiting(settings):
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:9/0"  # the discard port: nothing listens
     assert queue_peek.task_waiting() is False
+
+
+def test_a_broker_that_does_not_answer_is_not_asked_again_for_a_while(settings):
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
+    accepted = []
+
+    def accept():
+        while True:
+            try:
+                accepted.append(silent.accept()[0])
+            except OSError:  # closed: the test is over
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+    try:
+        assert queue_peek.task_waiting() is False  # after its timeout
+        started = time.monotonic()
+        assert queue_peek.task_waiting() is False
+        assert time.monotonic() - started < queue_peek.TIMEOUT_SECONDS / 2
+        assert len(accepted) == 1
+    finally:
+        silent.close()
+        for conn in accepted:
+            conn.close()
 
 
 def _embedded(settings, folder):
