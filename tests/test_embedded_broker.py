@@ -5,26 +5,14 @@ import queue
 import time
 from collections import Counter
 
-from kombu import Connection
-
-from reviewapp.embedded_broker import Transport
+from tests.support.embedded_broker import embedded_connection
 
 PRODUCERS, CONSUMERS, PER_PRODUCER = 3, 3, 400
 PRODUCE_SECONDS, DRAIN_SECONDS = 120, 60  # generous: the machine may be loaded
 
 
 def _connection(folder):
-    options = {
-        "data_folder_in": str(folder / "queue"),
-        "data_folder_out": str(folder / "queue"),
-        "control_folder": str(folder / "control"),
-        "processed_folder": str(folder / "processed"),
-        "staging_folder": str(folder / "staging"),
-        "polling_interval": 0.01,
-    }
-    for name in ("queue", "control", "processed", "staging"):
-        (folder / name).mkdir(exist_ok=True)
-    return Connection("filesystem://", transport=Transport, transport_options=options)
+    return embedded_connection(folder, polling_interval=0.01)
 
 
 def _produce(folder, first, errors):
@@ -108,9 +96,7 @@ def test_every_message_arrives_once_with_concurrent_producers_and_consumers(tmp_
     assert list((tmp_path / "staging").iterdir()) == []  # nothing half-written left behind
 
 
-def test_a_message_is_never_visible_in_the_queue_folder_before_it_is_whole(
-    tmp_path, monkeypatch
-):
+def test_a_message_is_never_visible_in_the_queue_folder_before_it_is_whole(tmp_path, monkeypatch):
     real_open = open
     queue_while_writing = []
 

@@ -5,12 +5,11 @@ import threading
 import time
 
 import pytest
-from kombu import Connection
 
 from reviewapp.celery import app as celery_app
-from reviewapp.embedded_broker import Transport
 from reviewapp.review import queue_peek
 from reviewapp.review.tasks import _deliver_llm_answers, broker_backlog, finalize_proposal
+from tests.support.embedded_broker import embedded_connection, embedded_options
 
 
 @pytest.fixture
@@ -67,18 +66,9 @@ def test_a_broker_that_does_not_answer_is_not_asked_again_for_a_while(settings):
 
 
 def _embedded(settings, folder):
-    options = {
-        "data_folder_in": str(folder / "queue"),
-        "data_folder_out": str(folder / "queue"),
-        "control_folder": str(folder / "control"),
-        "processed_folder": str(folder / "processed"),
-        "staging_folder": str(folder / "staging"),
-    }
-    for name in ("queue", "control", "processed", "staging"):
-        (folder / name).mkdir()
     settings.CELERY_BROKER_URL = "filesystem://"
-    settings.CELERY_BROKER_TRANSPORT_OPTIONS = options
-    return Connection("filesystem://", transport=Transport, transport_options=options)
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = embedded_options(folder)
+    return embedded_connection(folder)
 
 
 def test_the_embedded_broker_shows_a_message_in_the_default_queue_as_waiting(settings, tmp_path):

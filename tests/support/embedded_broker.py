@@ -1,0 +1,28 @@
+"""Connections to the embedded broker in a folder of a test's own."""
+
+from pathlib import Path
+
+from kombu import Connection
+
+from reviewapp.embedded_broker import Transport
+
+
+def embedded_options(folder: Path, **extra) -> dict:
+    """The embedded broker's transport options for `folder`, its sub-folders made."""
+    options = {
+        "data_folder_in": str(folder / "queue"),
+        "data_folder_out": str(folder / "queue"),
+        "control_folder": str(folder / "control"),
+        "processed_folder": str(folder / "processed"),
+        "staging_folder": str(folder / "staging"),
+        **extra,
+    }
+    for name in ("queue", "control", "processed", "staging"):
+        (folder / name).mkdir(exist_ok=True)
+    return options
+
+
+def embedded_connection(folder: Path, **extra) -> Connection:
+    return Connection(
+        "filesystem://", transport=Transport, transport_options=embedded_options(folder, **extra)
+    )
