@@ -190,7 +190,8 @@ def _touch(proposal_ids: list[int]) -> None:
     Proposal.objects.filter(pk__in=proposal_ids).update(updated_at=timezone.now())
 
 
-def _on_db_thread(fn, *args, **kwargs):
+def _dropping_broken_connection(fn, *args, **kwargs):
+    """Call ``fn`` on the loop's database thread or the recorder, each with its own connection."""
     try:
         return fn(*args, **kwargs)
     except DatabaseError:
@@ -200,7 +201,7 @@ def _on_db_thread(fn, *args, **kwargs):
 
 
 class _Runtime:
-    """This process's event loop, its database thread, and its clients and gates."""
+    """This process's event loop, its database and recorder threads, its clients and gates."""
 
     def __init__(self) -> None:
         _allow_open_sockets()
@@ -271,7 +272,9 @@ class _Runtime:
             wait_for_futures(side, timeout=max(0.0, deadline - time.monotonic()))
 
     async def on_db(self, fn, *args, **kwargs):
-        return await self.loop.run_in_executor(self.db, partial(_on_db_thread, fn, *args, **kwargs))
+        return await self.loop.run_in_executor(
+            self.db, partial(_dropping_broken_connection, fn, *args, **kwargs)
+        )
 
     async def _heartbeat(self) -> None:
         every = max(1.0, settings.REVIEWAPP_STUCK_AFTER_SECONDS / 4)
@@ -415,7 +418,7 @@ class _Runtime:
                     job, answers, _ = self._handed_back.popleft()
                     self._recording_since = time.monotonic()
                 try:
-                    _on_db_thread(job.finish_here, answers)
+                    _dropping_broken_connection(job.finish_here, answers)
                 except Exception:
                     # As for a task that raised: the sweeper sends the proposal again.
                     log.exception("recording proposal %s's LLM answers failed", job.proposal_id)
