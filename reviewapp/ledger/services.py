@@ -50,6 +50,22 @@ class NewEntry:
 # ── appending ────────────────────────────────────────────────────────────────
 
 
+def check_foreign_keys_now() -> None:
+    """Run the transaction's deferred foreign-key checks now, not at its COMMIT.
+
+    Django declares PostgreSQL's foreign keys DEFERRABLE INITIALLY DEFERRED:
+    the checks of every row a final step wrote (judgements, claims, evidence)
+    would run at COMMIT, with the chain head or this ledger's lock held and
+    every other decision waiting on it. Called just before such a lock; rows
+    written after it are checked as they are written. (Measured in
+    benchmarks/llm_pipeline.py: the chain head was held 11.8 ms a decision,
+    5.9 ms of it from the last statement to the end of COMMIT; 6.5 ms after.)
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
 def _lock() -> None:
     """Appends and checkpoints take turns on one row (SQLite: the IMMEDIATE transaction)."""
     locked = LedgerLock.objects.select_for_update().filter(singleton=True).values_list("pk")

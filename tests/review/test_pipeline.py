@@ -494,6 +494,46 @@ def test_a_proposal_of_cpu_lenses_writes_its_answers_and_its_outcome_in_one_tran
     assert sum(s.startswith('INSERT INTO "review_claim"') for s in statements) == 1
 
 
+def test_the_final_step_checks_its_rows_foreign_keys_before_it_locks_the_chain_head():
+    """Every decision waits on the chain head's lock: no deferred check may run under it."""
+    from django.test.utils import CaptureQueriesContext
+
+    panel = three_lens_panel(["pass", "pass", "pass"], need=2, checkers=[CheckerFactory()])
+    evaluate_proposal(submit(panel, CONTENT).pk)  # creates the chain's rows
+    proposal = submit(panel, CONTENT)
+    with CaptureQueriesContext(connection) as queries:
+        evaluate_proposal(proposal.pk)
+    statements = [q["sql"] for q in queries.captured_queries]
+    last_row_of_the_step = max(
+        i
+        for i, s in enumerate(statements)
+        if s.startswith(('INSERT INTO "review_claim"', 'INSERT INTO "review_evidence"'))
+    )
+    checked = statements.index("SET CONSTRAINTS ALL IMMEDIATE")
+    locked = next(
+        i for i, s in enumerate(statements) if '"review_chainhead"' in s and "FOR UPDATE" in s
+    )
+    assert last_row_of_the_step < checked < locked
+
+
+def test_an_escalating_final_step_checks_its_rows_foreign_keys_before_it_locks_the_ledger():
+    from django.test.utils import CaptureQueriesContext
+
+    panel = three_lens_panel(["pass", "fail", "pass"], need=3, checkers=[CheckerFactory()])
+    proposal = submit(panel, CONTENT)
+    with CaptureQueriesContext(connection) as queries:
+        evaluate_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.ESCALATED
+    statements = [q["sql"] for q in queries.captured_queries]
+    last_row_of_the_step = max(
+        i for i, s in enumerate(statements) if s.startswith('INSERT INTO "review_escalation"')
+    )
+    checked = statements.index("SET CONSTRAINTS ALL IMMEDIATE")
+    locked = next(i for i, s in enumerate(statements) if '"ledger_lock"' in s and "FOR UPDATE" in s)
+    assert last_row_of_the_step < checked < locked
+
+
 def test_answers_are_kept_when_the_final_step_fails_inside_their_transaction(monkeypatch, settings):
     settings.REVIEWAPP_FINAL_STEP_ATTEMPTS = 3
     panel = three_lens_panel(["pass", "pass", "pass"], need=2)

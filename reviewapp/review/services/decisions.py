@@ -8,7 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
-from reviewapp.ledger.services import decision_entry, evidence_entry, ledger_append
+from reviewapp.ledger.services import (
+    check_foreign_keys_now,
+    decision_entry,
+    evidence_entry,
+    ledger_append,
+)
 from reviewapp.verify import DECISION_ROW_COLUMNS, decision_facts, decision_row_mismatches
 from reviewapp.webhooks.events import webhook_record_decided
 
@@ -98,6 +103,7 @@ def decision_append(
     # No savepoint inside a caller's transaction: nothing here is retried, and
     # a failure must roll back the caller's writes as well.
     with transaction.atomic(savepoint=False):
+        check_foreign_keys_now()
         head = _locked_chain_head()
         payload = decision_payload(
             proposal=proposal,

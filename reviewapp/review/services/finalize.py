@@ -10,7 +10,7 @@ from reviewapp.core import checkers as core_checkers
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import route
 from reviewapp.core.signing import Signer
-from reviewapp.ledger.services import evidence_entry, ledger_append
+from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
 from reviewapp.webhooks.events import webhook_record_escalated
 
 from ..keys import server_signer
@@ -184,6 +184,7 @@ def proposal_finalize(
             update_fields=["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
         )
         if decided.escalates:
+            check_foreign_keys_now()
             ledger_append(evidence_entry(row) for row in evidence)
             webhook_record_escalated(escalation=escalation)  # commits with the escalation
         else:
