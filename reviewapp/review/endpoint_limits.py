@@ -9,7 +9,7 @@ so a worker killed mid-call cannot keep it.
 
 The state lives in Redis when the app has one (the broker or ``CACHE_URL``):
 one Lua script gives back slots, checks and takes new ones atomically, on Redis's clock, awaited
-on the LLM loop (reviewapp/review/llm_loop.py) with no thread in between. In
+on the LLM loop (reviewapp/review/llm_loop/) with no thread in between. In
 the embedded default it lives in the database (``EndpointCall`` rows), taken
 under a lock per endpoint; those calls block, so the loop makes them on its
 database thread.

@@ -23,7 +23,7 @@ from .models import Lens, Proposal, RecordedResponse
 # one per call (it loads the CA bundle even for http://) cost 22.5 ms against
 # 0.53 ms. Only in-process runs use it (``run_lens``: tests, drills); the
 # pipeline's LLM calls and the admin's trials go through each worker process's
-# LLM loop (llm_loop.py). In process a transient error is not retried
+# LLM loop (llm_loop/). In process a transient error is not retried
 # (``run_judge`` never waits in the caller's thread).
 _clients: dict[str, httpx.Client] = {}
 _clients_lock = threading.Lock()
