@@ -498,6 +498,9 @@ def test_the_final_step_checks_its_rows_foreign_keys_before_it_locks_the_chain_h
     """Every decision waits on the chain head's lock: no deferred check may run under it."""
     from django.test.utils import CaptureQueriesContext
 
+    if connection.vendor != "postgresql":
+        pytest.skip("only PostgreSQL defers foreign-key checks to COMMIT (SQLite locks at BEGIN)")
+
     panel = three_lens_panel(["pass", "pass", "pass"], need=2, checkers=[CheckerFactory()])
     evaluate_proposal(submit(panel, CONTENT).pk)  # creates the chain's rows
     proposal = submit(panel, CONTENT)
@@ -518,6 +521,9 @@ def test_the_final_step_checks_its_rows_foreign_keys_before_it_locks_the_chain_h
 
 def test_an_escalating_final_step_checks_its_rows_foreign_keys_before_it_locks_the_ledger():
     from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "postgresql":
+        pytest.skip("only PostgreSQL defers foreign-key checks to COMMIT (SQLite locks at BEGIN)")
 
     panel = three_lens_panel(["pass", "fail", "pass"], need=3, checkers=[CheckerFactory()])
     proposal = submit(panel, CONTENT)

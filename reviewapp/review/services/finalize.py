@@ -184,7 +184,8 @@ def proposal_finalize(
             update_fields=["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
         )
         if decided.escalates:
-            check_foreign_keys_now()
+            if evidence:  # else ledger_append takes no lock
+                check_foreign_keys_now()
             ledger_append(evidence_entry(row) for row in evidence)
             webhook_record_escalated(escalation=escalation)  # commits with the escalation
         else:
