@@ -286,14 +286,32 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
             return "—"
         return self.used_by(obj)
 
+    def audit_snapshot(self, obj) -> dict:
+        state = super().audit_snapshot(obj)
+        if obj is not None and obj.pk:
+            # Who may answer for an external lens is who may vote: audited like its fields.
+            state["judge_clients"] = sorted(obj.judge_clients.values_list("name", flat=True))
+        return state
+
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         lens = form.instance
+        audit_change(
+            actor=request.user,
+            target_type=self.audit_target_type,
+            target=lens,
+            before=lens._audit_before,
+            after=self.audit_snapshot(lens),
+        )
         if lens.backend == Lens.Backend.EXTERNAL and not lens.judge_clients.exists():
             self.message_user(request, external_judge_status(lens), messages.WARNING)
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
+        # Audited in save_related, once judge_clients (many-to-many) is saved too.
+        obj._audit_before = (
+            self.audit_snapshot(_stored(Lens, obj.pk)) if change and obj.pk else None
+        )
+        admin.ModelAdmin.save_model(self, request, obj, form, change)
         if obj.backend == Lens.Backend.LLM and obj.api_key_env and not obj.api_key_is_set:
             self.message_user(
                 request,

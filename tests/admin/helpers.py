@@ -75,6 +75,25 @@ def panel_form_data(
     return data
 
 
+def external_lens_data(**overrides) -> dict:
+    """The lens admin's form for an external lens named `outside`."""
+    data = {
+        "name": "outside",
+        "description": "",
+        "instructions": "",
+        "backend": "external",
+        "active": "on",
+        "temperature": "0.0",
+        "timeout_seconds": "60",
+        "response_format": "json_schema",
+        "max_concurrent_calls": "64",
+        "calls_per_minute": "6000",
+        "_save": "Save",
+    }
+    data.update(overrides)
+    return data
+
+
 def add_url(model: str) -> str:
     return reverse(f"admin:review_{model}_add")
 

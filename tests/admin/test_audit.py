@@ -3,9 +3,11 @@
 import pytest
 
 from reviewapp.audit.models import AuditEntry
+from reviewapp.review.models import Lens
+from reviewapp.review.services.clients import api_client_create
 from tests.factories import CheckerFactory, LensFactory
 
-from .helpers import add_url, change_url, panel_form_data
+from .helpers import add_url, change_url, external_lens_data, panel_form_data
 from .test_checkers import checker_data
 from .test_lenses import lens_data
 
@@ -30,6 +32,18 @@ def test_lens_create_update_are_recorded_with_a_field_diff(admin_client_ada):
     # A save that changes nothing records nothing.
     admin_client_ada.post(change_url("lens", lens_id), lens_data(instructions="Sharper."))
     assert AuditEntry.objects.filter(target_type="lens").count() == 2
+
+
+def test_binding_and_unbinding_the_clients_that_may_judge_a_lens_is_recorded(admin_client_ada):
+    team, _ = api_client_create(name="team-a", scopes=["judge"])
+    lens = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+
+    admin_client_ada.post(change_url("lens", lens.pk), external_lens_data(judge_clients=[team.pk]))
+    admin_client_ada.post(change_url("lens", lens.pk), external_lens_data(judge_clients=[]))
+
+    bound, unbound = AuditEntry.objects.filter(target_type="lens").order_by("pk")
+    assert bound.changes["judge_clients"] == {"old": [], "new": ["team-a"]}
+    assert unbound.changes["judge_clients"] == {"old": ["team-a"], "new": []}
 
 
 def test_panel_changes_record_the_lens_list_and_the_version(admin_client_ada):

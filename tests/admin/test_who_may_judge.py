@@ -6,27 +6,9 @@ from reviewapp.review.models import ApiClient, Lens
 from reviewapp.review.services.clients import api_client_create
 from tests.factories import LensFactory
 
-from .helpers import add_url, change_url
+from .helpers import add_url, change_url, external_lens_data
 
 pytestmark = pytest.mark.django_db
-
-
-def _external_form(**overrides) -> dict:
-    data = {
-        "name": "outside",
-        "description": "",
-        "instructions": "",
-        "backend": "external",
-        "active": "on",
-        "temperature": "0.0",
-        "timeout_seconds": "60",
-        "response_format": "json_schema",
-        "max_concurrent_calls": "64",
-        "calls_per_minute": "6000",
-        "_save": "Save",
-    }
-    data.update(overrides)
-    return data
 
 
 def test_an_admin_binds_the_clients_that_may_judge_an_external_lens(admin_client_ada):
@@ -34,7 +16,7 @@ def test_an_admin_binds_the_clients_that_may_judge_an_external_lens(admin_client
     lens = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
 
     response = admin_client_ada.post(
-        change_url("lens", lens.pk), _external_form(judge_clients=[team.pk])
+        change_url("lens", lens.pk), external_lens_data(judge_clients=[team.pk])
     )
 
     assert response.status_code == 302
@@ -44,7 +26,7 @@ def test_an_admin_binds_the_clients_that_may_judge_an_external_lens(admin_client
 
 
 def test_saving_an_external_lens_naming_no_client_warns_that_it_accepts_none(admin_client_ada):
-    response = admin_client_ada.post(add_url("lens"), _external_form(), follow=True)
+    response = admin_client_ada.post(add_url("lens"), external_lens_data(), follow=True)
 
     assert "accepts no judgement" in response.content.decode()
     assert Lens.objects.get(name="outside").allow_self_judgement is False
