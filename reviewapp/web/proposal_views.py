@@ -185,7 +185,7 @@ def _refused(request, escalation: Escalation, error: str, *, status: int = 409):
         )
         return render(
             request,
-            "web/proposal_detail.html#adjudication",
+            "web/proposal_detail.html#card_update",
             _adjudication_context(request, proposal, error=error, draft=draft),
             status=status,
         )
@@ -194,14 +194,14 @@ def _refused(request, escalation: Escalation, error: str, *, status: int = 409):
 
 
 def _done(request, escalation: Escalation, notice: str, *, focus: str = ""):
-    """Success: htmx gets the refreshed card; a plain post is redirected (post/redirect/get)."""
+    """Success: htmx gets the card and status again; a plain post is redirected (PRG)."""
     if _is_htmx(request):
         proposal = Proposal.objects.defer("content", "thought_process").get(
             pk=escalation.proposal_id
         )
         return render(
             request,
-            "web/proposal_detail.html#adjudication",
+            "web/proposal_detail.html#card_update",
             _adjudication_context(
                 request,
                 proposal,

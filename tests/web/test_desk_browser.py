@@ -232,6 +232,20 @@ def test_after_signing_the_card_offers_the_next_escalation_under_the_inbox_filte
     assert outside.pk not in (mine[1].pk,)
 
 
+def test_signing_turns_the_status_at_the_top_of_the_page_to_decided(open_as, reviewer, escalation):
+    page = _claimed_page(open_as, reviewer, escalation)
+    assert page.locator("#proposal-status").inner_text() == "escalated"
+    page.evaluate("window.stillThisPage = true")  # gone if the page were reloaded
+    page.fill("#rationale", "Fine.")
+    page.click("#approve-btn")
+    page.wait_for_selector("#adjudication h2:has-text('Decision')")
+    status = page.locator("#proposal-status")
+    assert status.inner_text() == "decided"
+    assert "status--decided" in status.get_attribute("class")
+    assert page.evaluate("window.stillThisPage") is True
+    assert page.locator("#proposal-status").count() == 1
+
+
 def test_decide_and_next_goes_straight_on_and_says_how_many_are_left(open_as, reviewer, queue):
     panel, mine, outside = queue
     page = open_as(reviewer, f"/?panel={panel.pk}")
