@@ -475,18 +475,23 @@ def test_a_final_step_that_succeeds_on_a_retry_is_not_escalated(monkeypatch, set
     assert not proposal.escalations.exists()
 
 
-def test_a_proposal_of_cpu_lenses_writes_its_answers_and_its_outcome_in_one_transaction():
+def _statements_evaluating(proposal) -> list[str]:
+    """The SQL of one run of the proposal's task, in order."""
     from django.test.utils import CaptureQueriesContext
 
+    with CaptureQueriesContext(connection) as queries:
+        evaluate_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    return [q["sql"] for q in queries.captured_queries]
+
+
+def test_a_proposal_of_cpu_lenses_writes_its_answers_and_its_outcome_in_one_transaction():
     panel = three_lens_panel(["pass", "pass", "pass"], need=2)
     # The first decision registers the key and creates the chain's rows.
     evaluate_proposal(submit(panel, CONTENT).pk)
     proposal = submit(panel, CONTENT)
-    with CaptureQueriesContext(connection) as queries:
-        evaluate_proposal(proposal.pk)
-    proposal.refresh_from_db()
+    statements = _statements_evaluating(proposal)
     assert proposal.status == Proposal.Status.DECIDED
-    statements = [q["sql"] for q in queries.captured_queries]
     # Inside the test's own transaction a transaction shows as a savepoint.
     assert sum(s.startswith("SAVEPOINT") for s in statements) == 1
     # The three judgements in one INSERT, their claims in another.
@@ -496,17 +501,12 @@ def test_a_proposal_of_cpu_lenses_writes_its_answers_and_its_outcome_in_one_tran
 
 def test_the_final_step_checks_its_rows_foreign_keys_before_it_locks_the_chain_head():
     """Every decision waits on the chain head's lock: no deferred check may run under it."""
-    from django.test.utils import CaptureQueriesContext
-
     if connection.vendor != "postgresql":
         pytest.skip("only PostgreSQL defers foreign-key checks to COMMIT (SQLite locks at BEGIN)")
 
     panel = three_lens_panel(["pass", "pass", "pass"], need=2, checkers=[CheckerFactory()])
     evaluate_proposal(submit(panel, CONTENT).pk)  # creates the chain's rows
-    proposal = submit(panel, CONTENT)
-    with CaptureQueriesContext(connection) as queries:
-        evaluate_proposal(proposal.pk)
-    statements = [q["sql"] for q in queries.captured_queries]
+    statements = _statements_evaluating(submit(panel, CONTENT))
     last_row_of_the_step = max(
         i
         for i, s in enumerate(statements)
@@ -520,18 +520,13 @@ def test_the_final_step_checks_its_rows_foreign_keys_before_it_locks_the_chain_h
 
 
 def test_an_escalating_final_step_checks_its_rows_foreign_keys_before_it_locks_the_ledger():
-    from django.test.utils import CaptureQueriesContext
-
     if connection.vendor != "postgresql":
         pytest.skip("only PostgreSQL defers foreign-key checks to COMMIT (SQLite locks at BEGIN)")
 
     panel = three_lens_panel(["pass", "fail", "pass"], need=3, checkers=[CheckerFactory()])
     proposal = submit(panel, CONTENT)
-    with CaptureQueriesContext(connection) as queries:
-        evaluate_proposal(proposal.pk)
-    proposal.refresh_from_db()
+    statements = _statements_evaluating(proposal)
     assert proposal.status == Proposal.Status.ESCALATED
-    statements = [q["sql"] for q in queries.captured_queries]
     last_row_of_the_step = max(
         i for i, s in enumerate(statements) if s.startswith('INSERT INTO "review_escalation"')
     )
