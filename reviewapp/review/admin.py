@@ -73,6 +73,9 @@ class AuditedAdminMixin:
 
     audit_target_type = ""
     audit_fields: tuple[str, ...] = ()
+    # An audited many-to-many is saved after the object (save_related): the
+    # entry is recorded there, once it is, when the snapshot includes one.
+    audit_after_related = False
 
     def audit_snapshot(self, obj) -> dict:
         return snapshot(obj, self.audit_fields)
@@ -80,6 +83,17 @@ class AuditedAdminMixin:
     def save_model(self, request, obj, form, change):
         before = self.audit_snapshot(_stored(type(obj), obj.pk)) if change and obj.pk else None
         super().save_model(request, obj, form, change)
+        if self.audit_after_related:
+            obj._audit_before = before
+        else:
+            self._audit_saved(request, obj, before)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if self.audit_after_related:
+            self._audit_saved(request, form.instance, form.instance._audit_before)
+
+    def _audit_saved(self, request, obj, before: dict | None) -> None:
         audit_change(
             actor=request.user,
             target_type=self.audit_target_type,
@@ -189,6 +203,7 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
     form = LensAdminForm
     audit_target_type = "lens"
     audit_fields = LENS_AUDIT_FIELDS
+    audit_after_related = True  # judge_clients
     trial_kind = Trial.Kind.LENS
     list_display = ("name", "backend", "active", "version", "used_by", "api_key", "judged_by")
     list_filter = ("backend", "active")
@@ -296,22 +311,11 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         lens = form.instance
-        audit_change(
-            actor=request.user,
-            target_type=self.audit_target_type,
-            target=lens,
-            before=lens._audit_before,
-            after=self.audit_snapshot(lens),
-        )
         if lens.backend == Lens.Backend.EXTERNAL and not lens.judge_clients.exists():
             self.message_user(request, external_judge_status(lens), messages.WARNING)
 
     def save_model(self, request, obj, form, change):
-        # Audited in save_related, once judge_clients (many-to-many) is saved too.
-        obj._audit_before = (
-            self.audit_snapshot(_stored(Lens, obj.pk)) if change and obj.pk else None
-        )
-        admin.ModelAdmin.save_model(self, request, obj, form, change)
+        super().save_model(request, obj, form, change)
         if obj.backend == Lens.Backend.LLM and obj.api_key_env and not obj.api_key_is_set:
             self.message_user(
                 request,
