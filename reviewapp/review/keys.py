@@ -10,6 +10,8 @@ public halves of the key files on this host.
 
 import base64
 import functools
+import os
+import secrets
 from pathlib import Path
 
 from django.conf import settings
@@ -39,9 +41,27 @@ def _load_signer(seed_b64: str, path: str, autocreate: bool, file_identity) -> S
                 f"No signing key at {key_file}. Set REVIEWAPP_SIGNING_KEY or "
                 "REVIEWAPP_SIGNING_KEY_FILE, or run `python manage.py rotate_signing_key`."
             )
-        key_file.parent.mkdir(parents=True, exist_ok=True)
-        Signer.generate().to_file(key_file)
+        _create_key_file(key_file)
     return Signer.from_file(key_file)
+
+
+def _create_key_file(key_file: Path) -> None:
+    """A new key at `key_file`, unless another process or thread made one first: then theirs.
+
+    The first decisions after a start come from every pool process (and
+    their recorder threads) at once. The key is written whole under a name
+    of its own, then linked into place: no reader sees a half-written file,
+    and of two creators one wins and the other signs with its key.
+    """
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    staged = key_file.with_name(f".{key_file.name}.{secrets.token_hex(8)}.new")
+    Signer.generate().to_file(staged)
+    try:
+        os.link(staged, key_file)
+    except FileExistsError:
+        pass
+    finally:
+        staged.unlink()
 
 
 def server_signer() -> Signer:

@@ -39,3 +39,27 @@ def test_signing_with_a_retired_key_is_refused(key_file):
     SigningKey.objects.filter(key_id=key_id).update(retired_at=timezone.now())
     with pytest.raises(ImproperlyConfigured, match="retired"):
         server_signer()
+
+
+def test_a_key_file_another_process_creates_first_is_the_one_signed_with(tmp_path, settings):
+    path = tmp_path / "keys" / "signing.key"
+    settings.REVIEWAPP_SIGNING_KEY = ""
+    settings.REVIEWAPP_SIGNING_KEY_FILE = path
+    settings.REVIEWAPP_SIGNING_KEY_AUTOCREATE = True
+    theirs = Signer.generate()
+    generate = Signer.generate
+
+    def another_process_creates_it_meanwhile():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            theirs.to_file(path)
+        return generate()
+
+    forget_cached_signer()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Signer, "generate", staticmethod(another_process_creates_it_meanwhile))
+            assert server_signer().key_id == theirs.key_id
+    finally:
+        forget_cached_signer()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["signing.key"]  # nothing staged left
