@@ -37,6 +37,26 @@ def _client_for(base_url: str) -> httpx.Client:
         return client
 
 
+def chat_options(lens: Lens) -> dict:
+    """What an LLM lens's chat transport takes from it, sync or async; raises LensFailed.
+
+    Its API key is read from the environment variable it names, if the
+    server allows that variable (``llm_keys``).
+    """
+    try:
+        api_key = llm_keys.read(lens.api_key_env)
+    except PermissionError as refused:
+        raise LensFailed(str(refused), 0, []) from refused
+    return {
+        "base_url": lens.base_url,
+        "model": lens.model,
+        "api_key": api_key,
+        "temperature": lens.temperature,
+        "timeout": lens.timeout_seconds,
+        "response_format": lens.response_format,
+    }
+
+
 def evaluate_lens(
     *, lens: Lens, proposal: Proposal, recorded: dict[int, list] | None = None
 ) -> JudgeOutcome:
@@ -50,18 +70,8 @@ def evaluate_lens(
         case Lens.Backend.CONSTRAINTS:
             return _evaluate_mandate(lens, proposal)
         case Lens.Backend.LLM:
-            try:
-                api_key = llm_keys.read(lens.api_key_env)
-            except PermissionError as refused:
-                raise LensFailed(str(refused), 0, []) from refused
             with OpenAIChatTransport(
-                base_url=lens.base_url,
-                model=lens.model,
-                api_key=api_key,
-                temperature=lens.temperature,
-                timeout=lens.timeout_seconds,
-                response_format=lens.response_format,
-                client=_client_for(lens.base_url),
+                **chat_options(lens), client=_client_for(lens.base_url)
             ) as transport:
                 return _judge(transport, lens, proposal, policy)
         case Lens.Backend.RECORDED:

@@ -28,7 +28,6 @@ from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
 
-from .. import llm_keys
 from ..endpoint_limits import (
     LEASE_GRACE_SECONDS,
     DatabaseLimits,
@@ -36,6 +35,7 @@ from ..endpoint_limits import (
     endpoint_key,
     redis_url,
 )
+from ..evaluators import chat_options
 from ..models import Lens, Proposal
 from .answers import LlmJob, answer_json, failure_json
 from .hand_back import HandBack, dropping_broken_connection
@@ -241,22 +241,14 @@ class Runtime:
 
         Proposals and the admin's trials alike (``trial.llm_trial_run``).
         """
-        try:
-            api_key = llm_keys.read(lens.api_key_env)
-        except PermissionError as refused:
-            raise LensFailed(str(refused), 0, []) from refused
+        options = chat_options(lens)
         session = self.session_for(lens.base_url)
         proxy, proxy_auth = self.proxies[lens.base_url]
         transport = AsyncChatTransport(
+            **options,
             session=session,
             proxy=proxy,
             proxy_auth=proxy_auth,
-            base_url=lens.base_url,
-            model=lens.model,
-            api_key=api_key,
-            temperature=lens.temperature,
-            timeout=lens.timeout_seconds,
-            response_format=lens.response_format,
             gate=self.gate_for(lens),
         )
         return await run_judge_async(
