@@ -43,19 +43,22 @@ def task_waiting() -> bool:
     """True if a task waits in the default queue; False if none does, or the broker can't say."""
     queue = current_app.conf.task_default_queue
     url = settings.CELERY_BROKER_URL
-    if time.monotonic() < _unreachable_until.get(url, 0.0):
+    on_redis = url.startswith(("redis://", "rediss://"))
+    # Every embedded broker is "filesystem://": its folder tells one from another.
+    where = url if on_redis else settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_out"]
+    if time.monotonic() < _unreachable_until.get(where, 0.0):
         return False
     try:
-        if url.startswith(("redis://", "rediss://")):
+        if on_redis:
             # Normal priority (0) is the queue's own name; other steps are
             # lists of their own (kombu.transport.redis, Channel._q_for_pri).
             return _redis(url).llen(queue) > 0
         # The embedded broker: one file per message, named "<ms>_<uuid>.<queue>.msg".
         suffix = f".{queue}.msg"
-        with os.scandir(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_out"]) as entries:
+        with os.scandir(where) as entries:
             return any(entry.name.endswith(suffix) for entry in entries)
     except (redis.RedisError, OSError):
         # Not knowing is not waiting: the caller records what it keeps, as
         # with an empty queue (the broker's own clients report the outage).
-        _unreachable_until[url] = time.monotonic() + UNREACHABLE_PAUSE_SECONDS
+        _unreachable_until[where] = time.monotonic() + UNREACHABLE_PAUSE_SECONDS
         return False

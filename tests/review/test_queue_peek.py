@@ -13,11 +13,17 @@ from tests.support.embedded_broker import embedded_connection, embedded_options
 
 
 @pytest.fixture
-def empty_queue(settings):
-    assert settings.CELERY_BROKER_URL.startswith("redis://")  # the test settings' real broker
+def empty_queue():
+    """The test settings' own broker (Redis in CI, the embedded one by default), emptied."""
     celery_app.control.purge()
     yield
     celery_app.control.purge()
+
+
+@pytest.fixture(autouse=True)
+def forget_unreachable_brokers(monkeypatch):
+    # A broker an earlier test found unreachable is not asked for a while: start clean.
+    monkeypatch.setattr(queue_peek, "_unreachable_until", {})
 
 
 def test_an_empty_queue_has_no_task_waiting(empty_queue):
@@ -29,7 +35,9 @@ def test_a_task_sent_is_seen_waiting(empty_queue):
     assert queue_peek.task_waiting() is True
 
 
-def test_answers_sent_on_at_low_priority_are_not_seen_as_a_waiting_task(empty_queue):
+def test_answers_sent_on_at_low_priority_are_not_seen_as_a_waiting_task(empty_queue, settings):
+    if not settings.CELERY_BROKER_URL.startswith("redis://"):
+        pytest.skip("needs Redis (CELERY_BROKER_URL): the embedded broker has no priorities")
     _deliver_llm_answers(0, [])
     assert broker_backlog() == 1  # it is in the queue, for the sweeper's count
     assert queue_peek.task_waiting() is False
@@ -85,3 +93,15 @@ def test_the_embedded_broker_ignores_other_queues(settings, tmp_path):
     with _embedded(settings, tmp_path) as conn, conn.SimpleQueue("elsewhere") as queue:
         queue.put({"task": "any"})
         assert queue_peek.task_waiting() is False
+
+
+def test_an_unreachable_embedded_broker_does_not_hide_the_tasks_of_another(settings, tmp_path):
+    settings.CELERY_BROKER_URL = "filesystem://"
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_out": str(tmp_path / "gone")}
+    assert queue_peek.task_waiting() is False  # no such folder: not asked again for a while
+    (tmp_path / "live").mkdir()
+    with _embedded(settings, tmp_path / "live") as conn:
+        with conn.SimpleQueue(celery_app.conf.task_default_queue) as queue:
+            queue.put({"task": "any"})
+            assert queue_peek.task_waiting() is True
+            queue.get(timeout=5).ack()

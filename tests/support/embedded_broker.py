@@ -3,8 +3,23 @@
 from pathlib import Path
 
 from kombu import Connection
+from kombu.transport.virtual import BrokerState
 
 from reviewapp.embedded_broker import Transport
+
+
+class FolderTransport(Transport):
+    """The embedded transport with broker state of its own.
+
+    kombu keeps the filesystem transport's declared queues and bindings in one
+    in-process state, whatever the folder: a binding the app's own broker
+    declared would count as made in a test's folder too, and a message sent
+    there would be routed nowhere.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.state = BrokerState()
 
 
 def embedded_options(folder: Path, **extra) -> dict:
@@ -24,5 +39,5 @@ def embedded_options(folder: Path, **extra) -> dict:
 
 def embedded_connection(folder: Path, **extra) -> Connection:
     return Connection(
-        "filesystem://", transport=Transport, transport_options=embedded_options(folder, **extra)
+        "filesystem://", transport=FolderTransport, transport_options=embedded_options(folder, **extra)
     )

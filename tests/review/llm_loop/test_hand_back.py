@@ -17,7 +17,7 @@ from reviewapp.review.tasks import finalize_proposal
 from tests.conftest import wait_for
 from tests.review.llm_loop.support import Outcomes, judge
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_answers_arriving_during_a_task_are_recorded_by_the_main_thread_when_it_ends(runtime, lens):

@@ -12,7 +12,7 @@ from tests.factories import LensFactory
 from tests.review.helpers import judgement
 from tests.review.llm_loop.support import CITE, Outcomes, judge
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_loop_never_sends_netrc_credentials(
