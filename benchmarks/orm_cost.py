@@ -7,13 +7,13 @@ configured) and Redis /14, times in one process:
 
 - a primary-key lookup through the Django ORM, as a model and as `values_list`,
   against the same statement through a raw cursor;
-- an UPDATE through `save(update_fields=…)` against a raw cursor;
+- an UPDATE through `save(update_fields=…)` against a raw cursor, on a plain
+  table (the signed records' append-only triggers refuse a plain UPDATE);
 - publishing one `evaluate_proposal` message with `.delay()` and through a
   shared producer (what a submission sends: one task per proposal).
 
-These are the unit costs behind the pipeline's CPU per proposal: the worker
-runs about 34 ORM statements and the web process 5 statements and 3 messages
-for every proposal (see `pipeline.py`'s statement counts).
+These are the unit costs behind the pipeline's CPU per proposal (`pipeline.py`
+prints how many statements each step of a proposal runs).
 """
 
 from __future__ import annotations
