@@ -103,9 +103,11 @@ async def serve(latency: float, fail_429: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--latency", type=float, default=1.0)
-    parser.add_argument("--fail-429", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds before each answer")
+    parser.add_argument(
+        "--fail-429", type=int, default=0, help="answer every K-th call 429 at once (0: never)"
+    )
     args = parser.parse_args()
     try:
         # uvloop (a dependency of the app's LLM loop) for the least CPU a call.

@@ -9,6 +9,7 @@ case-drifted, quote-wrapped and re-wrapped, fabricated — then times
 Target: all 1,000 in under 2 s.
 """
 
+import argparse
 import random
 import sys
 import time
@@ -112,6 +113,7 @@ def make_cites(rng: random.Random, source: str) -> dict[str, list[str]]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     rng = random.Random(SEED)
     source = build_proposal(rng)
     by_kind = make_cites(rng, source)

@@ -37,13 +37,63 @@ def signature(*, secret: bytes, msg_id: str, timestamp: int, body: bytes) -> str
     return "v1," + base64.b64encode(digest).decode()
 
 
+# IPv6 ranges whose addresses carry an IPv4 address (IPv4-mapped ::ffff:0:0/96 and
+# Teredo 2001::/32 come with the ipaddress module). The host reached is that IPv4
+# address: through the kernel, a NAT64 translator, or a tunnel relay.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052's well-known prefix
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215, local use
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # RFC 4291, deprecated
+
+
+@dataclass(frozen=True)
+class Carried:
+    """The IPv4 addresses an IPv6 address carries, and the form that carries them.
+
+    `in_use`: a form networks hand out today for a real IPv4 receiver (a dual-stack
+    socket's mapped address, DNS64's 64:ff9b::/96), so a public address inside it
+    is a receiver like any other. The other forms are deprecated tunnels (6to4,
+    Teredo, IPv4-compatible, SIIT) or a translator into the operator's own network
+    (64:ff9b:1::/48): no receiver needs them, and where their relays deliver is not
+    ours to predict, so they are refused whatever they carry.
+    """
+
+    form: str
+    ipv4: tuple[ipaddress.IPv4Address, ...]
+    in_use: bool
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> Carried | None:
+    """The IPv4 addresses `ip` carries, or None: a plain IPv6 address."""
+    last_32 = ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)
+    if ip.ipv4_mapped is not None:
+        return Carried("an IPv4-mapped address", (ip.ipv4_mapped,), in_use=True)
+    if ip in _NAT64:
+        return Carried("a NAT64 address (64:ff9b::/96)", (last_32,), in_use=True)
+    if ip in _NAT64_LOCAL:
+        # Where the IPv4 bits sit depends on a prefix length only the operator knows.
+        return Carried("a local-use NAT64 address (64:ff9b:1::/48)", (), in_use=False)
+    if ip in _IPV4_TRANSLATED:
+        return Carried("an IPv4-translated address (::ffff:0:0:0/96)", (last_32,), in_use=False)
+    if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # :: and ::1 are IPv6's own
+        return Carried("an IPv4-compatible address (::/96)", (last_32,), in_use=False)
+    if ip.sixtofour is not None:
+        return Carried("a 6to4 address (2002::/16)", (ip.sixtofour,), in_use=False)
+    if ip.teredo is not None:
+        server, client = ip.teredo  # the client's bits are stored inverted; ipaddress undoes it
+        return Carried("a Teredo address (2001::/32)", (client, server), in_use=False)
+    return None
+
+
 @dataclass(frozen=True)
 class AddressPolicy:
     """Which resolved addresses a webhook may connect to.
 
     Only globally routable unicast addresses, unless `allow_loopback` (the
     one-command run and the tests) or an address falls in one of the
-    explicitly `allowed_networks` (an operator's named private ranges).
+    explicitly `allowed_networks` (an operator's named private ranges). An IPv6
+    address that carries an IPv4 address is judged as that IPv4 address, and
+    only in the forms networks use today (see `Carried`).
     """
 
     allow_loopback: bool = False
@@ -59,10 +109,10 @@ class AddressPolicy:
     def refusal(self, address: str) -> str | None:
         """Why `address` may not be called, or None."""
         ip = ipaddress.ip_address(address.split("%", 1)[0])
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
         if any(ip in network for network in self.allowed_networks):
             return None
+        if isinstance(ip, ipaddress.IPv6Address) and (carried := carried_ipv4(ip)):
+            return self._carried_refusal(ip, carried)
         if ip.is_loopback:
             return None if self.allow_loopback else f"{ip} is a loopback address"
         if ip.is_unspecified:
@@ -74,6 +124,18 @@ class AddressPolicy:
         if not ip.is_global:  # private, CGNAT, reserved, documentation ranges
             return f"{ip} is a private or reserved address"
         return None
+
+    def _carried_refusal(self, ip: ipaddress.IPv6Address, carried: Carried) -> str | None:
+        for ipv4 in carried.ipv4:
+            if problem := self.refusal(str(ipv4)):
+                return f"{ip} is {carried.form} carrying {ipv4}, and {problem}"
+        if carried.in_use:
+            return None
+        inside = f" carrying {', '.join(map(str, carried.ipv4))}" if carried.ipv4 else ""
+        return (
+            f"{ip} is {carried.form}{inside}: a tunnel or translator form no receiver needs; "
+            "register the receiver's own address"
+        )
 
 
 def url_refusal(url: str, *, allow_http: bool) -> str | None:

@@ -1,5 +1,6 @@
 """Where a webhook may be sent: the URL rules and the resolved-address check, from settings."""
 
+import ipaddress
 import socket
 from urllib.parse import urlsplit
 
@@ -35,8 +36,16 @@ def resolved_address(host: str, port: int, policy: AddressPolicy) -> str:
     for address in addresses:
         problem = policy.refusal(address)
         if problem:
-            raise AddressRefused(f"{host} resolves to {problem}")
+            raise AddressRefused(problem if _is_address(host) else f"{host} resolves to {problem}")
     return addresses[0]
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
 
 
 def endpoint_url_refusal(url: str) -> str | None:

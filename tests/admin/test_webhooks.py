@@ -51,6 +51,17 @@ def test_the_admin_refuses_a_private_address_like_the_api(admin_client_ada):
     assert not Endpoint.objects.exists()
 
 
+@override_settings(REVIEWAPP_WEBHOOK_ALLOW_LOCAL=False)
+def test_the_admin_refuses_a_nat64_form_of_the_metadata_address(admin_client_ada):
+    agent, _ = api_client()
+    response = add(admin_client_ada, agent, url="https://[64:ff9b::a9fe:a9fe]/hook")
+    assert response.status_code == 200
+    assert "carrying 169.254.169.254, and 169.254.169.254 is a link-local address" in (
+        response.content.decode()
+    )
+    assert not Endpoint.objects.exists()
+
+
 def test_the_endpoint_page_shows_its_delivery_log(admin_client_ada):
     agent, _ = api_client()
     endpoint, _ = subscribe(agent, "http://127.0.0.1:8999/hook")

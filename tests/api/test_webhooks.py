@@ -97,6 +97,27 @@ def test_in_production_only_https_to_public_addresses_is_accepted(api, url, prob
     assert not Endpoint.objects.exists()
 
 
+@override_settings(REVIEWAPP_WEBHOOK_ALLOW_LOCAL=False)
+@pytest.mark.parametrize(
+    "url, problem",
+    [
+        ("https://[::127.0.0.1]/", "IPv4-compatible address (::/96) carrying 127.0.0.1"),
+        ("https://[64:ff9b::7f00:1]/", "NAT64 address (64:ff9b::/96) carrying 127.0.0.1"),
+        ("https://[64:ff9b::a9fe:a9fe]/", "169.254.169.254, and 169.254.169.254 is a link-local"),
+        ("https://[64:ff9b:1::a00:1]/", "local-use NAT64 address (64:ff9b:1::/48)"),
+        ("https://[2002:7f00:1::]/", "6to4 address (2002::/16) carrying 127.0.0.1"),
+        ("https://[2001:0:808:808::80ff:fffe]/", "Teredo address (2001::/32) carrying 127.0.0.1"),
+    ],
+)
+def test_in_production_an_ipv6_form_of_an_internal_address_is_a_422_naming_it(api, url, problem):
+    response = register(api, url=url)
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"][-1] == "url"
+    assert problem in error["msg"]
+    assert not Endpoint.objects.exists()
+
+
 @override_settings(
     REVIEWAPP_WEBHOOK_ALLOW_LOCAL=False, REVIEWAPP_WEBHOOK_ALLOWED_NETWORKS=["10.1.0.0/16"]
 )

@@ -60,6 +60,66 @@ def test_public_addresses_pass(address):
     assert AddressPolicy().refusal(address) is None
 
 
+@pytest.mark.parametrize(
+    "address, form, reason",
+    [
+        ("::127.0.0.1", "IPv4-compatible", "127.0.0.1 is a loopback address"),
+        ("::a9fe:a9fe", "IPv4-compatible", "169.254.169.254 is a link-local address"),
+        ("::ffff:0:7f00:1", "IPv4-translated", "127.0.0.1 is a loopback address"),
+        ("64:ff9b::7f00:1", "NAT64", "127.0.0.1 is a loopback address"),
+        ("64:ff9b::a9fe:a9fe", "NAT64", "169.254.169.254 is a link-local address"),
+        ("64:ff9b::a00:1", "NAT64", "10.0.0.1 is a private or reserved address"),
+        ("64:ff9b::6440:1", "NAT64", "100.64.0.1 is a private or reserved address"),  # CGNAT
+        ("64:ff9b::", "NAT64", "0.0.0.0 is the unspecified address"),
+        ("64:ff9b::e000:1", "NAT64", "224.0.0.1 is a multicast address"),
+        ("2002:7f00:1::", "6to4", "127.0.0.1 is a loopback address"),
+        ("2002:a9fe:a9fe::1", "6to4", "169.254.169.254 is a link-local address"),
+        ("2002:c0a8:101::", "6to4", "192.168.1.1 is a private or reserved address"),
+        # Teredo: server 8.8.8.8, client 127.0.0.1 (stored XOR 0xffffffff).
+        ("2001:0:808:808::80ff:fffe", "Teredo", "127.0.0.1 is a loopback address"),
+        # Teredo: server 10.0.0.1, client 8.8.8.8.
+        ("2001:0:a00:1::f7f7:f7f7", "Teredo", "10.0.0.1 is a private or reserved address"),
+    ],
+)
+def test_an_ipv6_form_carrying_an_internal_ipv4_address_is_refused_naming_both(
+    address, form, reason
+):
+    problem = AddressPolicy().refusal(address)
+    assert form in problem and reason in problem
+
+
+def test_a_local_use_nat64_address_is_refused_whatever_it_carries():
+    """64:ff9b:1::/48 translates into the operator's own network (RFC 8215)."""
+    assert "local-use NAT64" in AddressPolicy().refusal("64:ff9b:1::808:808")
+
+
+@pytest.mark.parametrize("address", ["64:ff9b::808:808", "::ffff:8.8.8.8"])
+def test_a_nat64_or_mapped_address_carrying_a_public_ipv4_address_passes(address):
+    """What DNS64 and dual-stack sockets hand out for an IPv4-only receiver: it is 8.8.8.8."""
+    assert AddressPolicy().refusal(address) is None
+
+
+@pytest.mark.parametrize(
+    "address, form",
+    [
+        ("::808:808", "IPv4-compatible"),
+        ("::ffff:0:808:808", "IPv4-translated"),
+        ("2002:808:808::", "6to4"),
+        ("2001:0:808:808::f7f7:f7f7", "Teredo"),
+    ],
+)
+def test_a_tunnel_form_is_refused_even_carrying_a_public_ipv4_address(address, form):
+    """Deprecated tunnels no receiver needs, routed by relays we cannot predict."""
+    problem = AddressPolicy().refusal(address)
+    assert form in problem and "8.8.8.8" in problem
+
+
+def test_a_named_private_range_also_allows_it_inside_a_nat64_address():
+    policy = AddressPolicy.from_names(allow_loopback=False, networks=["10.20.0.0/16"])
+    assert policy.refusal("64:ff9b::a14:304") is None  # 10.20.3.4
+    assert policy.refusal("64:ff9b::a15:304") is not None  # 10.21.3.4
+
+
 def test_loopback_passes_only_when_allowed_and_private_stays_refused():
     policy = AddressPolicy(allow_loopback=True)
     assert policy.refusal("127.0.0.1") is None

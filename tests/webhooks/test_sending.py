@@ -172,7 +172,7 @@ def test_loopback_is_refused_at_send_time_when_local_addresses_are_not_allowed(r
     assert receiver.received == []
     delivery = Delivery.objects.get()
     assert delivery.status == "pending"
-    assert "refused: 127.0.0.1 resolves to 127.0.0.1 is a loopback address" in delivery.last_error
+    assert "refused: 127.0.0.1 is a loopback address" in delivery.last_error
 
 
 def test_a_name_resolving_to_a_private_address_now_is_refused_at_send_time(
@@ -193,6 +193,30 @@ def test_a_name_resolving_to_a_private_address_now_is_refused_at_send_time(
     submitted_and_decided(endpoint.client)
     send_due()
     assert "10.0.0.7 is a private or reserved address" in Delivery.objects.get().last_error
+
+
+def test_a_name_resolving_to_a_nat64_form_of_loopback_is_refused_at_send_time(
+    receiver, endpoint, monkeypatch
+):
+    import socket
+
+    real = socket.getaddrinfo
+
+    def rebound(host, port, *args, **kwargs):
+        if host == "hooks.example.com":
+            return real("64:ff9b::7f00:1", port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebound)
+    Endpoint.objects.filter(pk=endpoint.pk).update(url="https://hooks.example.com/hook")
+    submitted_and_decided(endpoint.client)
+    with override_settings(REVIEWAPP_WEBHOOK_ALLOW_LOCAL=False):
+        send_due()
+    assert receiver.received == []
+    assert (
+        "hooks.example.com resolves to 64:ff9b::7f00:1 is a NAT64 address (64:ff9b::/96) "
+        "carrying 127.0.0.1, and 127.0.0.1 is a loopback address"
+    ) in Delivery.objects.get().last_error
 
 
 def test_resend_makes_a_delivered_delivery_due_again_with_the_same_id(receiver, endpoint):
