@@ -5,7 +5,7 @@ VENV := .venv
 PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3) python3; do \
 	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v "$$p"; break; }; done)
 
-.PHONY: run test lint clean
+.PHONY: run token test lint clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "reviewapp needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; }
@@ -16,6 +16,13 @@ $(VENV)/.installed: pyproject.toml
 
 run: $(VENV)/.installed
 	DEBUG=$${DEBUG:-true} $(VENV)/bin/python manage.py rundev
+
+# An API token for the instance `make run` serves (same settings, same var directory):
+#   TOKEN=$$(make -s token NAME=my-agent SCOPES=submit,read)
+# The token alone goes to standard output; on any error, nothing does.
+token: $(VENV)/.installed
+	@test -n "$(NAME)" -a -n "$(SCOPES)" || { echo 'usage: make -s token NAME=my-agent SCOPES=submit,read' >&2; exit 2; }
+	@DEBUG=$${DEBUG:-true} $(VENV)/bin/python manage.py create_api_token "$(NAME)" --scopes "$(SCOPES)"
 
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

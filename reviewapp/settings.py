@@ -278,6 +278,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": _read(env.str, "LOG_LEVEL", default="INFO")},
+    # The embedded broker's URL names no host by design: kombu's warning about it is noise.
+    "loggers": {"kombu.connection": {"level": "ERROR"}},
 }
 
 # A worker running as root runs command checkers as this user (README "Security").

@@ -1,5 +1,9 @@
 import hashlib
+import os
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -9,10 +13,53 @@ from reviewapp.review.models import ApiClient
 from .conftest import Api
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def create(*args) -> list[str]:
+    """What a person reads (standard error), then the token (standard output)."""
+    out, err = StringIO(), StringIO()
+    call_command("create_api_token", *args, stdout=out, stderr=err)
+    return err.getvalue().strip().splitlines() + out.getvalue().strip().splitlines()
+
+
+def test_standard_output_is_the_token_alone(db):
     out = StringIO()
-    call_command("create_api_token", *args, stdout=out)
-    return out.getvalue().strip().splitlines()
+    call_command("create_api_token", "ci-bot", "--scopes", "read", stdout=out, stderr=StringIO())
+
+    [token] = out.getvalue().splitlines()
+    assert token.startswith(ApiClient.objects.get(name="ci-bot").token_prefix)
+
+
+def test_a_settings_error_prints_nothing_on_standard_output_and_says_what_to_set(tmp_path):
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE")
+    }
+    environment["REVIEWAPP_VAR_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "create_api_token", "agent", "--scopes", "read"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode != 0
+    assert done.stdout == ""
+    assert "SECRET_KEY is not set" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_refused_token_prints_nothing_on_standard_output(db):
+    create("ci-bot", "--scopes", "read")
+    out = StringIO()
+
+    with pytest.raises(CommandError):
+        call_command("create_api_token", "ci-bot", "--scopes", "read", stdout=out)
+    assert out.getvalue() == ""
 
 
 def test_last_line_of_output_is_the_token_stored_only_as_its_hash(db):

@@ -43,7 +43,9 @@ def _one_process_worker(start_worker, **env):
 
 
 def test_calls_of_different_proposals_overlap_in_one_worker_process(start_worker, openai_server):
-    openai_server.respond = lambda request: Slow(1.0, judgement("pass", CITE))
+    # Calls long enough that eight submissions land while the first is still in
+    # flight, on a loaded machine and the embedded broker's polling alike.
+    openai_server.respond = lambda request: Slow(3.0, judgement("pass", CITE))
     panel = _llm_panel(openai_server)
     worker = _one_process_worker(start_worker)
     ids = [submit(panel, _content(n)).pk for n in range(8)]

@@ -6,8 +6,9 @@ from reviewapp.review.services.clients import ClientRefused, api_client_create
 
 class Command(BaseCommand):
     help = (
-        "Create an API client and print its bearer token once, on the last line. "
-        "Only a digest of the token is stored."
+        "Create an API client and print its bearer token once: the token alone on "
+        "standard output, what was created on standard error. Only a digest of the "
+        "token is stored. On any error nothing is printed on standard output."
     )
 
     def add_arguments(self, parser):
@@ -23,10 +24,12 @@ class Command(BaseCommand):
             client, token = api_client_create(name=name, scopes=scopes.split(","))
         except ClientRefused as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(
-            f"Created API client {client.name!r} with scopes: {', '.join(client.scopes)}"
+        # The token alone on standard output, so that TOKEN=$(...) takes it whole;
+        # what a person reads goes to standard error.
+        self.stderr.write(
+            f"Created API client {client.name!r} with scopes: {', '.join(client.scopes)}\n"
+            f"Token prefix (shown in the admin): {client.token_prefix}\n"
+            "The token is shown only now; store it safely.",
+            style_func=lambda text: text,
         )
-        self.stdout.write(f"Token prefix (shown in the admin): {client.token_prefix}")
-        self.stdout.write("The token is shown only now; store it safely:")
-        # Plain write, no styling: scripts take the last line as the token.
         self.stdout.write(token)

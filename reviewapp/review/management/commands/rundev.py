@@ -1,7 +1,9 @@
 """Run everything a local user needs: migrate, demo data, web server and the worker."""
 
+import io
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -10,11 +12,82 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from reviewapp.celery import app as celery_app
+from reviewapp.review.models import Proposal
+
+# How long the summary waits for the web server and the worker before it is printed anyway.
+READY_WAIT_SECONDS = 60
+
+
+def child_environment() -> dict[str, str]:
+    """The children's environment, less the noise a local run expects.
+
+    Django's development-server warning, and Celery's warning about running as
+    root (a fresh machine or container often is root), are known to whoever
+    typed `make run`; printed, they scroll the address and the logins away.
+    """
+    environment = {**os.environ, "DJANGO_RUNSERVER_HIDE_WARNING": "true"}
+    if os.geteuid() == 0:
+        # By message: a category named here would have to import before Celery does.
+        ignore_root = "ignore:You're running the worker with superuser privileges"
+        environment["PYTHONWARNINGS"] = ",".join(
+            filter(None, [os.environ.get("PYTHONWARNINGS"), ignore_root])
+        )
+    return environment
+
+
+def worker_command(beat_schedule) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "reviewapp",
+        "--quiet",  # no banner: the summary is what a local user reads
+        "worker",
+        "--beat",
+        "--schedule",
+        str(beat_schedule),
+        "--loglevel",
+        os.environ.get("LOG_LEVEL", "WARNING"),
+        "--concurrency",
+        str(settings.CELERY_WORKER_CONCURRENCY),
+        "--hostname",
+        "worker@%h",
+    ]
+
+
+def _serving(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _judging() -> bool:
+    return Proposal.objects.filter(
+        status__in=[Proposal.Status.QUEUED, Proposal.Status.EVALUATING]
+    ).exists()
+
+
+def _wait_until_ready(host: str, port: int, children) -> None:
+    """Until the web server answers, the worker answers and the demo is judged (its
+    lens errors are logged as it goes), so that the summary is the last thing shown."""
+    deadline = time.monotonic() + READY_WAIT_SECONDS
+    web_up = worker_up = False
+    while time.monotonic() < deadline and all(child.poll() is None for child in children):
+        web_up = web_up or _serving(host, port)
+        worker_up = worker_up or bool(celery_app.control.ping(timeout=0.5))
+        if web_up and worker_up and not _judging():
+            return
+        time.sleep(0.5)
+
 
 class Command(BaseCommand):
     help = (
         "Migrate, load the demo, then run the web server and the worker (its LLM loop "
-        "included) until Ctrl-C."
+        "included) until Ctrl-C. Prints the address and the demo logins once both are up."
     )
 
     def add_arguments(self, parser):
@@ -24,36 +97,21 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, no_demo, **options):
         call_command("migrate", interactive=False, verbosity=0)
+        demo = io.StringIO()
         if not no_demo:
-            call_command("load_demo")
-        beat_schedule = settings.VAR_DIR / "celerybeat-schedule"
+            call_command("load_demo", stdout=demo)
+        environment = child_environment()
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "reviewapp",
-                "worker",
-                "--beat",
-                "--schedule",
-                str(beat_schedule),
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                str(settings.CELERY_WORKER_CONCURRENCY),
-                "--hostname",
-                "worker@%h",
-            ],
+            worker_command(settings.VAR_DIR / "celerybeat-schedule"),
             start_new_session=True,
+            env=environment,
         )
         web = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
             start_new_session=True,
+            env=environment,
         )
         children = [web, worker]
-        self.stdout.write(self.style.SUCCESS(f"\nreviewapp is starting at http://{host}:{port}/"))
-        self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
 
         stopping = False
 
@@ -64,6 +122,10 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
+            _wait_until_ready(host, port, children)
+            self.stdout.write("\n" + demo.getvalue(), ending="")
+            self.stdout.write(self.style.SUCCESS(f"\nreviewapp is running at http://{host}:{port}/"))
+            self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
             while not stopping and all(child.poll() is None for child in children):
                 time.sleep(0.5)
         finally:

@@ -1,0 +1,108 @@
+"""`make run` (manage.py rundev): what a new user sees, and what they can do next."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def rundev(tmp_path):
+    """A real `rundev` on its own port and var directory, with nothing else configured."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "DJANGO_SETTINGS_MODULE")
+        and not key.startswith("REVIEWAPP_")
+    }
+    port = _free_port()
+    environment.update(DEBUG="true", REVIEWAPP_VAR_DIR=str(tmp_path / "var"), PORT=str(port))
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "rundev"],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + 120
+    try:
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("Press Ctrl-C") or time.monotonic() > deadline:
+                break
+        yield port, lines, environment
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.mark.worker
+def test_rundev_prints_the_address_and_the_logins_last_without_broker_or_root_noise(rundev):
+    port, lines, _ = rundev
+
+    assert lines[-1].startswith("Press Ctrl-C")
+    assert lines[-2] == f"reviewapp is running at http://127.0.0.1:{port}/"
+    summary = "\n".join(lines[-8:])
+    assert "reviewer login: reviewer / " in summary
+    assert "admin    login: admin / " in summary
+    everything = "\n".join(lines)
+    assert "No hostname was supplied" not in everything
+    assert "superuser privileges" not in everything
+    assert "-------------- worker@" not in everything  # Celery's banner
+
+
+@pytest.mark.worker
+def test_the_readme_token_and_first_submission_work_against_rundev(rundev):
+    import httpx
+
+    port, _, environment = rundev
+    made = subprocess.run(
+        ["make", "-s", "-o", ".venv/.installed", "token", "NAME=my-agent", "SCOPES=submit,read",
+         f"VENV={Path(sys.executable).parent.parent}"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    headers = {"Authorization": f"Bearer {token}"}
+    base = f"http://127.0.0.1:{port}"
+    submitted = httpx.post(
+        f"{base}/api/proposals",
+        headers=headers,
+        json={
+            "panel": "house-style",
+            "content": "You can request a refund from your order page.",
+            "external_ref": "ticket-42",
+        },
+    )
+    assert submitted.status_code == 202, submitted.text
+
+    def final():
+        status = httpx.get(f"{base}{submitted.json()['url']}", headers=headers).json()
+        return status if status["status"] in ("decided", "escalated") else None
+
+    deadline = time.monotonic() + 60
+    while (status := final()) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert status is not None
+    # The demo panel the README names judges any text: its one lens answered.
+    assert [j["lens"] for j in status["judgements"]] == ["house-style-mandate"], status
