@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewapp.settings")
 # Celery's Django fixup runs Django's system checks when a worker starts, and
@@ -45,6 +45,20 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _refuse_to_start_unless_ready(**kwargs) -> None:
+    """A worker with no signing key stops at start, saying what to set (reviewapp/startup.py)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from reviewapp.startup import refuse_unless_ready
+
+    try:
+        refuse_unless_ready(serves_pages=False)
+    except ImproperlyConfigured as exc:
+        # SystemExit, not an exception: Celery logs a signal handler's exceptions and goes on.
+        raise SystemExit(str(exc)) from None
 
 
 @task_prerun.connect

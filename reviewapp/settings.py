@@ -43,6 +43,18 @@ if not SECRET_KEY:
             "or set DEBUG=true for local development."
         )
     SECRET_KEY = "dev-only-insecure-key-never-use-in-production"
+elif not DEBUG and (
+    re.search(r"change-?me|dev-only-insecure", SECRET_KEY, re.IGNORECASE)
+    or SECRET_KEY.startswith("django-insecure-")
+    # Django's own measure of a weak key (check --deploy, security.W009): here it stops the start.
+    or len(SECRET_KEY) < 50
+    or len(set(SECRET_KEY)) < 5
+):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is a placeholder or too weak for production (it needs 50 or more "
+        "characters, at least 5 of them different, and no 'change-me'). Set it to a long "
+        "random string: python -c 'import secrets; print(secrets.token_urlsafe(50))'."
+    )
 
 ALLOWED_HOSTS = _read(
     env.list, "ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"] if DEBUG else []

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 _var = Path(__file__).resolve().parent.parent / "var" / "test"
-os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
+# Long enough for the production rule (tests run with DEBUG off, as pytest-django does).
+os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret-" + "0123456789" * 3)
 # One directory per test run (SQLite file, embedded broker, keys), inherited by
 # the worker processes a run starts, so parallel runs never share state.
 os.environ.setdefault("REVIEWAPP_VAR_DIR", str(_var / f"run-{os.getpid()}"))

@@ -1,6 +1,10 @@
 """`make run` (manage.py rundev): what a new user sees, and what they can do next."""
 
+import base64
+import contextlib
 import os
+import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -19,8 +23,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def rundev(tmp_path):
+def start_rundev(tmp_path, **settings):
     """A real `rundev` on its own port and var directory, with nothing else configured."""
     environment = {
         key: value
@@ -30,6 +33,7 @@ def rundev(tmp_path):
     }
     port = _free_port()
     environment.update(DEBUG="true", REVIEWAPP_VAR_DIR=str(tmp_path / "var"), PORT=str(port))
+    environment.update(settings)
     process = subprocess.Popen(
         [sys.executable, "manage.py", "rundev"],
         cwd=ROOT,
@@ -48,12 +52,57 @@ def rundev(tmp_path):
                 break
         yield port, lines, environment
     finally:
+        if process.poll() is not None:
+            return
         os.killpg(process.pid, signal.SIGINT)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@pytest.fixture
+def rundev(tmp_path):
+    yield from start_rundev(tmp_path)
+
+
+def production_like(**extra) -> dict[str, str]:
+    """DEBUG off, as .env.example sets it for a local run over plain HTTP."""
+    return {
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        **extra,
+    }
+
+
+@pytest.mark.worker
+def test_rundev_with_debug_off_serves_pages_and_their_static_files(tmp_path):
+    import httpx
+
+    seed = base64.b64encode(secrets.token_bytes(32)).decode()
+    with contextlib.contextmanager(start_rundev)(
+        tmp_path, **production_like(REVIEWAPP_SIGNING_KEY=seed)
+    ) as (port, lines, _):
+        assert lines[-1].startswith("Press Ctrl-C"), lines
+        base = f"http://127.0.0.1:{port}"
+        login = httpx.get(f"{base}/login/")
+        assert login.status_code == 200
+        assets = re.findall(r'/static/[^"]+', login.text)
+        assert assets and all(httpx.get(base + asset).status_code == 200 for asset in assets)
+        assert httpx.get(f"{base}/api/docs").status_code == 200
+        assert httpx.get(f"{base}/no-such-page").status_code == 404
+
+
+def test_rundev_with_debug_off_and_no_signing_key_stops_saying_what_to_set(tmp_path):
+    with contextlib.contextmanager(start_rundev)(tmp_path, **production_like()) as (_, lines, _):
+        output = "\n".join(lines)
+    assert "reviewapp cannot start" in output
+    assert "Set REVIEWAPP_SIGNING_KEY" in output
 
 
 @pytest.mark.worker

@@ -104,3 +104,24 @@ def test_the_retired_llm_worker_setting_is_refused_naming_its_successor():
     assert result.returncode != 0
     assert "REVIEWAPP_LLM_WORKER_CONCURRENCY is gone" in result.stderr
     assert "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS" in result.stderr
+
+
+def test_production_refuses_the_placeholder_secret_key_of_env_example():
+    placeholder = next(
+        line.split("=", 1)[1]
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if line.startswith("SECRET_KEY=")
+    )
+    result = _load_settings(DEBUG="false", SECRET_KEY=placeholder)
+    assert result.returncode != 0
+    assert "SECRET_KEY is a placeholder or too weak" in result.stderr
+
+
+def test_production_refuses_a_short_secret_key():
+    result = _load_settings(DEBUG="false", SECRET_KEY="s3cr3t-but-short")
+    assert result.returncode != 0
+    assert "50 or more characters" in result.stderr
+
+
+def test_debug_accepts_any_secret_key():
+    assert _load_settings(SECRET_KEY="short").returncode == 0

@@ -64,6 +64,16 @@ def _create_key_file(key_file: Path) -> None:
         staged.unlink()
 
 
+def active_signer_without_database() -> Signer:
+    """The configured signer, or ImproperlyConfigured saying what to set (no database needed)."""
+    return _load_signer(
+        settings.REVIEWAPP_SIGNING_KEY,
+        str(settings.REVIEWAPP_SIGNING_KEY_FILE),
+        settings.REVIEWAPP_SIGNING_KEY_AUTOCREATE,
+        None,
+    )
+
+
 def server_signer() -> Signer:
     """The active signer; its public key is registered on first use."""
     path = Path(settings.REVIEWAPP_SIGNING_KEY_FILE)

@@ -10,10 +10,12 @@ import time
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 
 from reviewapp.celery import app as celery_app
 from reviewapp.review.models import Proposal
+from reviewapp.startup import refuse_unless_ready
 
 # How long the summary waits for the web server and the worker before it is printed anyway.
 READY_WAIT_SECONDS = 60
@@ -96,6 +98,14 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="Skip loading demo data.")
 
     def handle(self, *args, host, port, no_demo, **options):
+        if not settings.DEBUG:
+            # Pages name their static files through the manifest this writes;
+            # collected every start, so that a changed file is never served stale.
+            call_command("collectstatic", interactive=False, verbosity=0)
+        try:
+            refuse_unless_ready(serves_pages=True)
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
         call_command("migrate", interactive=False, verbosity=0)
         demo = io.StringIO()
         if not no_demo:
