@@ -12,7 +12,6 @@ from reviewapp.review.models import ApiClient
 
 from .conftest import Api
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -38,6 +38,5 @@ def embedded_options(folder: Path, **extra) -> dict:
 
 
 def embedded_connection(folder: Path, **extra) -> Connection:
-    return Connection(
-        "filesystem://", transport=FolderTransport, transport_options=embedded_options(folder, **extra)
-    )
+    options = embedded_options(folder, **extra)
+    return Connection("filesystem://", transport=FolderTransport, transport_options=options)

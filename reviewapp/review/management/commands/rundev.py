@@ -9,8 +9,8 @@ import sys
 import time
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from reviewapp.celery import app as celery_app
