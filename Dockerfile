@@ -5,5 +5,7 @@ COPY pyproject.toml README.md ./
 COPY reviewapp ./reviewapp
 RUN pip install --no-cache-dir .
 COPY . .
-RUN useradd --create-home reviewapp && mkdir -p /var/lib/reviewapp && chown reviewapp /var/lib/reviewapp
+RUN useradd --create-home reviewapp \
+    && mkdir -p /var/lib/reviewapp /var/lib/reviewapp-witness \
+    && chown reviewapp /var/lib/reviewapp /var/lib/reviewapp-witness
 USER reviewapp

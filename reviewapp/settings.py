@@ -396,6 +396,11 @@ REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS = _read(
 REVIEWAPP_LEDGER_WITNESS_FILE = _read(
     env.str, "REVIEWAPP_LEDGER_WITNESS_FILE", default=str(VAR_DIR / "ledger-witness.jsonl")
 )
+# verify_ledger fails, rather than warns, when checkpoints were signed and no
+# witness log is there to check them against (on by default in production).
+REVIEWAPP_LEDGER_REQUIRE_WITNESS = _read(
+    env.bool, "REVIEWAPP_LEDGER_REQUIRE_WITNESS", default=not DEBUG
+)
 _witness_url = _read(
     env.url, "REVIEWAPP_LEDGER_WITNESS_URL", default=None, schemes={"http", "https"}
 )

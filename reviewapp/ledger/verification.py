@@ -97,13 +97,23 @@ def _witnessed(
 ) -> list[tuple[str, merkle.Checkpoint, str]]:
     paths = list(extra)
     configured = settings.REVIEWAPP_LEDGER_WITNESS_FILE
-    if configured:
-        if Path(configured).exists():
-            paths.insert(0, configured)
-        elif LedgerCheckpoint.objects.exists():
-            result.warnings.append(
-                f"no witness log at {configured}: checkpoints cannot be checked against it"
+    if configured and Path(configured).exists():
+        paths.insert(0, configured)
+    elif LedgerCheckpoint.objects.exists():
+        missing = (
+            f"no witness log at {configured}" if configured
+            else "no witness log is configured (REVIEWAPP_LEDGER_WITNESS_FILE is empty)"
+        )
+        if settings.REVIEWAPP_LEDGER_REQUIRE_WITNESS and not extra:
+            # In production the log outside the database is what catches history
+            # rewritten together with its checkpoints: without it, nothing verified that.
+            raise offline.Failure(
+                "witness log",
+                f"{missing}, yet checkpoints were signed: point REVIEWAPP_LEDGER_WITNESS_FILE at "
+                "the log every process appends to, or pass --witness FILE",
             )
+        if configured:
+            result.warnings.append(f"{missing}: checkpoints cannot be checked against it")
     opened = []
     for path in paths:
         try:

@@ -285,3 +285,38 @@ def test_deleting_a_fail_evidence_entry_fails_the_proposal_pages_verify(fail_evi
     status = services.decision_ledger_status(Decision.objects.get(proposal=rejected))
     assert not status.verified
     assert status.detail == f"its signed evidence from {failing.name} is not in the ledger"
+
+
+def test_in_production_checkpoints_with_no_witness_log_configured_fail_verify_ledger(
+    settings, checkpoint
+):
+    settings.REVIEWAPP_LEDGER_REQUIRE_WITNESS = True
+    settings.REVIEWAPP_LEDGER_WITNESS_FILE = ""
+    decide(1)
+    checkpoint()
+    assert "no witness log is configured" in verify_ledger_fails()
+
+
+def test_in_production_a_witness_log_that_is_not_there_fails_verify_ledger(
+    settings, checkpoint, tmp_path
+):
+    settings.REVIEWAPP_LEDGER_REQUIRE_WITNESS = True
+    decide(1)
+    checkpoint()  # witnessed nowhere: the setting is still empty
+    settings.REVIEWAPP_LEDGER_WITNESS_FILE = str(tmp_path / "lost-with-its-container.jsonl")
+    assert "no witness log at" in verify_ledger_fails()
+
+
+def test_in_production_a_witness_log_passed_by_hand_is_enough(settings, witness, checkpoint):
+    decide(1)
+    checkpoint()
+    settings.REVIEWAPP_LEDGER_REQUIRE_WITNESS = True
+    settings.REVIEWAPP_LEDGER_WITNESS_FILE = ""
+    call_command("verify_ledger", "--witness", str(witness), stdout=io.StringIO())
+
+
+def test_before_any_checkpoint_production_needs_no_witness_log(settings):
+    settings.REVIEWAPP_LEDGER_REQUIRE_WITNESS = True
+    settings.REVIEWAPP_LEDGER_WITNESS_FILE = ""
+    decide(1)
+    call_command("verify_ledger", stdout=io.StringIO(), stderr=io.StringIO())
