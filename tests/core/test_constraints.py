@@ -335,6 +335,10 @@ def test_json_means_json():
         ('{"a": ' * 128 + "1" + "}" * 128, "recursion limit"),
         ('"\\ud800"', "lone surrogate"),
         ('{"\\udc00": 1}', "lone surrogate"),
+        # serde_json parses the value a repeated key replaces, and so refuses it too
+        ('{"a": "\\ud800", "a": 1}', "lone surrogate"),
+        ('[{"a": {"b": "\\udc00", "b": 0}, "a": 3}]', "lone surrogate"),
+        ('{"a": ' + "[" * 127 + "]" * 127 + ', "a": 1}', "recursion limit"),
     ],
 )
 def test_json_the_reference_parser_refuses_is_not_valid_json(document, why):
@@ -351,6 +355,8 @@ def test_json_the_reference_parser_refuses_is_not_valid_json(document, why):
         "18446744073709551615",
         "-9223372036854775808",
         '"\\ud83d\\ude00"',  # an escaped pair is one character
+        '{"a": 1, "a": 2}',  # a repeated key keeps its last value
+        '{"a": ' + "[" * 126 + "]" * 126 + ', "a": 1}',
     ],
 )
 def test_json_the_reference_parser_accepts_is_valid_json(document):
