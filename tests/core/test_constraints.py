@@ -393,12 +393,12 @@ def test_a_response_over_the_size_limit_is_undecided_not_matched(monkeypatch):
     assert "over the 1000" in v.undecided[0].detail
 
 
-# ---- the reference's regex dialect (Rust's regex crate), run by RE2 ----
+# ---- the reference's regex dialect: Rust's regex crate itself ----
 
 
 @pytest.mark.parametrize(
     "pattern",
-    ["a(?=b)", r"(a)\1", r"a\Z", "a{,3}", "(?#c)", "(?R)", "a{", r"\Qa\E", "[a[b]]"],
+    ["a(?=b)", r"(a)\1", r"a\Z", "a{,3}", "(?#c)", "a{", r"\Qa\E", r"\p{^Greek}", "a(?i)*"],
 )
 def test_a_pattern_outside_the_reference_dialect_is_refused_with_the_engines_message(pattern):
     with pytest.raises(InvalidPattern) as refused:
@@ -408,7 +408,7 @@ def test_a_pattern_outside_the_reference_dialect_is_refused_with_the_engines_mes
 
 
 def test_a_look_ahead_is_refused_in_the_engines_own_words():
-    with pytest.raises(InvalidPattern, match=r"invalid perl operator: \(\?="):
+    with pytest.raises(InvalidPattern, match="look-around, including look-ahead"):
         make_set(Matches("a(?=b)"))
 
 
