@@ -32,8 +32,8 @@ _WORD = re.compile(f"[^{re.escape(_WHITESPACE)}]+")
 # The reference parses counts as a 64-bit unsigned integer; anything larger does not lower.
 _MAX_COUNT = 2**64 - 1
 
-# Patterns are the reference's dialect (Rust's regex), run by RE2: linear time, so a
-# match needs no time-out; regex_dialect bounds the size of the text instead.
+# Patterns are the reference's dialect, run by its engine (Rust's regex crate): linear
+# time, so a match needs no time-out; regex_dialect bounds the size of the text instead.
 _compile = regex_dialect.compile
 _PATTERN_ERRORS = (PatternError,)
 

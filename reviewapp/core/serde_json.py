@@ -9,6 +9,10 @@ clause would pass responses the reference fails:
 - escaped lone surrogates (`"\\ud800"`): Python keeps an unpaired surrogate, serde_json
   refuses it (a Rust string cannot hold one);
 - `NaN`, `Infinity` and `-Infinity`, which are not JSON at all.
+
+A repeated key keeps its last value in both, but serde_json has parsed, and so checked,
+the values it replaced: `{"a": "\\ud800", "a": 1}` is refused, so the checks here cover
+replaced values too.
 """
 
 import json
@@ -44,8 +48,26 @@ def _constant(name: str):
 
 def loads(text: str):
     """Parse `text` as serde_json would, or raise NotJson saying why not."""
+    # Values a repeated key replaced, by the object they were replaced in; the objects
+    # stay alive until the walk below, so their ids are not reused.
+    replaced: dict[int, list] = {}
+
+    def object_keeping_replaced(pairs: list) -> dict:
+        obj = {}
+        for key, value in pairs:
+            if key in obj:
+                replaced.setdefault(id(obj), []).append(obj[key])
+            obj[key] = value
+        return obj
+
     try:
-        value = json.loads(text, parse_float=_number, parse_int=_number, parse_constant=_constant)
+        value = json.loads(
+            text,
+            parse_float=_number,
+            parse_int=_number,
+            parse_constant=_constant,
+            object_pairs_hook=object_keeping_replaced,
+        )
     except RecursionError:
         raise NotJson(f"recursion limit exceeded: nested deeper than {MAX_DEPTH} levels") from None
     except NotJson:
@@ -67,6 +89,7 @@ def loads(text: str):
                     if _SURROGATE.search(key):
                         raise NotJson("lone surrogate in a string escape")
                 stack.extend((v, depth + 1) for v in item.values())
+                stack.extend((v, depth + 1) for v in replaced.get(id(item), ()))
             else:
                 stack.extend((v, depth + 1) for v in item)
     return value

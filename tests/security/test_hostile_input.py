@@ -247,8 +247,8 @@ def test_a_1mb_single_line_proposal_is_stored_verbatim_evaluated_and_rendered(db
 
 # ── regex bombs in mandates ──────────────────────────────────────────────────
 
-# Both backtrack catastrophically in a backtracking engine. Patterns run on RE2, in time
-# linear in the text, so each is simply decided: no time-out is involved.
+# Both backtrack catastrophically in a backtracking engine. Patterns run on Rust's regex
+# crate, in time linear in the text, so each is simply decided: no time-out is involved.
 BOMB_PATTERNS = ["(a+)+$", "(a|aa)+$"]
 BOMB = "must match /(a|aa)+$/"
 BOMB_TEXT = "a" * 40 + "!"

@@ -11,9 +11,9 @@ class RegexChecker(Checker):
     """The proposal content must (or must not) contain a match for ``pattern``.
 
     Searches anywhere in the content; anchor the pattern to match it whole.
-    The pattern is the reference's dialect (Rust's regex crate), run by RE2 in
-    linear time, so no pattern can hang a worker and none needs a time-out; a
-    content too large to search is INCONCLUSIVE.
+    The pattern is the reference's dialect, Rust's regex crate 1.13.1, run by that
+    crate in linear time, so no pattern can hang a worker and none needs a
+    time-out; a content too large to search is INCONCLUSIVE.
     """
 
     def __init__(

@@ -64,17 +64,24 @@ def test_a_bad_regex_configuration_is_refused(kwargs):
 @pytest.mark.parametrize(
     ("pattern", "engine_says"),
     [
-        ("a(?=b)", "invalid perl operator"),
-        (r"(a)\1", "invalid escape sequence"),
-        (r"a\Z", "invalid escape sequence"),
-        ("a{,3}", "invalid counted repetition"),
-        ("(?#c)", "invalid perl operator"),
-        ("(?R)", "invalid perl operator"),
+        ("a(?=b)", "look-around"),
+        (r"(a)\1", "backreferences are not supported"),
+        (r"a\Z", "unrecognized escape sequence"),
+        ("a{,3}", "expects a valid decimal"),
+        ("(?#c)", "at position 0"),
+        ("(?-u).", "can match invalid UTF-8"),
     ],
 )
 def test_a_pattern_the_reference_refuses_is_refused_at_configuration(pattern, engine_says):
     with pytest.raises(CheckerConfigError, match=engine_says):
         RegexChecker("r", 1, pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"\p{Alphabetic}", "[a-z&&[^aeiou]]", "a{1001}", r"\b{start}", "(?R)^a$", "a(?i)b"]
+)
+def test_a_pattern_the_reference_accepts_configures_a_checker(pattern):
+    assert RegexChecker("r", 1, pattern).pattern == pattern
 
 
 @pytest.mark.parametrize(
@@ -86,6 +93,9 @@ def test_a_pattern_the_reference_refuses_is_refused_at_configuration(pattern, en
         (r"\w", "é", True),
         ("(?i)ß", "SS", False),
         ("[[:alpha:]]", "é", False),
+        (r"\bé", "é", True),
+        (r"\w", "Ⓐ", True),
+        ("a(?i)b", "aB", True),
         (r"(?-u)\w", "é", False),
         ("a$", "a\n", False),
     ],
