@@ -19,7 +19,7 @@ os.environ.setdefault("REVIEWAPP_TRUST_OWN_KEY", "true")
 # No witness log by default: one file per run would outlive each test's database;
 # the witness tests point REVIEWAPP_LEDGER_WITNESS_FILE at their own tmp_path.
 os.environ.setdefault("REVIEWAPP_LEDGER_WITNESS_FILE", "")
-# ...so verify_ledger only warns about it; tests/ledger/test_witness.py turns the production rule on.
+# ...so verify_ledger only warns about it (tests/ledger/test_witness.py turns the rule on).
 os.environ.setdefault("REVIEWAPP_LEDGER_REQUIRE_WITNESS", "false")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 os.environ.setdefault("SESSION_COOKIE_SECURE", "false")

@@ -1,4 +1,4 @@
-"""The README's configuration tables name every environment variable the code reads, and no other."""
+"""The README's configuration tables name every variable the code reads, and no other."""
 
 import ast
 import re
