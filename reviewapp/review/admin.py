@@ -38,7 +38,7 @@ from .admin_forms import (
 )
 from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens, Proposal, SigningKey
 from .services.checkers_config import CHECKER_AUDIT_FIELDS
-from .services.clients import ClientRefused, api_client_create
+from .services.clients import ClientRefused, api_client_create, api_client_update
 from .services.in_flight import checkers_needed, in_flight_refusals
 from .services.keys import RotationRefused, signing_key_rotate
 from .services.lenses import (
@@ -627,6 +627,17 @@ class ApiClientAdmin(AuditedAdminMixin, admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         # Proposals name the client that sent them; revoke instead.
         return False
+
+    def save_model(self, request, obj, form, change):
+        # Clients are created on add_view; this page only changes one.
+        before = self.audit_snapshot(_stored(ApiClient, obj.pk))
+        # A revoked client's name and scopes are read-only: the form carries neither.
+        api_client_update(
+            client=obj,
+            name=form.cleaned_data.get("name", obj.name),
+            scopes=form.cleaned_data.get("scopes", obj.scopes),
+        )
+        self._audit_saved(request, obj, before)
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.revoked_at:

@@ -15,7 +15,8 @@ from reviewapp.core.quorum import Quorum, QuorumError
 
 from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens
 from .services.checkers_config import constraints_preview, grants_refusal
-from .services.lenses import env_name_problem
+from .services.clients import api_client_scopes_refusal
+from .services.lenses import env_name_problem, judge_clients_refusal
 
 PREVIEW_URL_NAME = "admin:review_checkerconfig_constraints_preview"
 
@@ -97,6 +98,14 @@ class LensAdminForm(forms.ModelForm):
         if problem:
             raise ValidationError(problem)
         return name
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("backend") == Lens.Backend.EXTERNAL:
+            refusal = judge_clients_refusal(cleaned.get("judge_clients") or [])
+            if refusal:
+                self.add_error("judge_clients", refusal)
+        return cleaned
 
 
 class TrialForm(forms.Form):
@@ -351,6 +360,13 @@ class ApiClientChangeForm(forms.ModelForm):
     class Meta:
         model = ApiClient
         fields = ("name", "scopes")
+
+    def clean_scopes(self):
+        scopes = self.cleaned_data["scopes"]
+        refusal = api_client_scopes_refusal(self.instance, scopes)
+        if refusal:
+            raise ValidationError(refusal)
+        return scopes
 
 
 def pretty_json(value) -> str:

@@ -1,7 +1,7 @@
 """Lens configuration as the admin sees it: what is audited, what refuses a delete."""
 
 from .. import llm_keys
-from ..models import Judgement, Lens, LensFailure, Panel
+from ..models import ApiClient, Judgement, Lens, LensFailure, Panel
 from .in_flight import in_flight_refusals, lenses_needed
 
 # What an audit entry records about a lens: every configured field, and the version.
@@ -57,6 +57,25 @@ def external_judge_status(lens: Lens) -> str:
             "clients allowed to answer for it."
         )
     return f"Only {', '.join(names)} may answer for this lens."
+
+
+def judge_clients_refusal(clients) -> str | None:
+    """Why these clients cannot answer for an external lens (naming each), or None.
+
+    A client without the `judge` scope is turned away (403) by the judgements
+    endpoint, so binding it would leave every proposal waiting out its deadline.
+    """
+    lacking = sorted(c.name for c in clients if ApiClient.Scope.JUDGE not in (c.scopes or []))
+    if not lacking:
+        return None
+    names = ", ".join(repr(n) for n in lacking)
+    clients_word = "API clients" if len(lacking) > 1 else "API client"
+    lacks = "lack" if len(lacking) > 1 else "lacks"
+    return (
+        f"{clients_word} {names} {lacks} the 'judge' scope: every judgement posted for this "
+        "lens would be refused (403) and its proposals would wait out the panel's external "
+        "deadline. Give the scope on the API client's page first, or untick the client."
+    )
 
 
 def panels_using(lenses) -> dict[int, list[str]]:
