@@ -93,12 +93,20 @@ class Day:
     escalated_open: int
     pending: int
     total: int
-    finalized: int  # proposals with a signed decision (an open escalation is not final yet)
-    escalated: int  # finalized proposals that went to a human at some point
+    routed: int  # proposals the panel has judged and routed: every one not pending
+    escalated: int  # routed proposals sent to a human: still open, or decided by a reviewer since
 
     @property
     def escalation_rate(self) -> float | None:
-        return _rate(self.escalated, self.finalized)
+        return _rate(self.escalated, self.routed)
+
+
+# The escalation rate, in the words the dashboard shows beside it.
+ESCALATION_RATE_DEFINITION = (
+    "Escalation rate: of the proposals the panels have judged (every one not pending), "
+    "the share sent to a human, whether the escalation is still open or a reviewer has "
+    "decided it since."
+)
 
 
 OUTCOME_SERIES = (
@@ -124,10 +132,10 @@ def proposals_per_day(scope: Scope) -> list[Day]:
             ),
             pending=Count("pk", filter=Q(status__in=PENDING_STATUSES)),
             total=Count("pk"),
-            # `finalized_at` is also set when a proposal is escalated; only a
-            # signed decision makes it final for the escalation rate.
-            finalized=Count("pk", filter=Q(decision__isnull=False)),
-            escalated=Count("pk", filter=Q(ever_escalated, decision__isnull=False)),
+            # An open escalation counts as soon as it is raised: counting only
+            # decided ones read 6.7 % while 24 of 54 proposals waited for a human.
+            routed=Count("pk", filter=~Q(status__in=PENDING_STATUSES)),
+            escalated=Count("pk", filter=Q(ever_escalated) & ~Q(status__in=PENDING_STATUSES)),
         )
         .order_by("day")
     )
@@ -495,8 +503,10 @@ class Dashboard:
     workload: list[Workload] = field(default_factory=list)
 
     def totals(self) -> dict:
-        keys = ("approved", "rejected", "escalated_open", "pending", "total")
-        return {k: sum(getattr(d, k) for d in self.days) for k in keys}
+        keys = ("approved", "rejected", "escalated_open", "pending", "total", "routed", "escalated")
+        sums = {k: sum(getattr(d, k) for d in self.days) for k in keys}
+        sums["escalation_rate"] = _rate(sums["escalated"], sums["routed"])
+        return sums
 
 
 def dashboard(scope: Scope) -> Dashboard:

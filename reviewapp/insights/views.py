@@ -152,8 +152,8 @@ def _charts(data: queries.Dashboard) -> dict:
         "escalation_rate": charts.line(
             chart_id="chart-escalation-rate",
             title="Escalation rate over time",
-            desc="Share of the finalized proposals submitted each day that went to a human. "
-            "Days with nothing finalized have no point.",
+            desc="Of the proposals submitted each day that the panels have judged, the share "
+            "sent to a human (open or since decided). Days with nothing judged have no point.",
             labels=labels,
             values=[d.escalation_rate for d in days],
             color=charts.PURPLE,
@@ -247,7 +247,7 @@ def _tables(data: queries.Dashboard) -> dict:
                 "day": d.day,
                 **{k: getattr(d, k) for k, _ in queries.OUTCOME_SERIES},
                 "total": d.total,
-                "finalized": d.finalized,
+                "routed": d.routed,
                 "escalated": d.escalated,
                 "escalation_rate": _pct(d.escalation_rate),
             }
@@ -332,6 +332,7 @@ def dashboard(request):
         return response
     scope = form.scope() if request.GET else queries.Scope()
     data = queries.dashboard(scope)
+    totals = data.totals()
     export_query = urlencode(
         {
             k: v
@@ -349,7 +350,9 @@ def dashboard(request):
         "scope": scope,
         "scope_panel": next((p for p in panels if p.pk == scope.panel_id), None),
         "insights": data,
-        "totals": data.totals(),
+        "totals": totals,
+        "escalation_rate": _pct(totals["escalation_rate"]),
+        "escalation_rate_definition": queries.ESCALATION_RATE_DEFINITION,
         "charts": _charts(data),
         "tables": _tables(data),
         "outcome_series": queries.OUTCOME_SERIES,

@@ -260,8 +260,9 @@ def test_proposals_per_day_and_escalation_rate(reviewer_client, reviewer):
     old, new = days[today - timedelta(days=2)], days[today]
     assert (old.approved, old.rejected, old.escalated_open, old.pending) == (1, 0, 1, 0)
     assert (new.approved, new.rejected, new.escalated_open, new.pending) == (1, 2, 0, 1)
-    # The open escalation is not final: it counts once a reviewer decides it.
-    assert (old.finalized, old.escalated, old.escalation_rate) == (1, 0, 0)
+    # An open escalation counts at once; the pending proposal is not judged yet.
+    assert (old.routed, old.escalated, old.escalation_rate) == (2, 1, 0.5)
+    assert (new.routed, new.escalated) == (3, 1)
     assert new.escalation_rate == pytest.approx(1 / 3)
     assert len(days) == 2
 
@@ -272,11 +273,38 @@ def test_proposals_per_day_and_escalation_rate(reviewer_client, reviewer):
         "escalated_open": 1,
         "pending": 1,
         "total": 6,
+        "routed": 5,
+        "escalated": 2,
+        "escalation_rate": 0.4,
     }
     # The chart fills the empty day between with zeros; the table lists the days with data.
     html = response.content.decode()
-    assert "33.3%" in html and "50.0%" in html
+    assert _cell(html, "data-rate-day", today.isoformat(), "rate") == "33.3%"
+    assert _cell(html, "data-rate-day", (today - timedelta(days=2)).isoformat(), "rate") == "50.0%"
     assert html.count('<tr><th scope="row"><time') == 2
+
+
+def test_the_escalation_rate_counts_open_escalations_and_is_defined_beside_it(
+    reviewer_client, reviewer
+):
+    # 54 proposals: 28 decided by the system, 2 escalated and decided by a
+    # reviewer, 24 in open escalations. Counting only decided proposals read
+    # 2 / 30 = 6.7 %; 26 of the 54 went to a human.
+    panel = make_panel("solo", need=1)
+    for verdict in ["pass"] * 14 + ["fail"] * 14:
+        judged(panel, {"solo": verdict})
+    for _ in range(2):
+        decide(judged(panel, {}), reviewer, "approved")
+    for _ in range(24):
+        judged(panel, {})  # the lens fails: escalated, left open
+
+    html = _get(reviewer_client).content.decode()
+
+    assert re.search(r'data-total="escalation_rate">48\.1%<', html)
+    assert "6.7%" not in html
+    definition = re.search(r'id="escalation-rate-definition"[^>]*>(.*?)</span>', html, re.S)
+    assert definition.group(1).startswith("26 of 54 judged proposals sent to a human.")
+    assert "whether the escalation is still open or a reviewer has decided it" in html
 
 
 # --- workload ------------------------------------------------------------------------------------
@@ -339,6 +367,9 @@ def test_filter_by_date_range(reviewer_client, two_panels):
         "escalated_open": 0,
         "pending": 0,
         "total": 1,
+        "routed": 1,
+        "escalated": 0,
+        "escalation_rate": 0.0,
     }
     assert old.context["insights"].medians[0].decisions == 1
     up_to_today = _get(reviewer_client, end=today.isoformat())
