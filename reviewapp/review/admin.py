@@ -23,8 +23,10 @@ from django.views.decorators.cache import never_cache
 
 from reviewapp.audit.models import AuditEntry, Trial
 from reviewapp.audit.services import audit_change, audit_delete, audit_record, snapshot
+from reviewapp.core.quorum import allowed_needs_text
 
 from .admin_forms import (
+    SEE_NEED,
     ApiClientChangeForm,
     ApiClientCreateForm,
     CheckerAdminForm,
@@ -438,11 +440,21 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
             formset.is_valid()
         errors = [*form.errors.get("need", []), *form.non_field_errors()]
         for formset in formsets:
-            errors += formset.non_form_errors()
+            errors += [
+                message
+                for error in formset.non_form_errors().as_data()
+                if error.code != SEE_NEED
+                for message in error.messages
+            ]
+        lens_count = sum(len(getattr(f, "ordered_lenses", [])) for f in formsets)
         return TemplateResponse(
             request,
             "admin/review/panel/_validation.html",
-            {"errors": errors, "need": form.cleaned_data.get("need"), "formsets": formsets},
+            {
+                "errors": errors,
+                "need": form.cleaned_data.get("need"),
+                "allowed": allowed_needs_text(lens_count),
+            },
         )
 
     @admin.display(description="Lenses")
