@@ -6,6 +6,9 @@ with a field diff. Custom pages hang off `get_urls()` and are wrapped in
 `admin_site.admin_view`, so they are staff-only like the rest of the admin.
 """
 
+import json
+import shlex
+
 from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation
 from django.contrib.admin.actions import delete_selected
@@ -47,6 +50,8 @@ from .services.lenses import (
     LENS_AUDIT_FIELDS,
     api_key_status,
     external_judge_status,
+    external_judgement_example,
+    external_judges,
     lens_delete_refusal,
 )
 from .services.panel_versions import (
@@ -171,6 +176,9 @@ class TrialMixin:
             raise Http404
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
+        elsewhere = self.judged_elsewhere(request, obj)
+        if elsewhere is not None:
+            return elsewhere
         form = self.trial_form_class(request.POST or None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
@@ -195,6 +203,10 @@ class TrialMixin:
             "trial_kind": self.trial_kind,
         }
         return TemplateResponse(request, "admin/review/trial_form.html", context)
+
+    def judged_elsewhere(self, request, obj) -> HttpResponse | None:
+        """A page saying who runs `obj`, when it is nothing this server can run; else None."""
+        return None
 
 
 # ── lenses ──────────────────────────────────────────────────────────────────
@@ -356,6 +368,29 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
 
     def delete_refusal(self, lenses) -> str | None:
         return lens_delete_refusal(lenses)
+
+    def judged_elsewhere(self, request, obj) -> HttpResponse | None:
+        if obj.backend != Lens.Backend.EXTERNAL:
+            return None
+        url = request.build_absolute_uri(
+            reverse("api:proposal_detail", args=[0]).removesuffix("0") + "$PROPOSAL_ID/judgements"
+        )
+        body = json.dumps(external_judgement_example(obj), ensure_ascii=False, indent=2)
+        curl = (
+            f'curl -X POST "{url}" \\\n'
+            '  -H "Authorization: Bearer $REVIEWAPP_TOKEN" \\\n'
+            "  -H 'Content-Type: application/json' \\\n"
+            f"  -d {shlex.quote(body)}"
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": obj,
+            "title": f"Lens “{obj}” is judged through the API",
+            "judges": external_judges(obj),
+            "curl": curl,
+        }
+        return TemplateResponse(request, "admin/review/lens/external_try.html", context)
 
 
 # ── panels ──────────────────────────────────────────────────────────────────
