@@ -45,7 +45,7 @@ from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens, Proposal, 
 from .services.checkers_config import CHECKER_AUDIT_FIELDS
 from .services.clients import ClientRefused, api_client_create, api_client_update
 from .services.in_flight import checkers_needed, in_flight_refusals
-from .services.keys import RotationRefused, signing_key_rotate
+from .services.keys import RotationRefused, rotation_report, signing_key_rotate
 from .services.lenses import (
     LENS_AUDIT_FIELDS,
     api_key_status,
@@ -596,11 +596,14 @@ class CheckerAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin
             "Regular expression",
             {"classes": ("show-if-kind-regex",), "fields": ("pattern", "must_match")},
         ),
+        # Only a command runs anything, so only a command holds grants.
         (
             "Command",
-            {"classes": ("show-if-kind-command",), "fields": ("argv", "timeout_seconds")},
+            {
+                "classes": ("show-if-kind-command",),
+                "fields": ("argv", "timeout_seconds", "grants"),
+            },
         ),
-        ("Grants", {"fields": ("grants",)}),
     )
 
     class Media:
@@ -834,14 +837,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
         except RotationRefused as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return False
-        retired = rotation.retired.key_id if rotation.retired else "none"
-        self.message_user(
-            request,
-            f"Rotated: decisions are now signed with {rotation.new.key_id}; "
-            f"{retired} is retired for signing and its public key stays here, so "
-            "everything it signed still verifies. Restart the workers so they load the new key.",
-            messages.SUCCESS,
-        )
+        self.message_user(request, " ".join(rotation_report(rotation)), messages.SUCCESS)
         return True
 
     @admin.action(
