@@ -103,6 +103,27 @@ def test_decisions_log_shows_basis_and_signer(reviewer_client, reviewer, escalat
     assert decision.key_id in body
 
 
+def test_decisions_log_shows_each_rationale_cut_to_a_line(reviewer_client, reviewer, escalated):
+    escalation = Escalation.objects.get(proposal=escalated)
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)
+    long = "Checked every figure against the source; " * 10
+    escalation_decide(
+        escalation_id=escalation.pk,
+        outcome="approved",
+        rationale=long,
+        user=reviewer,
+        decided_by_name=reviewer.username,
+    )
+
+    body = reviewer_client.get(reverse("decision_list")).content.decode()
+
+    assert '<th scope="col">Rationale</th>' in body
+    cell = re.search(r'data-col="rationale"[^>]*>(.*?)</td>', body, re.S).group(1)
+    assert cell.startswith("Checked every figure against the source;") and cell.endswith("…")
+    assert len(cell) == 160
+    assert f'title="{long}"' in body  # the whole of it on hover
+
+
 def test_decisions_log_filters_by_basis(reviewer_client, reviewer, escalated):
     decision = _decide(escalated, reviewer)
     run_panel(make_panel("auto", need=1), "Automatic.", {"auto": judgement("pass")})
