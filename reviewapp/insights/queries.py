@@ -117,25 +117,46 @@ OUTCOME_SERIES = (
 )
 
 
+def _ever_escalated() -> Exists:
+    return Exists(Escalation.objects.filter(proposal=OuterRef("pk")))
+
+
+# Which proposals each count of proposals counts: the dashboard's figures and
+# the proposal list it links every figure to filter with the same conditions.
+PROPOSAL_SETS = {
+    "approved": lambda: Q(decision__outcome=Decision.Outcome.APPROVED),
+    "rejected": lambda: Q(decision__outcome=Decision.Outcome.REJECTED),
+    "escalated_open": lambda: Q(status=Proposal.Status.ESCALATED, decision__isnull=True),
+    "pending": lambda: Q(status__in=PENDING_STATUSES),
+    "judged": lambda: ~Q(status__in=PENDING_STATUSES),
+    # An open escalation counts as soon as it is raised: counting only
+    # decided ones read 6.7 % while 24 of 54 proposals waited for a human.
+    "sent_to_human": lambda: Q(_ever_escalated()) & ~Q(status__in=PENDING_STATUSES),
+}
+
+
+def lens_q(*, lens_id: int, verdict: str = "", failed: bool = False) -> Q:
+    """Proposals the lens judged (with `verdict`, if given), or on which it failed."""
+    if failed:
+        return Q(Exists(LensFailure.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)))
+    judged = Judgement.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)
+    return Q(Exists(judged.filter(verdict=verdict) if verdict else judged))
+
+
 def proposals_per_day(scope: Scope) -> list[Day]:
     """One query: per submission day, proposals by where they stand now."""
-    ever_escalated = Exists(Escalation.objects.filter(proposal=OuterRef("pk")))
     rows = (
         scope.proposals()
         .annotate(day=TruncDate("created_at"))
         .values("day")
         .annotate(
-            approved=Count("pk", filter=Q(decision__outcome=Decision.Outcome.APPROVED)),
-            rejected=Count("pk", filter=Q(decision__outcome=Decision.Outcome.REJECTED)),
-            escalated_open=Count(
-                "pk", filter=Q(status=Proposal.Status.ESCALATED, decision__isnull=True)
-            ),
-            pending=Count("pk", filter=Q(status__in=PENDING_STATUSES)),
+            approved=Count("pk", filter=PROPOSAL_SETS["approved"]()),
+            rejected=Count("pk", filter=PROPOSAL_SETS["rejected"]()),
+            escalated_open=Count("pk", filter=PROPOSAL_SETS["escalated_open"]()),
+            pending=Count("pk", filter=PROPOSAL_SETS["pending"]()),
             total=Count("pk"),
-            # An open escalation counts as soon as it is raised: counting only
-            # decided ones read 6.7 % while 24 of 54 proposals waited for a human.
-            routed=Count("pk", filter=~Q(status__in=PENDING_STATUSES)),
-            escalated=Count("pk", filter=Q(ever_escalated) & ~Q(status__in=PENDING_STATUSES)),
+            routed=Count("pk", filter=PROPOSAL_SETS["judged"]()),
+            escalated=Count("pk", filter=PROPOSAL_SETS["sent_to_human"]()),
         )
         .order_by("day")
     )

@@ -5,6 +5,7 @@ With htmx the filter form fetches only the dashboard body (a template
 partial) and pushes the URL; without JavaScript it is a plain GET form.
 """
 
+from dataclasses import replace
 from datetime import date, timedelta
 
 from django import forms
@@ -240,7 +241,31 @@ def _charts(data: queries.Dashboard) -> dict:
     }
 
 
+def list_url(scope: queries.Scope, **params) -> str:
+    """The proposal list showing exactly the proposals a figure counts, within `scope`."""
+    query = {
+        "panel": scope.panel_id,
+        "start": scope.start and scope.start.isoformat(),
+        "end": scope.end and scope.end.isoformat(),
+        **params,
+    }
+    return f"{reverse('proposal_list')}?{urlencode({k: v for k, v in query.items() if v})}"
+
+
+def _day_links(scope: queries.Scope, day: date) -> dict:
+    on_day = replace(scope, start=day, end=day)
+    return {
+        "total": list_url(on_day),
+        **{key: list_url(on_day, set=key) for key in queries.PROPOSAL_SETS},
+    }
+
+
+def _total_links(scope: queries.Scope) -> dict:
+    return {"total": list_url(scope), **{k: list_url(scope, set=k) for k in queries.PROPOSAL_SETS}}
+
+
 def _tables(data: queries.Dashboard) -> dict:
+    scope = data.scope
     return {
         "days": [
             {
@@ -250,6 +275,7 @@ def _tables(data: queries.Dashboard) -> dict:
                 "routed": d.routed,
                 "escalated": d.escalated,
                 "escalation_rate": _pct(d.escalation_rate),
+                "links": _day_links(scope, d.day),
             }
             for d in data.days
         ],
@@ -273,6 +299,11 @@ def _tables(data: queries.Dashboard) -> dict:
                 "unresolved": lens.unresolved,
                 "unresolved_rate": _pct(lens.unresolved_rate),
                 "failures": lens.failures,
+                "links": {
+                    "judgements": list_url(scope, lens=lens.lens_id),
+                    "passed": list_url(scope, lens=lens.lens_id, verdict="pass"),
+                    "failures": list_url(scope, lens=lens.lens_id, lens_failed=1),
+                },
             }
             for lens in data.lenses
         ],
@@ -351,6 +382,7 @@ def dashboard(request):
         "scope_panel": next((p for p in panels if p.pk == scope.panel_id), None),
         "insights": data,
         "totals": totals,
+        "total_links": _total_links(scope),
         "escalation_rate": _pct(totals["escalation_rate"]),
         "escalation_rate_definition": queries.ESCALATION_RATE_DEFINITION,
         "charts": _charts(data),

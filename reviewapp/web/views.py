@@ -5,6 +5,8 @@ relations are joined (`select_related`), large text columns deferred, counts
 taken in one aggregate.
 """
 
+from datetime import date
+
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Count, Q
@@ -12,8 +14,9 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from reviewapp.insights import queries as insights_queries
 from reviewapp.ledger.services import decision_ledger_status
-from reviewapp.review.models import Decision, Escalation, Panel, Proposal
+from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
 from reviewapp.review.services.decisions import decision_check
 
 from .access import reviewer_required
@@ -150,6 +153,53 @@ def inbox(request):
 # --- proposals ----------------------------------------------------------------
 
 
+def _date_param(request, name: str) -> date | None:
+    try:
+        return date.fromisoformat(request.GET.get(name, ""))
+    except ValueError:
+        return None
+
+
+# The dashboard's figures link here; each set is described as the dashboard names it.
+SET_WORDS = {
+    "approved": "approved",
+    "rejected": "rejected",
+    "escalated_open": "escalated, still open",
+    "pending": "pending",
+    "judged": "judged (not pending)",
+    "sent_to_human": "sent to a human (open or decided since)",
+}
+VERDICTS = ("pass", "fail")
+
+
+def _drill_down(request, rows):
+    """The dashboard's filters (see insights.queries): the rows, and what they were, in words."""
+    words = []
+    start, end = _date_param(request, "start"), _date_param(request, "end")
+    if start or end:
+        rows = rows.filter(insights_queries.Scope(start=start, end=end).q())
+        if start == end:
+            words.append(f"submitted on {start:%Y-%m-%d}")
+        else:
+            span = [f"from {start:%Y-%m-%d}" if start else "", f"to {end:%Y-%m-%d}" if end else ""]
+            words.append("submitted " + " ".join(part for part in span if part))
+    chosen = _choice_param(request, "set", insights_queries.PROPOSAL_SETS)
+    if chosen:
+        rows = rows.filter(insights_queries.PROPOSAL_SETS[chosen]())
+        words.append(SET_WORDS[chosen])
+    lens_id = _int_param(request, "lens")
+    if lens_id is not None:
+        name = Lens.objects.filter(pk=lens_id).values_list("name", flat=True).first() or "?"
+        verdict = _choice_param(request, "verdict", VERDICTS)
+        failed = request.GET.get("lens_failed") == "1"
+        rows = rows.filter(insights_queries.lens_q(lens_id=lens_id, verdict=verdict, failed=failed))
+        if failed:
+            words.append(f"lens {name} failed on them")
+        else:
+            words.append(f"judged by lens {name}" + (f": {verdict}" if verdict else ""))
+    return rows, words
+
+
 @require_GET
 @reviewer_required
 def proposal_list(request):
@@ -166,6 +216,7 @@ def proposal_list(request):
         rows = rows.filter(panel_id=panel_id)
     if q:
         rows = rows.filter(proposal_text_q(q, reference=True))
+    rows, drill_down = _drill_down(request, rows)
     page = Paginator(rows.order_by("-created_at", "-id"), LIST_PAGE_SIZE).get_page(
         request.GET.get("page")
     )
@@ -182,6 +233,10 @@ def proposal_list(request):
             "panel_id": panel_id,
             "panels": Panel.objects.only("id", "name").order_by("name"),
             "q": q,
+            "drill_down": drill_down,
+            "without_drill_down": _query_without(
+                request, "page", "set", "start", "end", "lens", "verdict", "lens_failed"
+            ),
             "page_query": _query_without(request, "page"),
         },
     )

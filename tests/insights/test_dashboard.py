@@ -1,5 +1,6 @@
 import re
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -303,7 +304,8 @@ def test_the_escalation_rate_counts_open_escalations_and_is_defined_beside_it(
     assert re.search(r'data-total="escalation_rate">48\.1%<', html)
     assert "6.7%" not in html
     definition = re.search(r'id="escalation-rate-definition"[^>]*>(.*?)</span>', html, re.S)
-    assert definition.group(1).startswith("26 of 54 judged proposals sent to a human.")
+    words = re.sub(r"<[^>]+>", "", definition.group(1))
+    assert words.startswith("26 of 54 judged proposals sent to a human.")
     assert "whether the escalation is still open or a reviewer has decided it" in html
 
 
@@ -469,3 +471,52 @@ def test_query_count_with_filters_and_htmx(
 def test_query_count_with_zero_proposals(reviewer_client, django_assert_num_queries):
     with django_assert_num_queries(DASHBOARD_QUERIES):
         reviewer_client.get(reverse("dashboard"))
+
+
+# --- every count links to the proposals it counts ------------------------------------------------
+
+
+def _list_count(client, href: str) -> int:
+    page = client.get(unescape(href)).content.decode()
+    return int(re.search(r"(\d+) proposals? ·", page).group(1))
+
+
+def test_every_linked_count_opens_the_list_of_exactly_those_proposals(reviewer_client, reviewer):
+    panel = make_panel("k1", "k2", "k3", need=2)
+    backdate(judged(panel, {"k1": "pass", "k2": "pass", "k3": "pass"}), days=3)  # approved
+    judged(panel, {"k1": "fail", "k2": "fail", "k3": "pass"})  # rejected
+    judged(panel, {"k1": "pass", "k2": "pass"})  # k3 failed: escalated, open
+    decide(judged(panel, {"k1": "pass", "k3": "fail"}), reviewer, "rejected")
+    submit(panel, "Not evaluated yet.")  # pending
+    other = make_panel("solo", need=1)
+    judged(other, {"solo": "pass"})  # another panel: outside the panel filter
+
+    for params in ({}, {"panel": panel.pk}):
+        html = _get(reviewer_client, **params).content.decode()
+        links = re.findall(r'<a [^>]*href="(/proposals\?[^"]*)"[^>]*>(\d+)</a>', html)
+        # Totals (5 + 2 in the rate), per day (2 days × 5 + 2), per lens (judgements, failures).
+        lenses = 3 if params else 4
+        assert len(links) == 7 + 2 * 7 + 2 * lenses
+        for href, count in links:
+            assert _list_count(reviewer_client, href) == int(count), href
+
+    html = _get(reviewer_client, panel=panel.pk).content.decode()
+    assert re.search(r'data-total="escalated_open" href="[^"]*set=escalated_open[^"]*">1<', html)
+    passed = re.search(r'data-lens="k1">.*?data-col="pass_rate"><a href="([^"]+)"', html, re.S)
+    assert _list_count(reviewer_client, passed.group(1)) == 3
+
+
+def test_a_list_opened_from_the_dashboard_says_what_it_shows(reviewer_client):
+    panel = make_panel("k1", need=1)
+    judged(panel, {"k1": "pass"})
+    today = timezone.localdate().isoformat()
+
+    page = reviewer_client.get(
+        reverse("proposal_list"), {"set": "sent_to_human", "start": today, "end": today}
+    ).content.decode()
+
+    assert (
+        f"From the dashboard: proposals submitted on {today}, sent to a human "
+        "(open or decided since)." in page
+    )
+    assert "0 proposals ·" in page

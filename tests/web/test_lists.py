@@ -2,6 +2,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from reviewapp.review.models import Escalation, Proposal
 from reviewapp.review.services.escalations import escalation_claim, escalation_decide
@@ -159,4 +160,18 @@ def test_decision_log_query_count_is_constant(
     # session, user, group check, count, rows (proposal joined)
     with django_assert_num_queries(5):
         response = reviewer_client.get(reverse("decision_list"))
+    assert len(_row_ids(response)) == rows
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_proposal_list_from_the_dashboard_keeps_a_constant_query_count(
+    reviewer_client, reviewer, panel, django_assert_num_queries, rows
+):
+    _many_decided(panel, reviewer, rows)
+    lens = panel.ordered_lenses()[0]
+    today = timezone.localdate().isoformat()
+    params = {"set": "sent_to_human", "start": today, "end": today, "lens": lens.pk}
+    # As above, plus the lens's name for the line saying what the list shows.
+    with django_assert_num_queries(7):
+        response = reviewer_client.get(reverse("proposal_list"), params)
     assert len(_row_ids(response)) == rows
