@@ -284,6 +284,8 @@ class PairAgreement:
     second: str
     table: PairTable
     kappa: float | None
+    first_id: int = 0
+    second_id: int = 0
 
     @property
     def items(self) -> int:
@@ -332,7 +334,7 @@ def pairwise_agreement(scope: Scope) -> list[PairAgreement]:
     )
     cell = "SUM(CASE WHEN a.verdict = %s AND b.verdict = %s THEN 1 ELSE 0 END)"
     sql = f"""
-        SELECT pr.panel_id, pn.name, la.name, lb.name,
+        SELECT pr.panel_id, pn.name, la.name, lb.name, a.lens_id, b.lens_id,
                {cell}, {cell}, {cell}, {cell}
         FROM {j} a
         JOIN {j} b ON b.proposal_id = a.proposal_id AND b.lens_id > a.lens_id
@@ -349,7 +351,7 @@ def pairwise_agreement(scope: Scope) -> list[PairAgreement]:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     pairs = []
-    for panel_id, panel_name, first, second, pp, pf, fp, ff in rows:
+    for panel_id, panel_name, first, second, first_id, second_id, pp, pf, fp, ff in rows:
         table = PairTable(int(pp), int(pf), int(fp), int(ff))
         pairs.append(
             PairAgreement(
@@ -359,6 +361,8 @@ def pairwise_agreement(scope: Scope) -> list[PairAgreement]:
                 second=second,
                 table=table,
                 kappa=cohen_kappa(table),
+                first_id=first_id,
+                second_id=second_id,
             )
         )
     return pairs

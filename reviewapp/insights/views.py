@@ -264,6 +264,20 @@ def _total_links(scope: queries.Scope) -> dict:
     return {"total": list_url(scope), **{k: list_url(scope, set=k) for k in queries.PROPOSAL_SETS}}
 
 
+def _pair_links(scope: queries.Scope, pair: queries.PairAgreement) -> dict:
+    """The proposals both lenses judged, and those of each cell of their table."""
+    on_panel = replace(scope, panel_id=pair.panel_id)
+    both = {"lens": pair.first_id, "lens2": pair.second_id}
+    return {
+        "items": list_url(on_panel, **both),
+        **{
+            f"{first}_{second}": list_url(on_panel, **both, verdict=first, verdict2=second)
+            for first in ("pass", "fail")
+            for second in ("pass", "fail")
+        },
+    }
+
+
 def _tables(data: queries.Dashboard) -> dict:
     scope = data.scope
     return {
@@ -309,6 +323,7 @@ def _tables(data: queries.Dashboard) -> dict:
         ],
         "pairs": [
             {
+                "links": _pair_links(scope, p),
                 "panel": p.panel,
                 "first": p.first,
                 "second": p.second,

@@ -187,16 +187,26 @@ def _drill_down(request, rows):
     if chosen:
         rows = rows.filter(insights_queries.PROPOSAL_SETS[chosen]())
         words.append(SET_WORDS[chosen])
-    lens_id = _int_param(request, "lens")
-    if lens_id is not None:
-        name = Lens.objects.filter(pk=lens_id).values_list("name", flat=True).first() or "?"
-        verdict = _choice_param(request, "verdict", VERDICTS)
-        failed = request.GET.get("lens_failed") == "1"
-        rows = rows.filter(insights_queries.lens_q(lens_id=lens_id, verdict=verdict, failed=failed))
+    # A lens, or two (a cell of a pair's agreement table), each with an optional verdict.
+    lenses = {
+        key: (lens_id, _choice_param(request, f"verdict{suffix}", VERDICTS))
+        for key, suffix in (("lens", ""), ("lens2", "2"))
+        if (lens_id := _int_param(request, key)) is not None
+    }
+    if lenses:
+        ids = [lens_id for lens_id, _ in lenses.values()]
+        names = dict(Lens.objects.filter(pk__in=ids).values_list("pk", "name"))
+        failed = request.GET.get("lens_failed") == "1" and "lens2" not in lenses
+        judged = []
+        for lens_id, verdict in lenses.values():
+            rows = rows.filter(
+                insights_queries.lens_q(lens_id=lens_id, verdict=verdict, failed=failed)
+            )
+            judged.append(names.get(lens_id, "?") + (f": {verdict}" if verdict else ""))
         if failed:
-            words.append(f"lens {name} failed on them")
+            words.append(f"lens {judged[0]} failed on them")
         else:
-            words.append(f"judged by lens {name}" + (f": {verdict}" if verdict else ""))
+            words.append("judged by lens " + " and lens ".join(judged))
     return rows, words
 
 
@@ -235,7 +245,9 @@ def proposal_list(request):
             "q": q,
             "drill_down": drill_down,
             "without_drill_down": _query_without(
-                request, "page", "set", "start", "end", "lens", "verdict", "lens_failed"
+                request,
+                *("page", "set", "start", "end", "lens", "verdict", "lens2", "verdict2"),
+                "lens_failed",
             ),
             "page_query": _query_without(request, "page"),
         },

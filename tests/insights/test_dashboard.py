@@ -494,9 +494,10 @@ def test_every_linked_count_opens_the_list_of_exactly_those_proposals(reviewer_c
     for params in ({}, {"panel": panel.pk}):
         html = _get(reviewer_client, **params).content.decode()
         links = re.findall(r'<a [^>]*href="(/proposals\?[^"]*)"[^>]*>(\d+)</a>', html)
-        # Totals (5 + 2 in the rate), per day (2 days × 5 + 2), per lens (judgements, failures).
+        # Totals (5 + 2 in the rate), per day (2 days × 5 + 2), per lens (judgements,
+        # failures), per pair of lenses (items and the four cells).
         lenses = 3 if params else 4
-        assert len(links) == 7 + 2 * 7 + 2 * lenses
+        assert len(links) == 7 + 2 * 7 + 2 * lenses + 3 * 5
         for href, count in links:
             assert _list_count(reviewer_client, href) == int(count), href
 
@@ -504,6 +505,8 @@ def test_every_linked_count_opens_the_list_of_exactly_those_proposals(reviewer_c
     assert re.search(r'data-total="escalated_open" href="[^"]*set=escalated_open[^"]*">1<', html)
     passed = re.search(r'data-lens="k1">.*?data-col="pass_rate"><a href="([^"]+)"', html, re.S)
     assert _list_count(reviewer_client, passed.group(1)) == 3
+    page = reviewer_client.get(unescape(re.search(r'href="([^"]*lens2[^"]*)"', html).group(1)))
+    assert "From the dashboard: proposals judged by lens k1 and lens k2" in page.content.decode()
 
 
 def test_a_list_opened_from_the_dashboard_says_what_it_shows(reviewer_client):
