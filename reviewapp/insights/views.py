@@ -241,15 +241,15 @@ def _charts(data: queries.Dashboard) -> dict:
     }
 
 
-def list_url(scope: queries.Scope, **params) -> str:
-    """The proposal list showing exactly the proposals a figure counts, within `scope`."""
+def list_url(scope: queries.Scope, *, view: str = "proposal_list", **params) -> str:
+    """The list (of proposals, or decisions) showing exactly what a figure counts, in `scope`."""
     query = {
         "panel": scope.panel_id,
         "start": scope.start and scope.start.isoformat(),
         "end": scope.end and scope.end.isoformat(),
         **params,
     }
-    return f"{reverse('proposal_list')}?{urlencode({k: v for k, v in query.items() if v})}"
+    return f"{reverse(view)}?{urlencode({k: v for k, v in query.items() if v})}"
 
 
 def _day_links(scope: queries.Scope, day: date) -> dict:
@@ -298,6 +298,7 @@ def _tables(data: queries.Dashboard) -> dict:
                 "label": m.label,
                 "basis": m.basis,
                 "decisions": m.decisions,
+                "link": list_url(scope, view="decision_list", basis=m.basis),
                 "median": human_duration(m.median),
                 "seconds": m.median.total_seconds() if m.median else None,
             }

@@ -269,6 +269,13 @@ def decision_list(request):
         rows = rows.filter(outcome=outcome)
     if basis:
         rows = rows.filter(basis=basis)
+    # The dashboard's scope (panel, submission dates of the proposals), as its figures count.
+    panel_id = _int_param(request, "panel")
+    start, end = _date_param(request, "start"), _date_param(request, "end")
+    scoped = panel_id is not None or start or end
+    if scoped:
+        scope = insights_queries.Scope(panel_id=panel_id, start=start, end=end)
+        rows = rows.filter(scope.q("proposal__"))
     page = Paginator(rows.order_by("-id"), LIST_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -279,6 +286,8 @@ def decision_list(request):
             "basis": basis,
             "outcomes": Decision.Outcome.values,
             "bases": Decision.Basis.values,
+            "scoped": scoped,
+            "without_scope": _query_without(request, "page", "panel", "start", "end"),
             "page_query": _query_without(request, "page"),
         },
     )

@@ -51,7 +51,7 @@ def test_renders_with_zero_proposals(reviewer_client):
     assert "cdn" not in html.lower()
     assert "<canvas" not in html
     # The medians table says there is no median rather than 0.
-    assert re.search(r'data-basis="system">.*?<td>0</td><td>—</td>', html, re.S)
+    assert re.search(r'data-basis="system">.*?<td><a [^>]*>0</a></td><td>—</td>', html, re.S)
     assert "Information only — never used to decide." in html
 
 
@@ -206,8 +206,8 @@ def test_median_time_to_decision_machine_vs_human(reviewer_client, reviewer):
     # An even count: the mean of the middle two (1 h and 3 h).
     assert medians["reviewer"].median.total_seconds() == pytest.approx(2 * 3600, abs=30)
     html = _get(reviewer_client).content.decode()
-    assert re.search(r'data-basis="system">.*?<td>3</td><td>20 min', html, re.S)
-    assert re.search(r'data-basis="reviewer">.*?<td>2</td><td>2 h', html, re.S)
+    assert re.search(r'data-basis="system">.*?<td><a [^>]*>3</a></td><td>20 min', html, re.S)
+    assert re.search(r'data-basis="reviewer">.*?<td><a [^>]*>2</a></td><td>2 h', html, re.S)
 
 
 # --- lenses -----------------------------------------------------------------------------------
@@ -507,6 +507,12 @@ def test_every_linked_count_opens_the_list_of_exactly_those_proposals(reviewer_c
     assert _list_count(reviewer_client, passed.group(1)) == 3
     page = reviewer_client.get(unescape(re.search(r'href="([^"]*lens2[^"]*)"', html).group(1)))
     assert "From the dashboard: proposals judged by lens k1 and lens k2" in page.content.decode()
+    # The decisions behind the medians: one per basis.
+    decisions = re.findall(r'<a href="(/decisions\?[^"]*)">(\d+)</a>', html)
+    assert [count for _, count in decisions] == ["2", "1"]  # system, reviewer
+    for href, count in decisions:
+        page = reviewer_client.get(unescape(href)).content.decode()
+        assert len(re.findall(r"data-row data-id=", page)) == int(count), href
 
 
 def test_a_list_opened_from_the_dashboard_says_what_it_shows(reviewer_client):

@@ -175,3 +175,18 @@ def test_proposal_list_from_the_dashboard_keeps_a_constant_query_count(
     with django_assert_num_queries(7):
         response = reviewer_client.get(reverse("proposal_list"), params)
     assert len(_row_ids(response)) == rows
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_decision_log_from_the_dashboard_keeps_a_constant_query_count(
+    reviewer_client, reviewer, panel, django_assert_num_queries, rows
+):
+    _many_decided(panel, reviewer, rows)
+    today = timezone.localdate().isoformat()
+    params = {"basis": "reviewer", "panel": panel.pk, "start": today, "end": today}
+    with django_assert_num_queries(5):
+        response = reviewer_client.get(reverse("decision_list"), params)
+    assert len(_row_ids(response)) == rows
+    assert "From the dashboard: decisions on the proposals in its panel and dates" in (
+        response.content.decode()
+    )
