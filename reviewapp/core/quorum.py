@@ -80,6 +80,28 @@ class JudgedTwice(QuorumError):
         )
 
 
+def allowed_needs(of: int) -> range:
+    """Every need a panel of `of` distinct lenses accepts: a strict majority up to all of them."""
+    if of < 1:
+        return range(0)
+    return range(of // 2 + 1, of + 1)
+
+
+def allowed_needs_text(of: int) -> str:
+    """`allowed_needs(of)` in words, for whoever is choosing the need."""
+    allowed = allowed_needs(of)
+    if not allowed:
+        return "Add a lens first: with no lens, no need can be reached."
+    lenses = "1 lens" if of == 1 else f"{of} lenses"
+    if len(allowed) == 1:
+        values = str(allowed[0])
+    elif len(allowed) == 2:
+        values = f"{allowed[0]} or {allowed[1]}"
+    else:
+        values = f"from {allowed[0]} to {allowed[-1]}"
+    return f"With {lenses} the need must be {values}."
+
+
 @dataclass(frozen=True, slots=True)
 class Tally:
     passed: int

@@ -96,6 +96,41 @@ def distinct_labels(labels: Sequence[str], limit: int = 32) -> list[str]:
     return out
 
 
+def wrapped_labels(labels: Sequence[str], limit: int = 32) -> list[list[str]]:
+    """Each label on one or two lines of at most `limit` characters, broken at spaces.
+
+    A lens pair ("panel: first × second") reads whole on two lines where one
+    line cut it in the middle. What two lines cannot hold is cut at the end;
+    labels that would then read alike fall back to `distinct_labels`, on one line.
+    """
+    out = [_two_lines(label, limit) for label in labels]
+    seen: dict[tuple[str, ...], set[str]] = {}
+    for label, lines in zip(labels, out, strict=True):
+        seen.setdefault(tuple(lines), set()).add(label)
+    if any(len(alike) > 1 for alike in seen.values()):
+        return [[line] for line in distinct_labels(labels, limit)]
+    return out
+
+
+def _two_lines(label: str, limit: int) -> list[str]:
+    if len(label) <= limit:
+        return [label]
+    # "panel: first × second" breaks after the panel when both parts fit.
+    head, colon, tail = label.partition(": ")
+    if colon and len(head) + 1 <= limit and len(tail) <= limit:
+        return [head + ":", tail]
+    first = ""
+    words = label.split(" ")
+    for i, word in enumerate(words):
+        candidate = f"{first} {word}" if first else word
+        if len(candidate) > limit:
+            if not first:
+                break  # a first word longer than a line
+            return [first, _short(" ".join(words[i:]), limit)]
+        first = candidate
+    return [_short(label, limit)]
+
+
 def _svg(chart_id: str, title: str, desc: str, height: float, body: list[str]) -> SafeString:
     return mark_safe(
         f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {WIDTH} {_n(height)}" '
@@ -298,7 +333,10 @@ def bars(
     plot_x, plot_w = LABEL_W, WIDTH - LABEL_W - VALUE_W
     bar_h = 14
     per_row = bar_h + 4 if stacked else len(series) * (bar_h + 3)
-    row_h = per_row + 12
+    shown = wrapped_labels([row.label for row in rows])
+    # Room for a two-line label; the bars are centred beside it.
+    block = max(per_row, 30) if any(len(lines) > 1 for lines in shown) else per_row
+    row_h = block + 12
     legend_h = 26 if len(series) > 1 else 0
     top = legend_h + 8
     height = top + row_h * len(rows) + 24
@@ -321,12 +359,16 @@ def bars(
             f'stroke="{AXIS if t == 0 else GRID}" stroke-width="1"/>'
         )
         parts.append(_text(x_of(t), axis_y + 16, fmt(t), anchor="middle"))
-    shown = distinct_labels([row.label for row in rows])
     for r, row in enumerate(rows):
-        y0 = top + row_h * r + 6
+        middle_y = top + row_h * r + 6 + block / 2
+        y0 = middle_y - per_row / 2
+        first_y = middle_y + 4 - 7 * (len(shown[r]) - 1)
         parts.append(
             f"<g><title>{escape(row.label)}</title>"
-            + _text(plot_x - 8, y0 + per_row / 2 + 4, shown[r], anchor="end", fill=INK)
+            + "".join(
+                _text(plot_x - 8, first_y + 14 * i, line, anchor="end", fill=INK)
+                for i, line in enumerate(shown[r])
+            )
             + "</g>"
         )
         stack_x = x_of(max(low, 0.0))

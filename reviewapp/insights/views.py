@@ -5,6 +5,7 @@ With htmx the filter form fetches only the dashboard body (a template
 partial) and pushes the URL; without JavaScript it is a plain GET form.
 """
 
+from dataclasses import replace
 from datetime import date, timedelta
 
 from django import forms
@@ -152,8 +153,8 @@ def _charts(data: queries.Dashboard) -> dict:
         "escalation_rate": charts.line(
             chart_id="chart-escalation-rate",
             title="Escalation rate over time",
-            desc="Share of the finalized proposals submitted each day that went to a human. "
-            "Days with nothing finalized have no point.",
+            desc="Of the proposals submitted each day that the panels have judged, the share "
+            "sent to a human (open or since decided). Days with nothing judged have no point.",
             labels=labels,
             values=[d.escalation_rate for d in days],
             color=charts.PURPLE,
@@ -240,16 +241,55 @@ def _charts(data: queries.Dashboard) -> dict:
     }
 
 
+def list_url(scope: queries.Scope, *, view: str = "proposal_list", **params) -> str:
+    """The list (of proposals, or decisions) showing exactly what a figure counts, in `scope`."""
+    query = {
+        "panel": scope.panel_id,
+        "start": scope.start and scope.start.isoformat(),
+        "end": scope.end and scope.end.isoformat(),
+        **params,
+    }
+    return f"{reverse(view)}?{urlencode({k: v for k, v in query.items() if v})}"
+
+
+def _day_links(scope: queries.Scope, day: date) -> dict:
+    on_day = replace(scope, start=day, end=day)
+    return {
+        "total": list_url(on_day),
+        **{key: list_url(on_day, set=key) for key in queries.PROPOSAL_SETS},
+    }
+
+
+def _total_links(scope: queries.Scope) -> dict:
+    return {"total": list_url(scope), **{k: list_url(scope, set=k) for k in queries.PROPOSAL_SETS}}
+
+
+def _pair_links(scope: queries.Scope, pair: queries.PairAgreement) -> dict:
+    """The proposals both lenses judged, and those of each cell of their table."""
+    on_panel = replace(scope, panel_id=pair.panel_id)
+    both = {"lens": pair.first_id, "lens2": pair.second_id}
+    return {
+        "items": list_url(on_panel, **both),
+        **{
+            f"{first}_{second}": list_url(on_panel, **both, verdict=first, verdict2=second)
+            for first in ("pass", "fail")
+            for second in ("pass", "fail")
+        },
+    }
+
+
 def _tables(data: queries.Dashboard) -> dict:
+    scope = data.scope
     return {
         "days": [
             {
                 "day": d.day,
                 **{k: getattr(d, k) for k, _ in queries.OUTCOME_SERIES},
                 "total": d.total,
-                "finalized": d.finalized,
+                "routed": d.routed,
                 "escalated": d.escalated,
                 "escalation_rate": _pct(d.escalation_rate),
+                "links": _day_links(scope, d.day),
             }
             for d in data.days
         ],
@@ -258,6 +298,7 @@ def _tables(data: queries.Dashboard) -> dict:
                 "label": m.label,
                 "basis": m.basis,
                 "decisions": m.decisions,
+                "link": list_url(scope, view="decision_list", basis=m.basis),
                 "median": human_duration(m.median),
                 "seconds": m.median.total_seconds() if m.median else None,
             }
@@ -273,11 +314,17 @@ def _tables(data: queries.Dashboard) -> dict:
                 "unresolved": lens.unresolved,
                 "unresolved_rate": _pct(lens.unresolved_rate),
                 "failures": lens.failures,
+                "links": {
+                    "judgements": list_url(scope, lens=lens.lens_id),
+                    "passed": list_url(scope, lens=lens.lens_id, verdict="pass"),
+                    "failures": list_url(scope, lens=lens.lens_id, lens_failed=1),
+                },
             }
             for lens in data.lenses
         ],
         "pairs": [
             {
+                "links": _pair_links(scope, p),
                 "panel": p.panel,
                 "first": p.first,
                 "second": p.second,
@@ -332,6 +379,7 @@ def dashboard(request):
         return response
     scope = form.scope() if request.GET else queries.Scope()
     data = queries.dashboard(scope)
+    totals = data.totals()
     export_query = urlencode(
         {
             k: v
@@ -349,7 +397,10 @@ def dashboard(request):
         "scope": scope,
         "scope_panel": next((p for p in panels if p.pk == scope.panel_id), None),
         "insights": data,
-        "totals": data.totals(),
+        "totals": totals,
+        "total_links": _total_links(scope),
+        "escalation_rate": _pct(totals["escalation_rate"]),
+        "escalation_rate_definition": queries.ESCALATION_RATE_DEFINITION,
         "charts": _charts(data),
         "tables": _tables(data),
         "outcome_series": queries.OUTCOME_SERIES,

@@ -6,6 +6,9 @@ with a field diff. Custom pages hang off `get_urls()` and are wrapped in
 `admin_site.admin_view`, so they are staff-only like the rest of the admin.
 """
 
+import json
+import shlex
+
 from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation
 from django.contrib.admin.actions import delete_selected
@@ -23,8 +26,10 @@ from django.views.decorators.cache import never_cache
 
 from reviewapp.audit.models import AuditEntry, Trial
 from reviewapp.audit.services import audit_change, audit_delete, audit_record, snapshot
+from reviewapp.core.quorum import allowed_needs_text
 
 from .admin_forms import (
+    SEE_NEED,
     ApiClientChangeForm,
     ApiClientCreateForm,
     CheckerAdminForm,
@@ -38,13 +43,15 @@ from .admin_forms import (
 )
 from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens, Proposal, SigningKey
 from .services.checkers_config import CHECKER_AUDIT_FIELDS
-from .services.clients import ClientRefused, api_client_create
+from .services.clients import ClientRefused, api_client_create, api_client_update
 from .services.in_flight import checkers_needed, in_flight_refusals
-from .services.keys import RotationRefused, signing_key_rotate
+from .services.keys import RotationRefused, rotation_report, signing_key_rotate
 from .services.lenses import (
     LENS_AUDIT_FIELDS,
     api_key_status,
     external_judge_status,
+    external_judgement_example,
+    external_judges,
     lens_delete_refusal,
 )
 from .services.panel_versions import (
@@ -169,6 +176,9 @@ class TrialMixin:
             raise Http404
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
+        elsewhere = self.judged_elsewhere(request, obj)
+        if elsewhere is not None:
+            return elsewhere
         form = self.trial_form_class(request.POST or None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
@@ -193,6 +203,10 @@ class TrialMixin:
             "trial_kind": self.trial_kind,
         }
         return TemplateResponse(request, "admin/review/trial_form.html", context)
+
+    def judged_elsewhere(self, request, obj) -> HttpResponse | None:
+        """A page saying who runs `obj`, when it is nothing this server can run; else None."""
+        return None
 
 
 # ── lenses ──────────────────────────────────────────────────────────────────
@@ -355,6 +369,29 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
     def delete_refusal(self, lenses) -> str | None:
         return lens_delete_refusal(lenses)
 
+    def judged_elsewhere(self, request, obj) -> HttpResponse | None:
+        if obj.backend != Lens.Backend.EXTERNAL:
+            return None
+        url = request.build_absolute_uri(
+            reverse("api:proposal_detail", args=[0]).removesuffix("0") + "$PROPOSAL_ID/judgements"
+        )
+        body = json.dumps(external_judgement_example(obj), ensure_ascii=False, indent=2)
+        curl = (
+            f'curl -X POST "{url}" \\\n'
+            '  -H "Authorization: Bearer $REVIEWAPP_TOKEN" \\\n'
+            "  -H 'Content-Type: application/json' \\\n"
+            f"  -d {shlex.quote(body)}"
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": obj,
+            "title": f"Lens “{obj}” is judged through the API",
+            "judges": external_judges(obj),
+            "curl": curl,
+        }
+        return TemplateResponse(request, "admin/review/lens/external_try.html", context)
+
 
 # ── panels ──────────────────────────────────────────────────────────────────
 
@@ -438,11 +475,21 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
             formset.is_valid()
         errors = [*form.errors.get("need", []), *form.non_field_errors()]
         for formset in formsets:
-            errors += formset.non_form_errors()
+            errors += [
+                message
+                for error in formset.non_form_errors().as_data()
+                if error.code != SEE_NEED
+                for message in error.messages
+            ]
+        lens_count = sum(len(getattr(f, "ordered_lenses", [])) for f in formsets)
         return TemplateResponse(
             request,
             "admin/review/panel/_validation.html",
-            {"errors": errors, "need": form.cleaned_data.get("need"), "formsets": formsets},
+            {
+                "errors": errors,
+                "need": form.cleaned_data.get("need"),
+                "allowed": allowed_needs_text(lens_count),
+            },
         )
 
     @admin.display(description="Lenses")
@@ -549,11 +596,14 @@ class CheckerAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin
             "Regular expression",
             {"classes": ("show-if-kind-regex",), "fields": ("pattern", "must_match")},
         ),
+        # Only a command runs anything, so only a command holds grants.
         (
             "Command",
-            {"classes": ("show-if-kind-command",), "fields": ("argv", "timeout_seconds")},
+            {
+                "classes": ("show-if-kind-command",),
+                "fields": ("argv", "timeout_seconds", "grants"),
+            },
         ),
-        ("Grants", {"fields": ("grants",)}),
     )
 
     class Media:
@@ -627,6 +677,17 @@ class ApiClientAdmin(AuditedAdminMixin, admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         # Proposals name the client that sent them; revoke instead.
         return False
+
+    def save_model(self, request, obj, form, change):
+        # Clients are created on add_view; this page only changes one.
+        before = self.audit_snapshot(_stored(ApiClient, obj.pk))
+        # A revoked client's name and scopes are read-only: the form carries neither.
+        api_client_update(
+            client=obj,
+            name=form.cleaned_data.get("name", obj.name),
+            scopes=form.cleaned_data.get("scopes", obj.scopes),
+        )
+        self._audit_saved(request, obj, before)
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.revoked_at:
@@ -776,14 +837,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
         except RotationRefused as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return False
-        retired = rotation.retired.key_id if rotation.retired else "none"
-        self.message_user(
-            request,
-            f"Rotated: decisions are now signed with {rotation.new.key_id}; "
-            f"{retired} is retired for signing and its public key stays here, so "
-            "everything it signed still verifies. Restart the workers so they load the new key.",
-            messages.SUCCESS,
-        )
+        self.message_user(request, " ".join(rotation_report(rotation)), messages.SUCCESS)
         return True
 
     @admin.action(

@@ -11,13 +11,26 @@ from django.utils.html import format_html
 
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.core.quorum import Quorum, QuorumError
+from reviewapp.core.quorum import (
+    NeedsNobody,
+    NotAMajority,
+    Quorum,
+    QuorumError,
+    Unreachable,
+    allowed_needs_text,
+)
 
 from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens
 from .services.checkers_config import constraints_preview, grants_refusal
-from .services.lenses import env_name_problem
+from .services.clients import api_client_scopes_refusal
+from .services.lenses import env_name_problem, judge_clients_refusal
 
 PREVIEW_URL_NAME = "admin:review_checkerconfig_constraints_preview"
+PANEL_VALIDATE_URL_NAME = "admin:review_panel_validate"
+# The quorum refusals that are about the need (the others are about the lens rows).
+NEED_REFUSALS = (NeedsNobody, Unreachable, NotAMajority)
+# The formset's pointer to the need's error; the live check, shown at the need, omits it.
+SEE_NEED = "see_need"
 
 
 def render_constraints_preview(text: str) -> str:
@@ -98,6 +111,14 @@ class LensAdminForm(forms.ModelForm):
             raise ValidationError(problem)
         return name
 
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("backend") == Lens.Backend.EXTERNAL:
+            refusal = judge_clients_refusal(cleaned.get("judge_clients") or [])
+            if refusal:
+                self.add_error("judge_clients", refusal)
+        return cleaned
+
 
 class TrialForm(forms.Form):
     sample = forms.CharField(
@@ -127,6 +148,25 @@ class CheckerTrialForm(forms.Form):
 # ── panels ─────────────────────────────────────────────────────────────────
 
 
+class NeedWidget(forms.NumberInput):
+    """The need, with the live quorum check (htmx) right under it, where it is being typed."""
+
+    def render(self, name, value, attrs=None, renderer=None):
+        field = super().render(name, value, attrs, renderer)
+        try:
+            url = reverse(PANEL_VALIDATE_URL_NAME)
+        except NoReverseMatch:
+            return field
+        return format_html(
+            '{}<div id="panel-validation" class="panel-validation" aria-live="polite" '
+            'hx-post="{}" hx-include="closest form" '
+            'hx-trigger="change from:closest form, input from:closest form delay:400ms" '
+            'hx-swap="innerHTML"></div>',
+            field,
+            url,
+        )
+
+
 class PanelAdminForm(forms.ModelForm):
     class Meta:
         model = Panel
@@ -141,6 +181,7 @@ class PanelAdminForm(forms.ModelForm):
             "checkers",
         )
         widgets = {
+            "need": NeedWidget(),
             "checkers": forms.CheckboxSelectMultiple,
             "description": forms.Textarea(attrs={"rows": 2, "cols": 80}),
         }
@@ -194,9 +235,18 @@ class PanelLensFormSet(BaseInlineFormSet):
             return
         try:
             Quorum(need, [lens.name for lens in self.ordered_lenses])
+        except NEED_REFUSALS as exc:
+            # Said at the need, with the needs that work. The admin has validated
+            # the panel form already, so only the formset's own error blocks the save.
+            message = f"{exc}. {allowed_needs_text(len(self.ordered_lenses))}"
+            if parent is None:
+                raise ValidationError(message, code="quorum") from exc
+            parent.add_error("need", ValidationError(message, code="quorum"))
+            raise ValidationError(
+                "The need and these lenses make no quorum: see the Need field.", code=SEE_NEED
+            ) from exc
         except QuorumError as exc:
-            # Reported once, above the lens rows it is about (the admin validates
-            # the panel form before the formset, so only this error blocks the save).
+            # About the lens rows: reported once, above them.
             raise ValidationError(str(exc), code="quorum") from exc
         super().clean()
 
@@ -351,6 +401,13 @@ class ApiClientChangeForm(forms.ModelForm):
     class Meta:
         model = ApiClient
         fields = ("name", "scopes")
+
+    def clean_scopes(self):
+        scopes = self.cleaned_data["scopes"]
+        refusal = api_client_scopes_refusal(self.instance, scopes)
+        if refusal:
+            raise ValidationError(refusal)
+        return scopes
 
 
 def pretty_json(value) -> str:

@@ -5,6 +5,8 @@ relations are joined (`select_related`), large text columns deferred, counts
 taken in one aggregate.
 """
 
+from datetime import date
+
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Count, Q
@@ -12,8 +14,9 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from reviewapp.insights import queries as insights_queries
 from reviewapp.ledger.services import decision_ledger_status
-from reviewapp.review.models import Decision, Escalation, Panel, Proposal
+from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
 from reviewapp.review.services.decisions import decision_check
 
 from .access import reviewer_required
@@ -150,6 +153,63 @@ def inbox(request):
 # --- proposals ----------------------------------------------------------------
 
 
+def _date_param(request, name: str) -> date | None:
+    try:
+        return date.fromisoformat(request.GET.get(name, ""))
+    except ValueError:
+        return None
+
+
+# The dashboard's figures link here; each set is described as the dashboard names it.
+SET_WORDS = {
+    "approved": "approved",
+    "rejected": "rejected",
+    "escalated_open": "escalated, still open",
+    "pending": "pending",
+    "judged": "judged (not pending)",
+    "sent_to_human": "sent to a human (open or decided since)",
+}
+VERDICTS = ("pass", "fail")
+
+
+def _drill_down(request, rows):
+    """The dashboard's filters (see insights.queries): the rows, and what they were, in words."""
+    words = []
+    start, end = _date_param(request, "start"), _date_param(request, "end")
+    if start or end:
+        rows = rows.filter(insights_queries.Scope(start=start, end=end).q())
+        if start == end:
+            words.append(f"submitted on {start:%Y-%m-%d}")
+        else:
+            span = [f"from {start:%Y-%m-%d}" if start else "", f"to {end:%Y-%m-%d}" if end else ""]
+            words.append("submitted " + " ".join(part for part in span if part))
+    chosen = _choice_param(request, "set", insights_queries.PROPOSAL_SETS)
+    if chosen:
+        rows = rows.filter(insights_queries.PROPOSAL_SETS[chosen]())
+        words.append(SET_WORDS[chosen])
+    # A lens, or two (a cell of a pair's agreement table), each with an optional verdict.
+    lenses = {
+        key: (lens_id, _choice_param(request, f"verdict{suffix}", VERDICTS))
+        for key, suffix in (("lens", ""), ("lens2", "2"))
+        if (lens_id := _int_param(request, key)) is not None
+    }
+    if lenses:
+        ids = [lens_id for lens_id, _ in lenses.values()]
+        names = dict(Lens.objects.filter(pk__in=ids).values_list("pk", "name"))
+        failed = request.GET.get("lens_failed") == "1" and "lens2" not in lenses
+        judged = []
+        for lens_id, verdict in lenses.values():
+            rows = rows.filter(
+                insights_queries.lens_q(lens_id=lens_id, verdict=verdict, failed=failed)
+            )
+            judged.append(names.get(lens_id, "?") + (f": {verdict}" if verdict else ""))
+        if failed:
+            words.append(f"lens {judged[0]} failed on them")
+        else:
+            words.append("judged by lens " + " and lens ".join(judged))
+    return rows, words
+
+
 @require_GET
 @reviewer_required
 def proposal_list(request):
@@ -166,6 +226,7 @@ def proposal_list(request):
         rows = rows.filter(panel_id=panel_id)
     if q:
         rows = rows.filter(proposal_text_q(q, reference=True))
+    rows, drill_down = _drill_down(request, rows)
     page = Paginator(rows.order_by("-created_at", "-id"), LIST_PAGE_SIZE).get_page(
         request.GET.get("page")
     )
@@ -182,6 +243,12 @@ def proposal_list(request):
             "panel_id": panel_id,
             "panels": Panel.objects.only("id", "name").order_by("name"),
             "q": q,
+            "drill_down": drill_down,
+            "without_drill_down": _query_without(
+                request,
+                *("page", "set", "start", "end", "lens", "verdict", "lens2", "verdict2"),
+                "lens_failed",
+            ),
             "page_query": _query_without(request, "page"),
         },
     )
@@ -202,6 +269,13 @@ def decision_list(request):
         rows = rows.filter(outcome=outcome)
     if basis:
         rows = rows.filter(basis=basis)
+    # The dashboard's scope (panel, submission dates of the proposals), as its figures count.
+    panel_id = _int_param(request, "panel")
+    start, end = _date_param(request, "start"), _date_param(request, "end")
+    scoped = panel_id is not None or start or end
+    if scoped:
+        scope = insights_queries.Scope(panel_id=panel_id, start=start, end=end)
+        rows = rows.filter(scope.q("proposal__"))
     page = Paginator(rows.order_by("-id"), LIST_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -212,6 +286,8 @@ def decision_list(request):
             "basis": basis,
             "outcomes": Decision.Outcome.values,
             "bases": Decision.Basis.values,
+            "scoped": scoped,
+            "without_scope": _query_without(request, "page", "panel", "start", "end"),
             "page_query": _query_without(request, "page"),
         },
     )

@@ -27,7 +27,7 @@ def admin_page(open_as):
     return open_page
 
 
-def test_a_panel_refusal_shows_as_you_edit_once_and_before_save(admin_page):
+def test_a_panel_refusal_shows_at_the_need_as_you_edit_once_and_before_save(admin_page):
     for name in ("accuracy", "policy", "tone"):
         LensFactory(name=name)
     page = admin_page("/admin/review/panel/add/")
@@ -37,6 +37,10 @@ def test_a_panel_refusal_shows_as_you_edit_once_and_before_save(admin_page):
     page.fill("#id_need", "1")
     refusal = page.locator("#panel-validation [data-panel-refusal]")
     expect(refusal).to_contain_text("1 of 2 is not a majority")
+    expect(refusal).to_contain_text("With 2 lenses the need must be 2.")
+    # Right under the field being typed in, not below the lens rows.
+    need_box, refusal_box = page.locator("#id_need").bounding_box(), refusal.bounding_box()
+    assert 0 <= refusal_box["y"] - (need_box["y"] + need_box["height"]) < 40
     # Fixing it clears the refusal, still without saving.
     page.fill("#id_need", "2")
     expect(page.locator("#panel-validation [data-panel-ok]")).to_contain_text("2 of its lenses")
@@ -46,7 +50,8 @@ def test_a_panel_refusal_shows_as_you_edit_once_and_before_save(admin_page):
     page.click("input[name=_save]")
     message = "a quorum of 3 can never be reached with only 2 judgement(s)"
     expect(page.locator(".errornote").first).to_be_visible()
-    expect(page.locator("body")).to_contain_text(message)
+    expect(page.locator(".field-need .errorlist")).to_contain_text(message)
+    expect(page.locator("#id_need")).to_have_attribute("aria-invalid", "true")
     assert page.locator("body").inner_text().count(message) == 1
     assert page.violations == [] and page.errors == []
 

@@ -184,3 +184,20 @@ def test_deleting_a_checker_used_by_a_panel_is_refused_naming_the_panel(admin_cl
     )
     assert "release-gate" in response.content.decode()
     assert CheckerConfig.objects.filter(pk=checker.pk).exists()
+
+
+def test_grants_are_asked_only_in_the_command_section(admin_client_ada):
+    checker = CheckerFactory(
+        name="gate", kind="constraints", settings={"mandate": 'must contain "refund"'}
+    )
+
+    page = admin_client_ada.get(change_url("checkerconfig", checker.pk)).content.decode()
+
+    # backend_fields.js hides every section but the chosen kind's: a constraints
+    # checker shows no Grants box, a command checker shows them beside its command.
+    fieldsets = re.findall(r"<fieldset class=\"module aligned ([^\"]*)\".*?</fieldset>", page, re.S)
+    sections = re.findall(r"<fieldset class=\"module aligned [^\"]*\".*?</fieldset>", page, re.S)
+    [with_grants] = [i for i, html in enumerate(sections) if 'name="grants"' in html]
+    assert fieldsets[with_grants].split() == ["show-if-kind-command"]
+    assert 'name="argv"' in sections[with_grants]
+    assert ">Grants<" not in page

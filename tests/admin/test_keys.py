@@ -96,6 +96,22 @@ def test_the_rotate_action_on_the_changelist(admin_client_ada, key_file):
     assert SigningKey.objects.get(key_id=first).retired_at is not None
 
 
+def test_after_rotating_the_admin_says_the_next_decision_is_signed_with_the_new_key(
+    admin_client_ada, key_file, settings
+):
+    settings.REVIEWAPP_TRUST_OWN_KEY = False
+    decide("ok, first")
+
+    response = admin_client_ada.post("/admin/review/signingkey/rotate/", follow=True)
+
+    new = SigningKey.objects.get(retired_at__isnull=True)
+    page = " ".join(response.content.decode().split())
+    assert f"the next decision is signed with {new.key_id}" in page
+    assert "nothing needs a restart" in page and "Restart" not in page
+    assert f"{new.public_key} {new.key_id}" in page  # what to add to the trust anchors
+    assert decide("ok, second").key_id == new.key_id
+
+
 def test_the_management_command_rotates(key_file, capsys):
     first = server_signer().key_id
     call_command("rotate_signing_key")

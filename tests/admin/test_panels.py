@@ -242,3 +242,49 @@ def test_the_validate_endpoint_checks_a_change_against_that_panel(admin_client_a
 def test_the_validate_endpoint_needs_the_admin(client, lenses):
     response = client.post(VALIDATE, panel_form_data(name="p", need=2, lenses=lenses))
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def _need_row(html: str) -> str:
+    """The Need field's row: its label, its errors, its input and the live check under it."""
+    start = html.index('<div class="form-row field-need">')
+    return html[start : html.index('<div class="form-row field-active">', start)]
+
+
+def test_a_need_refusal_sits_at_the_need_field_with_the_allowed_range(admin_client_ada, lenses):
+    response = admin_client_ada.post(
+        add_url("panel"), panel_form_data(name="p", need=1, lenses=lenses[:3])
+    )
+
+    row = _need_row(response.content.decode())
+    assert str(quorum.NotAMajority(1, 3)).replace("'", "&#x27;") in row
+    assert "With 3 lenses the need must be 2 or 3." in row
+    assert 'aria-invalid="true"' in row and 'class="flex-container errors"' in row
+    assert 'id="panel-validation"' in row  # the live check answers here too
+    assert "The need and these lenses make no quorum: see the Need field." in errors_of(response)
+    assert not Panel.objects.exists()
+
+
+def test_a_repeated_lens_is_refused_at_the_lens_rows_not_at_the_need(admin_client_ada, lenses):
+    response = admin_client_ada.post(
+        add_url("panel"), panel_form_data(name="p", need=2, lenses=[lenses[0], lenses[0]])
+    )
+
+    row = _need_row(response.content.decode())
+    assert "aria-invalid" not in row
+    assert str(quorum.RepeatedLens("accuracy")).replace("'", "&#x27;") not in row
+    _refused(response, str(quorum.RepeatedLens("accuracy")))
+
+
+def test_the_validate_endpoint_gives_the_allowed_range_without_the_pointer(
+    admin_client_ada, lenses
+):
+    refused = admin_client_ada.post(
+        VALIDATE, panel_form_data(name="p", need=3, lenses=lenses[:2])
+    ).content.decode()
+    fine = admin_client_ada.post(
+        VALIDATE, panel_form_data(name="p", need=2, lenses=lenses)
+    ).content.decode()
+
+    assert "With 2 lenses the need must be 2." in refused
+    assert "see the Need field" not in refused
+    assert "With 3 lenses the need must be 2 or 3." in fine

@@ -1,15 +1,20 @@
 """Trying a lens (or checker) on a pasted sample: Celery task, htmx-polled result."""
 
 import json
+import re
+import shlex
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.audit.models import Trial
-from reviewapp.review.models import Judgement, Lens, Proposal
+from reviewapp.review.models import ApiClient, Judgement, Lens, Proposal
+from reviewapp.review.services.clients import api_client_create
 from reviewapp.review.trial import TrialFailed, lens_trial, trial_run
+from reviewapp.webhooks.services import endpoint_create
 from tests.conftest import wait_for
 from tests.core.openai_stub import Answer, Slow
 from tests.factories import CheckerFactory, LensFactory, recorded
@@ -57,6 +62,58 @@ def test_an_external_lens_has_nothing_to_try():
     lens = LensFactory(backend=Lens.Backend.EXTERNAL)
     with pytest.raises(TrialFailed, match="over the API"):
         lens_trial(lens=lens, content="x")
+
+
+@pytest.mark.django_db
+def test_trying_an_external_lens_names_the_clients_that_answer_and_shows_their_call(
+    admin_client_ada,
+):
+    hooked, _ = api_client_create(name="team-a", scopes=["judge"])
+    endpoint_create(client=hooked, url="http://127.0.0.1:9/hook", events=["judgement.requested"])
+    polling, _ = api_client_create(name="team-b", scopes=["judge", "read"])
+    lens = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+    lens.judge_clients.add(hooked, polling)
+
+    response = admin_client_ada.get(reverse("admin:review_lens_try", args=[lens.pk]))
+
+    html = response.content.decode()
+    assert "nothing here to run" not in html and 'name="sample"' not in html
+    assert re.search(r'data-judge="team-a">.*judgement\.requested</code> webhook', html)
+    assert re.search(r'data-judge="team-b">.*GET /api/proposals', html)
+    call = unescape(re.search(r'id="judgement-call">(.*?)</pre>', html, re.S).group(1))
+    assert call.startswith('curl -X POST "http://testserver/api/proposals/$PROPOSAL_ID/judgements"')
+    assert "Authorization: Bearer $REVIEWAPP_TOKEN" in call
+    body = json.loads(shlex.split(call)[-1])
+    assert body["lens"] == "outside" and body["verdict"] == "pass"
+    assert body["claims"] == [
+        {"cite": "a passage quoted verbatim from the proposal", "assessment": "verified"}
+    ]
+
+
+@pytest.mark.django_db
+def test_trying_an_external_lens_says_when_no_client_can_answer(admin_client_ada):
+    lens = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+    lens.judge_clients.add(api_client_create(name="gone", scopes=["judge"])[0])
+    ApiClient.objects.filter(name="gone").update(revoked_at=timezone.now())
+    bare = LensFactory(name="nobody", backend=Lens.Backend.EXTERNAL)
+
+    revoked = admin_client_ada.get(reverse("admin:review_lens_try", args=[lens.pk]))
+    unbound = admin_client_ada.get(reverse("admin:review_lens_try", args=[bare.pk]))
+
+    assert "revoked: its token no longer authenticates" in revoked.content.decode()
+    assert "No API client answers for this lens" in unbound.content.decode()
+
+
+@pytest.mark.django_db
+def test_posting_a_sample_to_an_external_lens_starts_no_trial(admin_client_ada):
+    lens = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+
+    response = admin_client_ada.post(
+        reverse("admin:review_lens_try", args=[lens.pk]), {"sample": "x"}
+    )
+
+    assert response.status_code == 200
+    assert not Trial.objects.exists()
 
 
 @pytest.mark.django_db

@@ -19,6 +19,8 @@ from reviewapp.core.quorum import (
     UnnamedLens,
     Unreachable,
     Verdict,
+    allowed_needs,
+    allowed_needs_text,
 )
 
 PASS, FAIL = Verdict.PASS, Verdict.FAIL
@@ -254,3 +256,27 @@ def test_tally_counts_add_up(case):
     assert t.passed == sum(1 for _, v in verdicts if v is PASS)
     assert t.asked == quorum.of
     assert t.passed + t.failed <= t.asked
+
+
+@pytest.mark.parametrize(
+    "of, allowed, text",
+    [
+        (0, [], "Add a lens first: with no lens, no need can be reached."),
+        (1, [1], "With 1 lens the need must be 1."),
+        (2, [2], "With 2 lenses the need must be 2."),
+        (3, [2, 3], "With 3 lenses the need must be 2 or 3."),
+        (4, [3, 4], "With 4 lenses the need must be 3 or 4."),
+        (7, [4, 5, 6, 7], "With 7 lenses the need must be from 4 to 7."),
+    ],
+)
+def test_allowed_needs_are_exactly_the_needs_a_quorum_accepts(of, allowed, text):
+    names = [f"lens{i}" for i in range(of)]
+    accepted = []
+    for need in range(0, of + 2):
+        try:
+            Quorum(need, names)
+        except QuorumError:
+            continue
+        accepted.append(need)
+    assert list(allowed_needs(of)) == accepted == allowed
+    assert allowed_needs_text(of) == text

@@ -109,7 +109,31 @@ def test_every_kappa_row_is_visible_without_scrolling_inside_the_table(open_dash
         }"""
     )
     assert not clipped
-    labels = page.locator("#chart-cohen g > text").evaluate_all(
-        "els => els.map(e => e.textContent)"
+    # Each pair's label, on one line or two, reads whole and apart from the others.
+    labels = page.locator("#chart-cohen g").evaluate_all(
+        "gs => gs.map(g => [...g.querySelectorAll('text')].map(t => t.textContent).join(' '))"
     )
     assert len(set(labels)) == len(labels) == 6
+    assert not any("…" in label for label in labels)
+
+
+def test_at_390px_no_table_row_is_cut_and_nothing_scrolls_sideways(open_dashboard, panels):
+    names = [f"lens-with-a-long-name-{i}" for i in range(6)]
+    judged(make_panel(*names, need=4), dict.fromkeys(names, "pass"))  # 11 lens rows in all
+    page = open_dashboard(viewport={"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # Each row card shows whole: no box around a table cuts it off below.
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll('.dashboard tbody tr')].filter(row => {
+            const box = row.getBoundingClientRect();
+            for (let el = row.parentElement; el; el = el.parentElement) {
+                const style = getComputedStyle(el);
+                if (style.overflowY === 'visible' && style.overflowX === 'visible') continue;
+                const clip = el.getBoundingClientRect();
+                if (box.bottom > clip.bottom + 0.5 || box.right > clip.right + 0.5) return true;
+            }
+            return false;
+        }).map(row => row.textContent.trim().slice(0, 40))"""
+    )
+    assert cut == []
+    assert page.errors == []

@@ -1,5 +1,6 @@
 import re
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -50,7 +51,7 @@ def test_renders_with_zero_proposals(reviewer_client):
     assert "cdn" not in html.lower()
     assert "<canvas" not in html
     # The medians table says there is no median rather than 0.
-    assert re.search(r'data-basis="system">.*?<td>0</td><td>—</td>', html, re.S)
+    assert re.search(r'data-basis="system">.*?<td><a [^>]*>0</a></td><td>—</td>', html, re.S)
     assert "Information only — never used to decide." in html
 
 
@@ -205,8 +206,8 @@ def test_median_time_to_decision_machine_vs_human(reviewer_client, reviewer):
     # An even count: the mean of the middle two (1 h and 3 h).
     assert medians["reviewer"].median.total_seconds() == pytest.approx(2 * 3600, abs=30)
     html = _get(reviewer_client).content.decode()
-    assert re.search(r'data-basis="system">.*?<td>3</td><td>20 min', html, re.S)
-    assert re.search(r'data-basis="reviewer">.*?<td>2</td><td>2 h', html, re.S)
+    assert re.search(r'data-basis="system">.*?<td><a [^>]*>3</a></td><td>20 min', html, re.S)
+    assert re.search(r'data-basis="reviewer">.*?<td><a [^>]*>2</a></td><td>2 h', html, re.S)
 
 
 # --- lenses -----------------------------------------------------------------------------------
@@ -260,8 +261,9 @@ def test_proposals_per_day_and_escalation_rate(reviewer_client, reviewer):
     old, new = days[today - timedelta(days=2)], days[today]
     assert (old.approved, old.rejected, old.escalated_open, old.pending) == (1, 0, 1, 0)
     assert (new.approved, new.rejected, new.escalated_open, new.pending) == (1, 2, 0, 1)
-    # The open escalation is not final: it counts once a reviewer decides it.
-    assert (old.finalized, old.escalated, old.escalation_rate) == (1, 0, 0)
+    # An open escalation counts at once; the pending proposal is not judged yet.
+    assert (old.routed, old.escalated, old.escalation_rate) == (2, 1, 0.5)
+    assert (new.routed, new.escalated) == (3, 1)
     assert new.escalation_rate == pytest.approx(1 / 3)
     assert len(days) == 2
 
@@ -272,11 +274,39 @@ def test_proposals_per_day_and_escalation_rate(reviewer_client, reviewer):
         "escalated_open": 1,
         "pending": 1,
         "total": 6,
+        "routed": 5,
+        "escalated": 2,
+        "escalation_rate": 0.4,
     }
     # The chart fills the empty day between with zeros; the table lists the days with data.
     html = response.content.decode()
-    assert "33.3%" in html and "50.0%" in html
+    assert _cell(html, "data-rate-day", today.isoformat(), "rate") == "33.3%"
+    assert _cell(html, "data-rate-day", (today - timedelta(days=2)).isoformat(), "rate") == "50.0%"
     assert html.count('<tr><th scope="row"><time') == 2
+
+
+def test_the_escalation_rate_counts_open_escalations_and_is_defined_beside_it(
+    reviewer_client, reviewer
+):
+    # 54 proposals: 28 decided by the system, 2 escalated and decided by a
+    # reviewer, 24 in open escalations. Counting only decided proposals read
+    # 2 / 30 = 6.7 %; 26 of the 54 went to a human.
+    panel = make_panel("solo", need=1)
+    for verdict in ["pass"] * 14 + ["fail"] * 14:
+        judged(panel, {"solo": verdict})
+    for _ in range(2):
+        decide(judged(panel, {}), reviewer, "approved")
+    for _ in range(24):
+        judged(panel, {})  # the lens fails: escalated, left open
+
+    html = _get(reviewer_client).content.decode()
+
+    assert re.search(r'data-total="escalation_rate">48\.1%<', html)
+    assert "6.7%" not in html
+    definition = re.search(r'id="escalation-rate-definition"[^>]*>(.*?)</span>', html, re.S)
+    words = re.sub(r"<[^>]+>", "", definition.group(1))
+    assert words.startswith("26 of 54 judged proposals sent to a human.")
+    assert "whether the escalation is still open or a reviewer has decided it" in html
 
 
 # --- workload ------------------------------------------------------------------------------------
@@ -339,6 +369,9 @@ def test_filter_by_date_range(reviewer_client, two_panels):
         "escalated_open": 0,
         "pending": 0,
         "total": 1,
+        "routed": 1,
+        "escalated": 0,
+        "escalation_rate": 0.0,
     }
     assert old.context["insights"].medians[0].decisions == 1
     up_to_today = _get(reviewer_client, end=today.isoformat())
@@ -438,3 +471,61 @@ def test_query_count_with_filters_and_htmx(
 def test_query_count_with_zero_proposals(reviewer_client, django_assert_num_queries):
     with django_assert_num_queries(DASHBOARD_QUERIES):
         reviewer_client.get(reverse("dashboard"))
+
+
+# --- every count links to the proposals it counts ------------------------------------------------
+
+
+def _list_count(client, href: str) -> int:
+    page = client.get(unescape(href)).content.decode()
+    return int(re.search(r"(\d+) proposals? ·", page).group(1))
+
+
+def test_every_linked_count_opens_the_list_of_exactly_those_proposals(reviewer_client, reviewer):
+    panel = make_panel("k1", "k2", "k3", need=2)
+    backdate(judged(panel, {"k1": "pass", "k2": "pass", "k3": "pass"}), days=3)  # approved
+    judged(panel, {"k1": "fail", "k2": "fail", "k3": "pass"})  # rejected
+    judged(panel, {"k1": "pass", "k2": "pass"})  # k3 failed: escalated, open
+    decide(judged(panel, {"k1": "pass", "k3": "fail"}), reviewer, "rejected")
+    submit(panel, "Not evaluated yet.")  # pending
+    other = make_panel("solo", need=1)
+    judged(other, {"solo": "pass"})  # another panel: outside the panel filter
+
+    for params in ({}, {"panel": panel.pk}):
+        html = _get(reviewer_client, **params).content.decode()
+        links = re.findall(r'<a [^>]*href="(/proposals\?[^"]*)"[^>]*>(\d+)</a>', html)
+        # Totals (5 + 2 in the rate), per day (2 days × 5 + 2), per lens (judgements,
+        # failures), per pair of lenses (items and the four cells).
+        lenses = 3 if params else 4
+        assert len(links) == 7 + 2 * 7 + 2 * lenses + 3 * 5
+        for href, count in links:
+            assert _list_count(reviewer_client, href) == int(count), href
+
+    html = _get(reviewer_client, panel=panel.pk).content.decode()
+    assert re.search(r'data-total="escalated_open" href="[^"]*set=escalated_open[^"]*">1<', html)
+    passed = re.search(r'data-lens="k1">.*?data-col="pass_rate"><a href="([^"]+)"', html, re.S)
+    assert _list_count(reviewer_client, passed.group(1)) == 3
+    page = reviewer_client.get(unescape(re.search(r'href="([^"]*lens2[^"]*)"', html).group(1)))
+    assert "From the dashboard: proposals judged by lens k1 and lens k2" in page.content.decode()
+    # The decisions behind the medians: one per basis.
+    decisions = re.findall(r'<a href="(/decisions\?[^"]*)">(\d+)</a>', html)
+    assert [count for _, count in decisions] == ["2", "1"]  # system, reviewer
+    for href, count in decisions:
+        page = reviewer_client.get(unescape(href)).content.decode()
+        assert len(re.findall(r"data-row data-id=", page)) == int(count), href
+
+
+def test_a_list_opened_from_the_dashboard_says_what_it_shows(reviewer_client):
+    panel = make_panel("k1", need=1)
+    judged(panel, {"k1": "pass"})
+    today = timezone.localdate().isoformat()
+
+    page = reviewer_client.get(
+        reverse("proposal_list"), {"set": "sent_to_human", "start": today, "end": today}
+    ).content.decode()
+
+    assert (
+        f"From the dashboard: proposals submitted on {today}, sent to a human "
+        "(open or decided since)." in page
+    )
+    assert "0 proposals ·" in page

@@ -2,6 +2,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from reviewapp.review.models import Escalation, Proposal
 from reviewapp.review.services.escalations import escalation_claim, escalation_decide
@@ -103,6 +104,27 @@ def test_decisions_log_shows_basis_and_signer(reviewer_client, reviewer, escalat
     assert decision.key_id in body
 
 
+def test_decisions_log_shows_each_rationale_cut_to_a_line(reviewer_client, reviewer, escalated):
+    escalation = Escalation.objects.get(proposal=escalated)
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)
+    long = "Checked every figure against the source; " * 10
+    escalation_decide(
+        escalation_id=escalation.pk,
+        outcome="approved",
+        rationale=long,
+        user=reviewer,
+        decided_by_name=reviewer.username,
+    )
+
+    body = reviewer_client.get(reverse("decision_list")).content.decode()
+
+    assert '<th scope="col">Rationale</th>' in body
+    cell = re.search(r'data-col="rationale"[^>]*>(.*?)</td>', body, re.S).group(1)
+    assert cell.startswith("Checked every figure against the source;") and cell.endswith("…")
+    assert len(cell) == 160
+    assert f'title="{long}"' in body  # the whole of it on hover
+
+
 def test_decisions_log_filters_by_basis(reviewer_client, reviewer, escalated):
     decision = _decide(escalated, reviewer)
     run_panel(make_panel("auto", need=1), "Automatic.", {"auto": judgement("pass")})
@@ -139,3 +161,32 @@ def test_decision_log_query_count_is_constant(
     with django_assert_num_queries(5):
         response = reviewer_client.get(reverse("decision_list"))
     assert len(_row_ids(response)) == rows
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_proposal_list_from_the_dashboard_keeps_a_constant_query_count(
+    reviewer_client, reviewer, panel, django_assert_num_queries, rows
+):
+    _many_decided(panel, reviewer, rows)
+    lens = panel.ordered_lenses()[0]
+    today = timezone.localdate().isoformat()
+    params = {"set": "sent_to_human", "start": today, "end": today, "lens": lens.pk}
+    # As above, plus the lens's name for the line saying what the list shows.
+    with django_assert_num_queries(7):
+        response = reviewer_client.get(reverse("proposal_list"), params)
+    assert len(_row_ids(response)) == rows
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_decision_log_from_the_dashboard_keeps_a_constant_query_count(
+    reviewer_client, reviewer, panel, django_assert_num_queries, rows
+):
+    _many_decided(panel, reviewer, rows)
+    today = timezone.localdate().isoformat()
+    params = {"basis": "reviewer", "panel": panel.pk, "start": today, "end": today}
+    with django_assert_num_queries(5):
+        response = reviewer_client.get(reverse("decision_list"), params)
+    assert len(_row_ids(response)) == rows
+    assert "From the dashboard: decisions on the proposals in its panel and dates" in (
+        response.content.decode()
+    )

@@ -1,5 +1,7 @@
 """Staff take over or hand on a held claim; claims, releases and trials are audited."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -119,6 +121,23 @@ def test_staff_see_the_take_over_form_and_reviewers_do_not(
     client.force_login(chief)
     page = client.get(reverse("proposal_detail", args=[escalated.pk])).content.decode()
     assert "data-reassign" in page and "Moving a claim is recorded in the audit log" in page
+
+
+def test_each_take_over_control_sits_under_its_own_label(client, chief, escalated):
+    client.force_login(chief)
+    page = client.get(reverse("proposal_detail", args=[escalated.pk])).content.decode()
+
+    card = re.search(r'<section class="card staff-claim".*?</section>', page, re.S).group(0)
+    # A label and its input share a stacked .field; they flowed inline, each
+    # label beside the previous input.
+    for name, label in (("to", "Give it to"), ("note", "Why")):
+        assert re.search(
+            rf'<div class="field">\s*<label for="reassign-{name}">{label}\b.*?</label>\s*'
+            rf'<input type="text" id="reassign-{name}" name="{name}"[^>]*>\s*</div>',
+            card,
+            re.S,
+        ), name
+    assert re.search(r'<div class="actions"><button[^>]*data-reassign', card)
 
 
 def test_the_proposal_page_shows_what_each_lens_was_told(reviewer_client, escalated):

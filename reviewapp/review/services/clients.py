@@ -3,9 +3,10 @@
 import secrets
 from datetime import timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
-from ..models import ApiClient
+from ..models import ApiClient, Lens
 
 TOKEN_MARK = "rva_"
 # The mark plus 8 random characters: enough to tell tokens apart in the admin,
@@ -25,14 +26,7 @@ def api_client_create(*, name: str, scopes: list[str]) -> tuple[ApiClient, str]:
     name = name.strip()
     if not name:
         raise ClientRefused("a client needs a name")
-    wanted = list(dict.fromkeys(s.strip() for s in scopes if s.strip()))
-    if not wanted:
-        raise ClientRefused(f"give at least one scope of {', '.join(ApiClient.Scope.values)}")
-    unknown = [s for s in wanted if s not in ApiClient.Scope.values]
-    if unknown:
-        raise ClientRefused(
-            f"unknown scope {', '.join(unknown)}; choose from {', '.join(ApiClient.Scope.values)}"
-        )
+    wanted = _clean_scopes(scopes)
     if ApiClient.objects.filter(name=name).exists():
         raise ClientRefused(f"an API client named {name!r} already exists")
     token = TOKEN_MARK + secrets.token_urlsafe(32)
@@ -43,6 +37,57 @@ def api_client_create(*, name: str, scopes: list[str]) -> tuple[ApiClient, str]:
         scopes=wanted,
     )
     return client, token
+
+
+def _clean_scopes(scopes: list[str]) -> list[str]:
+    wanted = list(dict.fromkeys(s.strip() for s in scopes if s.strip()))
+    if not wanted:
+        raise ClientRefused(f"give at least one scope of {', '.join(ApiClient.Scope.values)}")
+    unknown = [s for s in wanted if s not in ApiClient.Scope.values]
+    if unknown:
+        raise ClientRefused(
+            f"unknown scope {', '.join(unknown)}; choose from {', '.join(ApiClient.Scope.values)}"
+        )
+    return wanted
+
+
+def api_client_scopes_refusal(client: ApiClient, scopes: list[str]) -> str | None:
+    """Why `client` cannot keep only `scopes` (naming the lenses it would break), or None."""
+    if client.pk is None or ApiClient.Scope.JUDGE in scopes:
+        return None
+    bound = list(
+        Lens.objects.filter(backend=Lens.Backend.EXTERNAL, judge_clients=client)
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+    if not bound:
+        return None
+    lenses = ", ".join(repr(n) for n in bound)
+    lens_word, verb = ("external lenses", "name") if len(bound) > 1 else ("external lens", "names")
+    return (
+        f"Cannot remove the 'judge' scope from {client.name!r}: {lens_word} {lenses} "
+        f"{verb} it as a client that may judge, and every judgement it posts would be refused "
+        "(403), leaving those lenses' proposals to wait out the panel's deadline. Untick it on "
+        "those lenses first."
+    )
+
+
+@transaction.atomic
+def api_client_update(*, client: ApiClient, name: str, scopes: list[str]) -> ApiClient:
+    """Rename a client or change its scopes; refuses what would break a lens bound to it."""
+    name = name.strip()
+    if not name:
+        raise ClientRefused("a client needs a name")
+    wanted = _clean_scopes(scopes)
+    if ApiClient.objects.filter(name=name).exclude(pk=client.pk).exists():
+        raise ClientRefused(f"an API client named {name!r} already exists")
+    refusal = api_client_scopes_refusal(client, wanted)
+    if refusal:
+        raise ClientRefused(refusal)
+    client.name = name
+    client.scopes = wanted
+    client.save(update_fields=["name", "scopes"])
+    return client
 
 
 def api_client_for_token(token: str) -> ApiClient | None:

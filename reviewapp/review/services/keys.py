@@ -39,6 +39,41 @@ class Rotation:
     retired_file: Path | None
 
 
+def rotation_report(rotation: Rotation) -> list[str]:
+    """What is true after `rotation`, in sentences for whoever rotated.
+
+    Every process caches the key by the file's identity (reviewapp.review.keys),
+    so each one reading the key file signs its next decision with the new key:
+    nothing needs a restart. Whether verifiers trust the new key depends on
+    the trust anchors.
+    """
+    new = rotation.new
+    lines = [
+        f"Rotated: the next decision is signed with {new.key_id}. Every web and worker "
+        f"process reading {rotation.key_file} picks it up at its next signature; "
+        "nothing needs a restart."
+    ]
+    if rotation.retired is not None:
+        lines.append(
+            f"{rotation.retired.key_id} is retired for signing; its seed was moved to "
+            f"{rotation.retired_file} and its public key stays registered, so everything it "
+            "signed still verifies."
+        )
+    if settings.REVIEWAPP_TRUST_OWN_KEY:
+        lines.append(
+            "This server trusts its own key files, so the new key verifies here already; a "
+            "verifier elsewhere needs its public key among its trust anchors "
+            f"(REVIEWAPP_TRUSTED_KEYS): {new.public_key} {new.key_id}"
+        )
+    else:
+        lines.append(
+            "Verifiers report its signatures as untrusted until its public key is a trust "
+            "anchor: add this line to the file REVIEWAPP_TRUSTED_KEYS names (read at every "
+            f"verification), or the key to the variable itself: {new.public_key} {new.key_id}"
+        )
+    return lines
+
+
 def retired_path(key_file: Path, key_id: str) -> Path:
     return key_file.with_name(f"{key_file.name}.retired-{key_id}")
 
