@@ -76,6 +76,15 @@ def test_no_events_is_a_422(api):
     assert register(api, events=[]).status_code == 422
 
 
+def assert_url_refused(api, url, problem):
+    response = register(api, url=url)
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"][-1] == "url"
+    assert problem in error["msg"]
+    assert not Endpoint.objects.exists()
+
+
 @override_settings(REVIEWAPP_WEBHOOK_ALLOW_LOCAL=False)
 @pytest.mark.parametrize(
     "url, problem",
@@ -89,12 +98,7 @@ def test_no_events_is_a_422(api):
     ],
 )
 def test_in_production_only_https_to_public_addresses_is_accepted(api, url, problem):
-    response = register(api, url=url)
-    assert response.status_code == 422
-    [error] = response.json()["detail"]
-    assert error["loc"][-1] == "url"
-    assert problem in error["msg"]
-    assert not Endpoint.objects.exists()
+    assert_url_refused(api, url, problem)
 
 
 @override_settings(REVIEWAPP_WEBHOOK_ALLOW_LOCAL=False)
@@ -110,12 +114,7 @@ def test_in_production_only_https_to_public_addresses_is_accepted(api, url, prob
     ],
 )
 def test_in_production_an_ipv6_form_of_an_internal_address_is_a_422_naming_it(api, url, problem):
-    response = register(api, url=url)
-    assert response.status_code == 422
-    [error] = response.json()["detail"]
-    assert error["loc"][-1] == "url"
-    assert problem in error["msg"]
-    assert not Endpoint.objects.exists()
+    assert_url_refused(api, url, problem)
 
 
 @override_settings(
