@@ -8,15 +8,17 @@ for the page's ids, one for its rows.
 
 Counts without a search read one index per reason (PostgreSQL: migration
 0011), stopping at COUNT_LIMIT + 1 rows. With a search they come from one
-sample: the first COUNT_LIMIT + 1 matches. When that is every match, the
-counts are exact; when it is not, "All" is "1,000+" and a reason's count is
-only known if the sample alone reaches the limit.
+sample: the first COUNT_LIMIT + 1 matches the database finds, in no order.
+When that is every match the counts are exact; when it is not, "All" is
+"1,000+" and a reason's count is shown only if the sample alone reaches the
+limit.
 
-The page of a search is read one of two ways on PostgreSQL, chosen from
-that count, because the planner's guess from word statistics can be far off
-(two common words that never meet): few matches (at most COUNT_LIMIT) are
-read from the GIN index and sorted; many are found by walking the age-ordered
-index and testing each row, which stops within a few rows per match.
+The page of a search is read one of two ways on PostgreSQL, chosen from that
+count rather than by the planner, whose guess from word statistics can be
+far off (two common words that never meet): a few matches (at most
+COUNT_LIMIT) are read from the GIN index and sorted; many are found by
+walking the age-ordered index and testing each row, which finds a page the
+sooner the more rows match.
 """
 
 from dataclasses import dataclass
@@ -103,8 +105,8 @@ def inbox_rows(filters: InboxFilters, user, *, scan: bool = False):
 
 
 @dataclass(frozen=True)
-class Count:
-    """How many rows, up to COUNT_LIMIT + 1; not `exact`: at least `n`."""
+class InboxCount:
+    """How many rows, counted up to COUNT_LIMIT + 1; when not `exact`, at least `n`."""
 
     n: int
     exact: bool = True
@@ -120,10 +122,15 @@ class Count:
 
     @property
     def label(self) -> str:
-        """ "42", "1,000+", or "" when only a lower bound under the limit is known."""
+        """As shown: "42", "1,000+", or nothing when only a lower bound under the limit is known."""
         if self.over:
             return f"{COUNT_LIMIT:,}+"
         return f"{self.n:,}" if self.exact else ""
+
+
+def capped_count(rows) -> InboxCount:
+    """How many `rows`, counted up to COUNT_LIMIT + 1, in one query."""
+    return InboxCount(rows[: COUNT_LIMIT + 1].count())
 
 
 def _capped_sql(rows) -> tuple[str, tuple]:
@@ -131,15 +138,15 @@ def _capped_sql(rows) -> tuple[str, tuple]:
     return f"(SELECT COUNT(*) FROM ({sql}) capped)", tuple(params)
 
 
-def inbox_counts(filters: InboxFilters, user) -> dict[str, Count]:
-    """ "all", each reason, and "listed" (what the list shows), in one query.
+def inbox_counts(filters: InboxFilters, user) -> dict[str, InboxCount]:
+    """The counts of "all", of each reason and of "listed" (what the list shows), in one query.
 
     Composed in SQL because each count is over its own LIMITed subquery,
     which the ORM would run one query each.
     """
     base = inbox_base(filters, user)
     if base.query.is_empty():
-        return {key: Count(0) for key in ("all", "listed", *REASON_LABELS)}
+        return {key: InboxCount(0) for key in ("all", "listed", *REASON_LABELS)}
     names = ["all", *REASON_LABELS]
     if filters.search.query is None:
         parts = [_capped_sql(base), *(_capped_sql(base.filter(reason_q(r))) for r in REASON_LABELS)]
@@ -169,12 +176,12 @@ def inbox_counts(filters: InboxFilters, user) -> dict[str, Count]:
 
     # A search's counts are exact when its sample held every match.
     complete = filters.search.query is None or values["all"] <= COUNT_LIMIT
-    counts = {name: Count(n, exact=complete or name == "listed") for name, n in values.items()}
+    counts = {name: InboxCount(n, exact=complete or name == "listed") for name, n in values.items()}
     counts.setdefault("listed", counts[filters.reason or "all"])
     return counts
 
 
-def inbox_page_rows(filters: InboxFilters, user, listed: Count):
+def inbox_page_rows(filters: InboxFilters, user, listed: InboxCount):
     """The listed rows, read the cheap way for how many there are (see the module)."""
     if filters.search.query is None or connection.vendor != "postgresql":
         return inbox_rows(filters, user)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from reviewapp.review.models import Escalation
 
-from .inbox import COUNT_LIMIT, Count, inbox_filters, inbox_rows
+from .inbox import InboxCount, capped_count, inbox_filters, inbox_rows
 from .presenters import claim_ttl
 
 
@@ -32,15 +32,15 @@ def queue_rows(params: QueryDict, *, user):
 
 def queue_next(
     params: QueryDict, *, user, after_id: int | None = None
-) -> tuple[Escalation | None, Count]:
+) -> tuple[Escalation | None, InboxCount]:
     """The next escalation `user` can take (not held by someone else) and how many are left.
 
-    Two queries: the count (up to COUNT_LIMIT + 1), then the first row nobody else holds.
+    Two queries: the count (capped as the inbox's), then the first row nobody else holds.
     """
     rows = queue_rows(params, user=user)
     if after_id is not None:
         rows = rows.exclude(pk=after_id)
-    left = Count(rows[: COUNT_LIMIT + 1].count())
+    left = capped_count(rows)
     held_by_other = Q(
         status=Escalation.Status.CLAIMED, claimed_at__gte=timezone.now() - claim_ttl()
     ) & ~Q(claimed_by=user)
