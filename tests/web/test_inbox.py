@@ -249,6 +249,16 @@ def test_a_search_with_more_matches_than_the_limit_lists_the_newest_first(
     assert 'data-count="lens_failed"' not in html
 
 
+def test_a_search_past_the_limit_costs_no_extra_query(
+    reviewer_client, panel, monkeypatch, django_assert_num_queries
+):
+    monkeypatch.setattr(inbox, "COUNT_LIMIT", 2)
+    _escalations(panel, 5)
+    with django_assert_num_queries(INBOX_QUERIES):
+        response = reviewer_client.get(reverse("inbox"), {"q": "sky", "reason": "no_quorum"})
+    assert len(_row_ids(response)) == 2
+
+
 def test_a_search_with_a_reason_counts_what_it_lists(reviewer_client, panel, monkeypatch):
     monkeypatch.setattr(inbox, "COUNT_LIMIT", 2)
     _escalations(panel, 3, prefix="kiwi")
