@@ -109,6 +109,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Its search fields (the inbox's search vector); inert on SQLite.
+    "django.contrib.postgres",
     "reviewapp.review",
     "reviewapp.audit",
     "reviewapp.ledger",

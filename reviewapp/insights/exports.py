@@ -3,16 +3,28 @@
 Filtered like the proposals list (status, panel, q over title, content and
 external reference; plus the dashboard's start/end submission dates). A
 filter that cannot mean anything (an unknown status, a panel id that is not
-an id, a date that is not a date) answers 400 saying which, rather than
-exporting something other than what was asked for. Rows come from
-`.iterator(chunk_size=EXPORT_CHUNK_SIZE)`: the database is read a chunk at a
-time and judgements are prefetched per chunk (one query per chunk), so an
-export of 100,000 proposals never holds more than one chunk in memory.
-Large columns (content, thought process, snapshots, signed payloads, raw
-model responses) are never read.
+an id, a date that is not a date, a search too long or without a word)
+answers 400 saying which, rather than exporting something other than what
+was asked for. Rows come from `.iterator(chunk_size=EXPORT_CHUNK_SIZE)`: the
+database is read a chunk at a time and judgements are prefetched per chunk
+(one query per chunk), so an export of 100,000 proposals never holds more
+than one chunk in memory. Large columns (content, thought process,
+snapshots, signed payloads, raw model responses) are never read.
+
+An export that fails never looks like a complete one. The first chunk is
+read before the response starts, so a query that cannot run answers an
+error status, not a 200 with a header row and nothing under it. A failure
+after that (the database going away mid-way) cannot change the status any
+more: the error is let through the stream, and the server drops the
+connection without ending the chunked body, which HTTP clients report as a
+broken transfer (curl: "transfer closed with outstanding read data
+remaining"), where a caught error would have ended a truncated file
+cleanly. Buffering the whole export first would avoid the case but hold it
+all in memory or on disk, and keep the client waiting past proxy timeouts.
 """
 
 import csv
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from datetime import date
@@ -25,7 +37,7 @@ from django.views.decorators.http import require_GET
 
 from reviewapp.review.models import Claim, Escalation, Judgement, Proposal
 from reviewapp.web.access import reviewer_required
-from reviewapp.web.search import clean_query, proposal_text_q
+from reviewapp.web.search import TypedSearch, proposal_text_q, search_typed
 
 from .queries import Scope
 
@@ -75,8 +87,8 @@ class BadFilter(ValueError):
     """A query parameter that cannot be a filter; the message says which and why."""
 
 
-def _filters(request) -> tuple[Scope, str, str]:
-    """(scope, status, q) from the query string; raises BadFilter on a value that cannot be one."""
+def _filters(request) -> tuple[Scope, str, TypedSearch]:
+    """(scope, status, search) from the query string; BadFilter for a value that cannot be one."""
     status = request.GET.get("status", "")
     if status and status not in Proposal.Status.values:
         raise BadFilter(f"status must be one of {', '.join(Proposal.Status.values)}.")
@@ -101,10 +113,13 @@ def _filters(request) -> tuple[Scope, str, str]:
     scope = Scope(panel_id=panel_id, start=day("start"), end=day("end"))
     if scope.start and scope.end and scope.start > scope.end:
         raise BadFilter("end is before start.")
-    return scope, status, clean_query(request.GET.get("q", ""))
+    search = search_typed(request.GET.get("q", ""))
+    if search.error:
+        raise BadFilter(f"q is not a search that can run. {search.error}")
+    return scope, status, search
 
 
-def export_queryset(scope: Scope, status: str = "", q: str = ""):
+def export_queryset(scope: Scope, status: str = "", search: TypedSearch | None = None):
     judgements = (
         Judgement.objects.only(
             "id", "proposal_id", "lens_name", "lens_version", "verdict", "rationale", "created_at"
@@ -135,8 +150,8 @@ def export_queryset(scope: Scope, status: str = "", q: str = ""):
     )
     if status:
         rows = rows.filter(status=status)
-    if q:
-        rows = rows.filter(proposal_text_q(q, reference=True))
+    if search is not None and search.query is not None:
+        rows = rows.filter(proposal_text_q(search.query, reference=search.text))
     return rows
 
 
@@ -233,20 +248,22 @@ class _Echo:
         return value
 
 
-def _records(rows) -> Iterator[dict]:
-    for proposal in rows.iterator(chunk_size=EXPORT_CHUNK_SIZE):
-        yield proposal_record(proposal)
+def export_records(rows) -> Iterator[dict]:
+    """The rows as records, the first chunk already read (see the module: before the first byte)."""
+    records = (proposal_record(p) for p in rows.iterator(chunk_size=EXPORT_CHUNK_SIZE))
+    first = next(records, None)
+    return records if first is None else itertools.chain([first], records)
 
 
-def csv_lines(rows) -> Iterator[str]:
+def csv_lines(records: Iterable[dict]) -> Iterator[str]:
     writer = csv.writer(_Echo())
     yield writer.writerow(CSV_COLUMNS)
-    for record in _records(rows):
+    for record in records:
         yield writer.writerow(csv_row(record))
 
 
-def jsonl_lines(rows) -> Iterator[str]:
-    for record in _records(rows):
+def jsonl_lines(records: Iterable[dict]) -> Iterator[str]:
+    for record in records:
         yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
@@ -274,7 +291,7 @@ def proposals_csv(request):
         rows = export_queryset(*_filters(request))
     except BadFilter as exc:
         return _bad_filter(exc)
-    return _stream(csv_lines(rows), "text/csv; charset=utf-8", "csv")
+    return _stream(csv_lines(export_records(rows)), "text/csv; charset=utf-8", "csv")
 
 
 @require_GET
@@ -284,4 +301,4 @@ def proposals_jsonl(request):
         rows = export_queryset(*_filters(request))
     except BadFilter as exc:
         return _bad_filter(exc)
-    return _stream(jsonl_lines(rows), "application/jsonl; charset=utf-8", "jsonl")
+    return _stream(jsonl_lines(export_records(rows)), "application/jsonl; charset=utf-8", "jsonl")

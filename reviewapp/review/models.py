@@ -9,6 +9,7 @@ IntegrityError instead of a duplicate.
 import hashlib
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
@@ -538,6 +539,12 @@ class Evidence(models.Model):
         return f"{self.checker_name} v{self.checker_version}: {self.verdict}"
 
 
+class EscalationManager(models.Manager):
+    def get_queryset(self):
+        # The search vector is for the database's index alone: never read it into Python.
+        return super().get_queryset().defer("search")
+
+
 class Escalation(models.Model):
     class Reason(models.TextChoices):
         NO_QUORUM = "no_quorum", "No quorum"
@@ -567,6 +574,11 @@ class Escalation(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # The proposal's search vector while the escalation is open, NULL once
+    # resolved (PostgreSQL; NULL on SQLite): see reviewapp.review.search.
+    search = SearchVectorField(null=True, editable=False)
+
+    objects = EscalationManager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -577,8 +589,16 @@ class Escalation(models.Model):
                 name="one_open_escalation_per_proposal",
             ),
         ]
-        # The inbox: open and claimed escalations, newest first.
-        indexes = [models.Index(fields=["status", "-created_at", "-id"], name="escalation_inbox")]
+        # The inbox: open and claimed escalations, newest first. PostgreSQL
+        # also has one such index per reason and a GIN index on `search`
+        # (migration 0011; SQLite has neither GIN nor JSON containment).
+        indexes = [
+            models.Index(
+                fields=["-created_at", "-id"],
+                condition=Q(status__in=["open", "claimed"]),
+                name="inbox_open",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"Escalation {self.pk} ({', '.join(self.reasons)}, {self.status})"

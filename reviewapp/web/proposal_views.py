@@ -71,7 +71,8 @@ def _next_info(request, escalation: Escalation | None, queue: str) -> dict | Non
         return None
     following, left = queue_next(queue_params(queue), user=request.user, after_id=escalation.pk)
     return {
-        "left": left,
+        "left": left.label,
+        "any_left": left.n > 0,
         "url": reverse("escalation_next")
         + "?"
         + urlencode({"after": escalation.pk, "queue": queue}),
@@ -306,7 +307,7 @@ def _go_next(request, escalation: Escalation, notice: str):
     if following is None:
         return _done(request, escalation, notice + " That was the last one in this queue.")
     messages.success(
-        request, f"{notice[:-1]} on #{escalation.proposal_id}. {left} left in this queue."
+        request, f"{notice[:-1]} on #{escalation.proposal_id}. {left.label} left in this queue."
     )
     url = _page_url(following, queue)
     if _is_htmx(request):

@@ -11,11 +11,8 @@ from django.utils import timezone
 
 from reviewapp.review.models import Escalation
 
-from .presenters import REASON_LABELS, claim_ttl
-from .search import clean_query, proposal_text_q
-from .views import INBOX_SORTS, OPEN_STATUSES, _reason_q
-
-_ID_RANGE = range(1, 2**63)
+from .inbox import InboxCount, capped_count, inbox_filters, inbox_rows
+from .presenters import claim_ttl
 
 
 def queue_params(raw: str) -> QueryDict:
@@ -25,41 +22,25 @@ def queue_params(raw: str) -> QueryDict:
     return params
 
 
-def _panel_id(params: QueryDict) -> int | None:
-    try:
-        value = int(params.get("panel", ""))
-    except ValueError:
-        return None
-    return value if value in _ID_RANGE else None
-
-
 def queue_rows(params: QueryDict, *, user):
-    """Open escalations under the inbox filters in `params`, in the inbox's order."""
-    rows = Escalation.objects.filter(status__in=OPEN_STATUSES)
-    panel_id = _panel_id(params)
-    if panel_id is not None:
-        rows = rows.filter(proposal__panel_id=panel_id)
-    if params.get("mine") == "1":
-        rows = rows.filter(status=Escalation.Status.CLAIMED, claimed_by=user)
-    if q := clean_query(params.get("q", "")):
-        rows = rows.filter(proposal_text_q(q, id_field="proposal_id"))
-    reason = params.get("reason", "")
-    if reason in REASON_LABELS:
-        rows = rows.filter(_reason_q(reason))
-    return rows.order_by(*INBOX_SORTS.get(params.get("sort", ""), INBOX_SORTS["newest"]))
+    """Open escalations under the inbox filters in `params`, in the inbox's order.
+
+    A search that cannot run (too long, no word) matches nothing, as in the inbox.
+    """
+    return inbox_rows(inbox_filters(params), user)
 
 
 def queue_next(
     params: QueryDict, *, user, after_id: int | None = None
-) -> tuple[Escalation | None, int]:
+) -> tuple[Escalation | None, InboxCount]:
     """The next escalation `user` can take (not held by someone else) and how many are left.
 
-    Two queries: the count, then the first row nobody else holds.
+    Two queries: the count (capped as the inbox's), then the first row nobody else holds.
     """
     rows = queue_rows(params, user=user)
     if after_id is not None:
         rows = rows.exclude(pk=after_id)
-    left = rows.count()
+    left = capped_count(rows)
     held_by_other = Q(
         status=Escalation.Status.CLAIMED, claimed_at__gte=timezone.now() - claim_ttl()
     ) & ~Q(claimed_by=user)

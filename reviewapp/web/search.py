@@ -1,56 +1,103 @@
-"""Searching proposals by what they say: title and content (and external reference).
+"""Searching proposals and open escalations by what they say: title and content.
 
-PostgreSQL uses full-text search over a GIN expression index on the title and
-the first SEARCH_CONTENT_CHARS characters of the content (a tsvector is
-limited to 1 MB, and a 1 MB proposal must still be storable). The words are
-matched with `websearch_to_tsquery` under the 'simple' configuration (no
-stemming: proposals come in every language), so "refund policy" finds both
-words anywhere, `"refund policy"` the phrase. SQLite has no full-text index
-here: a plain case-insensitive substring match.
+A search is parsed once (reviewapp.core.search_query: words, "phrases",
+-exclusions, `or`; bounded in length and words) and each database is given
+the same meaning:
+
+- PostgreSQL: full-text search, the canonical form of the query through
+  `websearch_to_tsquery` under the 'simple' configuration (words as written,
+  no stemming), against the vectors of reviewapp.review.search: proposals
+  through their GIN expression index, the inbox through its open
+  escalations' own vectors.
+- SQLite: each word or phrase as a case-insensitive regular expression over
+  title and content: whole words, a phrase's words one after the other with
+  only spaces or punctuation between them.
 """
 
-from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorExact
+import re
+from dataclasses import dataclass
+
+from django.contrib.postgres.search import SearchQuery as PgSearchQuery
+from django.contrib.postgres.search import SearchVectorExact
 from django.db import connection
 from django.db.models import Q
-from django.db.models.functions import Left
 
-SEARCH_CONFIG = "simple"
-SEARCH_CONTENT_CHARS = 100_000
-
-
-def proposal_search_vector() -> SearchVector:
-    """The indexed expression; the index in review.Proposal.Meta is built from this same call."""
-    return SearchVector("title", Left("content", SEARCH_CONTENT_CHARS), config=SEARCH_CONFIG)
+from reviewapp.core.search_query import SearchQuery, SearchQueryError, Term, search_query_parse
+from reviewapp.review.search import SEARCH_CONFIG, proposal_search_vector
 
 
-def clean_query(raw: str) -> str:
-    # PostgreSQL text cannot hold NUL; a search for it can only match nothing.
-    return raw.replace("\x00", "").strip()
+@dataclass(frozen=True)
+class TypedSearch:
+    """A search box's content: `text` as typed, and the query it makes or why it makes none."""
+
+    text: str = ""
+    query: SearchQuery | None = None  # None: an empty box, or `error`
+    error: str = ""
 
 
-def proposals_matching(q: str):
-    """Ids of the proposals whose title or content match `q`, as a subquery."""
+def search_typed(raw: str) -> TypedSearch:
+    # PostgreSQL text cannot hold NUL; a search for it could only match nothing.
+    text = raw.replace("\x00", "").strip()
+    if not text:
+        return TypedSearch()
+    try:
+        return TypedSearch(text, search_query_parse(text))
+    except SearchQueryError as exc:
+        return TypedSearch(text, error=str(exc))
+
+
+def _pg_query(query: SearchQuery) -> PgSearchQuery:
+    return PgSearchQuery(query.websearch(), config=SEARCH_CONFIG, search_type="websearch")
+
+
+def _term_pattern(term: Term) -> str:
+    words = r"\W+".join(re.escape(word) for word in term.words)
+    return rf"(?<!\w){words}(?!\w)"
+
+
+def _sqlite_q(query: SearchQuery, prefix: str) -> Q:
+    def term_q(term: Term) -> Q:
+        pattern = _term_pattern(term)
+        found = Q(**{f"{prefix}title__iregex": pattern}) | Q(
+            **{f"{prefix}content__iregex": pattern}
+        )
+        return ~found if term.negated else found
+
+    alternatives = Q()
+    for terms in query.alternatives:
+        every = Q()
+        for term in terms:
+            every &= term_q(term)
+        alternatives |= every
+    return alternatives
+
+
+def _proposals_matching(query: SearchQuery):
+    """Ids of the proposals whose title or content match `query`, as a subquery."""
     from reviewapp.review.models import Proposal
 
     if connection.vendor == "postgresql":
-        # The lookup is written against the very expression the index is on,
-        # so PostgreSQL answers from the GIN index instead of parsing every row.
-        match = SearchVectorExact(
-            proposal_search_vector(),
-            SearchQuery(q, config=SEARCH_CONFIG, search_type="websearch"),
+        # Written against the very expression the index is on, so PostgreSQL
+        # answers from the GIN index instead of parsing every row.
+        rows = Proposal.objects.filter(
+            SearchVectorExact(proposal_search_vector(), _pg_query(query))
         )
-        rows = Proposal.objects.filter(match)
     else:
-        rows = Proposal.objects.filter(Q(title__icontains=q) | Q(content__icontains=q))
+        rows = Proposal.objects.filter(_sqlite_q(query, ""))
     return rows.values("pk")
 
 
-def proposal_text_q(q: str, *, id_field: str = "pk", reference: bool = False) -> Q:
-    """Rows whose proposal (its id in `id_field`) has a title or content matching `q`.
-
-    With `reference`, a proposal's external reference is matched as a substring too.
-    """
-    found = Q(**{f"{id_field}__in": proposals_matching(q)})
+def proposal_text_q(query: SearchQuery, *, reference: str = "") -> Q:
+    """Proposals whose title or content match `query`; with `reference`, or whose
+    external reference contains that text."""
+    found = Q(pk__in=_proposals_matching(query))
     if reference:
-        found |= Q(external_ref__icontains=q)
+        found |= Q(external_ref__icontains=reference)
     return found
+
+
+def escalation_text_q(query: SearchQuery) -> Q:
+    """Open escalations whose proposal's title or content match `query`."""
+    if connection.vendor == "postgresql":
+        return Q(search=_pg_query(query))
+    return _sqlite_q(query, "proposal__")

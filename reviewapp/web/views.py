@@ -8,8 +8,6 @@ taken in one aggregate.
 from datetime import date
 
 from django.core.paginator import Paginator
-from django.db import connection
-from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -19,7 +17,9 @@ from reviewapp.ledger.services import decision_ledger_status
 from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
 from reviewapp.review.services.decisions import decision_check
 
+from . import inbox as inbox_queries
 from .access import reviewer_required
+from .inbox import inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
     claim_state,
@@ -27,14 +27,11 @@ from .presenters import (
     tally_outcome,
     tally_text,
 )
-from .search import clean_query, proposal_text_q
+from .search import proposal_text_q, search_typed
 
 INBOX_PAGE_SIZE = 25
-# Age order; both walk the (status, created_at, id) inbox index.
-INBOX_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 LIST_PAGE_SIZE = 50
 INBOX_POLL_SECONDS = 5
-OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED)
 # Columns a list never shows; a 1 MB proposal must not be read to list its title.
 PROPOSAL_HEAVY = ("content", "thought_process", "panel_snapshot", "metadata")
 
@@ -69,43 +66,20 @@ def _query_without(request, *names: str) -> str:
     return query.urlencode()
 
 
-def _reason_q(reason: str) -> Q:
-    # `reasons` is a JSON list of fixed codes. PostgreSQL tests containment on
-    # the jsonb itself: over 10,000 open escalations the inbox's reason counts
-    # took a third of the time they took casting every row to text. SQLite has
-    # no JSON containment, so there the quoted code is matched as text.
-    if connection.vendor == "postgresql":
-        return Q(reasons__contains=[reason])
-    return Q(reasons__icontains=f'"{reason}"')
-
-
 # --- inbox --------------------------------------------------------------------
 
 
 @require_GET
 @reviewer_required
 def inbox(request):
-    reason = _choice_param(request, "reason", REASON_LABELS)
-    panel_id = _int_param(request, "panel")
-    sort = _choice_param(request, "sort", INBOX_SORTS) or "newest"
-    mine = request.GET.get("mine") == "1"
-    q = clean_query(request.GET.get("q", ""))
-
-    base = Escalation.objects.filter(status__in=OPEN_STATUSES)
-    if panel_id is not None:
-        base = base.filter(proposal__panel_id=panel_id)
-    if mine:
-        base = base.filter(status=Escalation.Status.CLAIMED, claimed_by=request.user)
-    if q:
-        base = base.filter(proposal_text_q(q, id_field="proposal_id"))
-    counts = base.aggregate(
-        all=Count("pk"), **{code: Count("pk", filter=_reason_q(code)) for code in REASON_LABELS}
-    )
-    rows = base.filter(_reason_q(reason)) if reason else base
-    ids = rows.order_by(*INBOX_SORTS[sort]).values_list("pk", flat=True)
+    filters = inbox_filters(request.GET)
+    counts = inbox_counts(filters, request.user)
+    listed = counts["listed"]
+    ids = inbox_page_rows(filters, request.user, listed).values_list("pk", flat=True)
     paginator = Paginator(ids, INBOX_PAGE_SIZE)
-    # The reason counts above already counted these rows: no second COUNT.
-    paginator.count = counts[reason or "all"]
+    # The counts above already counted these rows: no second COUNT. A list
+    # pages through its first COUNT_LIMIT rows only (see inbox.py).
+    paginator.count = listed.listable
     page = paginator.get_page(request.GET.get("page"))
     # Ids first, then the page's rows: a deep page skips over the escalation
     # index alone instead of sorting and skipping joined proposal rows.
@@ -125,29 +99,33 @@ def inbox(request):
     panel_query = _query_without(request, "reason", "page")
     context = {
         "page": page,
-        "reason": reason,
-        "panel_id": panel_id,
-        "sort": sort,
-        "mine": mine,
-        "q": q,
+        "reason": filters.reason,
+        "panel_id": filters.panel_id,
+        "sort": filters.sort,
+        "mine": filters.mine,
+        "q": filters.search.text,
+        "search_error": filters.search.error,
         "reason_filters": [
             {
                 "code": code,
                 "label": label,
-                "count": counts[code],
+                "count": counts[code].label,
                 "query": "&".join(filter(None, [panel_query, f"reason={code}"])),
             }
             for code, label in REASON_LABELS.items()
         ],
-        "all_count": counts["all"],
+        "all_count": counts["all"].label,
         "all_query": panel_query,
+        "listed_over": listed.over,
+        "count_limit": f"{inbox_queries.COUNT_LIMIT:,}",
         "page_query": _query_without(request, "page"),
         "poll_seconds": INBOX_POLL_SECONDS,
     }
+    status = 400 if filters.search.error else 200
     if _is_htmx(request):
-        return render(request, "web/inbox.html#results", context)
+        return render(request, "web/inbox.html#results", context, status=status)
     context["panels"] = Panel.objects.only("id", "name").order_by("name")
-    return render(request, "web/inbox.html", context)
+    return render(request, "web/inbox.html", context, status=status)
 
 
 # --- proposals ----------------------------------------------------------------
@@ -215,7 +193,7 @@ def _drill_down(request, rows):
 def proposal_list(request):
     status = _choice_param(request, "status", Proposal.Status.values)
     panel_id = _int_param(request, "panel")
-    q = clean_query(request.GET.get("q", ""))
+    search = search_typed(request.GET.get("q", ""))
 
     rows = Proposal.objects.select_related("panel", "decision").defer(
         *PROPOSAL_HEAVY, "decision__payload"
@@ -224,8 +202,10 @@ def proposal_list(request):
         rows = rows.filter(status=status)
     if panel_id is not None:
         rows = rows.filter(panel_id=panel_id)
-    if q:
-        rows = rows.filter(proposal_text_q(q, reference=True))
+    if search.error:
+        rows = rows.none()  # a search that can never run matches nothing
+    elif search.query is not None:
+        rows = rows.filter(proposal_text_q(search.query, reference=search.text))
     rows, drill_down = _drill_down(request, rows)
     page = Paginator(rows.order_by("-created_at", "-id"), LIST_PAGE_SIZE).get_page(
         request.GET.get("page")
@@ -242,7 +222,8 @@ def proposal_list(request):
             "statuses": Proposal.Status.values,
             "panel_id": panel_id,
             "panels": Panel.objects.only("id", "name").order_by("name"),
-            "q": q,
+            "q": search.text,
+            "search_error": search.error,
             "drill_down": drill_down,
             "without_drill_down": _query_without(
                 request,
@@ -251,6 +232,7 @@ def proposal_list(request):
             ),
             "page_query": _query_without(request, "page"),
         },
+        status=400 if search.error else 200,
     )
 
 

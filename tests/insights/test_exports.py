@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+from django.db import OperationalError, connection
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 
@@ -14,6 +15,9 @@ from tests.review.helpers import submit
 from .builders import BAD_CITE, GOOD_CITE, decide, judged, make_panel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.insights.urls")]
+
+# The session, its user and the reviewers-group check.
+SIGN_IN = 3
 
 
 def _body(response) -> str:
@@ -237,15 +241,15 @@ def test_export_reads_in_chunks_with_a_prefetch_per_chunk(
     for _ in range(5):
         judged(panel, {"c1": "pass", "c2": "pass"})
 
-    response = reviewer_client.get(reverse("export_proposals_jsonl"))
+    # Signing the reviewer in (3), then the first chunk before the response
+    # starts: the proposals, and the chunk's judgements and escalations.
+    with django_assert_num_queries(SIGN_IN + 3):
+        response = reviewer_client.get(reverse("export_proposals_jsonl"))
     lines = iter(response.streaming_content)
-    # The view returned without reading a row: the rows are read as the body is sent.
-    # The proposals, and the first chunk's judgements and escalations.
-    with django_assert_num_queries(3):
-        first = json.loads(next(lines))
-    assert len(first["judgements"]) == 2
     with django_assert_num_queries(0):
+        first = json.loads(next(lines))
         next(lines)  # the rest of the first chunk is already in memory
+    assert len(first["judgements"]) == 2
     with django_assert_num_queries(4):  # two more chunks: judgements and escalations each
         rest = list(lines)
     assert len(rest) == 3
@@ -259,8 +263,71 @@ def test_export_query_count_grows_only_with_chunks(
     panel = make_panel("k1", "k2", need=2)
     for _ in range(12):
         judged(panel, {"k1": "pass", "k2": "fail"})
-    response = reviewer_client.get(reverse("export_proposals_csv"))
     # One chunk: the proposals, their judgements and their escalations.
-    with django_assert_num_queries(3):
-        rows = list(csv.DictReader(io.StringIO(_body(response))))
+    with django_assert_num_queries(SIGN_IN + 3):
+        rows = list(
+            csv.DictReader(io.StringIO(_body(reviewer_client.get(reverse("export_proposals_csv")))))
+        )
     assert len(rows) == 12 == Proposal.objects.count()
+
+
+@pytest.mark.parametrize("name", ["export_proposals_csv", "export_proposals_jsonl"])
+@pytest.mark.parametrize(
+    ("q", "message"),
+    [
+        ("x" * 100_000, "at most 500 characters (this one has 100,000)"),
+        (" ".join(f"w{i}" for i in range(40)), "at most 32 (this one has 40)"),
+        ("---", "no word to look for"),
+    ],
+)
+def test_a_search_that_cannot_run_answers_400_saying_why(reviewer_client, data, name, q, message):
+    response = reviewer_client.get(reverse(name), {"q": q})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="needs PostgreSQL: websearch_to_tsquery and its operator stack are PostgreSQL's",
+)
+@pytest.mark.parametrize("name", ["export_proposals_csv", "export_proposals_jsonl"])
+@pytest.mark.parametrize("q", ["-" * 33, "- " * 2000])
+def test_runs_of_dashes_answer_400_not_an_export_cut_after_its_header(
+    reviewer_client, data, name, q
+):
+    assert reviewer_client.get(reverse(name), {"q": q}).status_code == 400
+
+
+def _fails_at(monkeypatch, number: int) -> None:
+    """The `number`th record cannot be read: the database goes away."""
+    read = iter(range(1, 10**6))
+    record = exports.proposal_record
+
+    def flaky(proposal):
+        if next(read) == number:
+            raise OperationalError("server closed the connection unexpectedly")
+        return record(proposal)
+
+    monkeypatch.setattr(exports, "proposal_record", flaky)
+
+
+@pytest.mark.parametrize("name", ["export_proposals_csv", "export_proposals_jsonl"])
+def test_an_export_that_cannot_start_answers_503_not_an_empty_file(
+    reviewer_client, data, monkeypatch, name
+):
+    _fails_at(monkeypatch, 1)
+    response = reviewer_client.get(reverse(name))
+    assert response.status_code == 503
+    assert response["Retry-After"]
+
+
+@pytest.mark.parametrize("name", ["export_proposals_csv", "export_proposals_jsonl"])
+def test_an_export_that_fails_part_way_breaks_off_instead_of_ending(
+    reviewer_client, data, monkeypatch, name
+):
+    monkeypatch.setattr(exports, "EXPORT_CHUNK_SIZE", 1)
+    _fails_at(monkeypatch, 2)
+    response = reviewer_client.get(reverse(name))
+    assert response.status_code == 200  # sent before the failure
+    with pytest.raises(OperationalError):
+        b"".join(response.streaming_content)

@@ -423,3 +423,13 @@ def test_next_follows_the_inbox_search_and_order(reviewer, panel):
     assert oldest["Location"].startswith(f"/proposals/{old.pk}?")
     newest = client.get(reverse("escalation_next"), {"queue": "q=refund"})
     assert newest["Location"].startswith(f"/proposals/{new.pk}?")
+
+
+def test_next_under_a_search_that_cannot_run_finds_nothing_rather_than_failing(reviewer, panel):
+    from .builders import split_panel_proposal
+
+    split_panel_proposal(panel)
+    client, _ = _csrf_client(reviewer)
+    response = client.get(reverse("escalation_next"), {"queue": "q=" + "-" * 40})
+    assert response.status_code == 302
+    assert response["Location"] == "/?q=" + "-" * 40

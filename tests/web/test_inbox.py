@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from reviewapp.review.models import Escalation
 from reviewapp.review.services.escalations import escalation_claim
+from reviewapp.web import inbox
 
 from .builders import judgement, make_panel, run_panel, split_panel_proposal
 
@@ -210,6 +211,63 @@ def test_filters_keep_each_other_in_the_reason_links(reviewer_client, escalation
     assert "q=sky&amp;sort=oldest&amp;mine=1&amp;reason=no_quorum" in html
 
 
+def test_counts_stop_at_the_limit_and_the_list_at_its_first_rows(
+    reviewer_client, panel, monkeypatch
+):
+    monkeypatch.setattr(inbox, "COUNT_LIMIT", 3)
+    escalations = _escalations(panel, 5)
+    response = reviewer_client.get(reverse("inbox"))
+    html = response.content.decode()
+    assert 'data-count="all">3+<' in html and 'data-count="no_quorum">3+<' in html
+    assert 'data-count="lens_failed">0<' in html
+    assert "Counts stop at 3, and the list shows its first 3" in html
+    assert _row_ids(response) == [e.pk for e in reversed(escalations)][:3]
+    oldest = _row_ids(reviewer_client.get(reverse("inbox"), {"sort": "oldest"}))
+    assert oldest == [e.pk for e in escalations][:3]
+
+
+def test_a_search_lists_its_few_matches_in_order_with_exact_counts(reviewer_client, panel):
+    kiwis = _escalations(panel, 3, prefix="kiwi")
+    _escalations(panel, 2, prefix="pear")
+    response = reviewer_client.get(reverse("inbox"), {"q": "kiwi", "sort": "oldest"})
+    html = response.content.decode()
+    assert _row_ids(response) == [e.pk for e in kiwis]
+    assert 'data-count="all">3<' in html and 'data-count="no_quorum">3<' in html
+
+
+def test_a_search_with_more_matches_than_the_limit_lists_the_newest_first(
+    reviewer_client, panel, monkeypatch
+):
+    monkeypatch.setattr(inbox, "COUNT_LIMIT", 2)
+    kiwis = _escalations(panel, 4, prefix="kiwi")
+    _escalations(panel, 2, prefix="pear")
+    response = reviewer_client.get(reverse("inbox"), {"q": "kiwi"})
+    html = response.content.decode()
+    assert _row_ids(response) == [kiwis[3].pk, kiwis[2].pk]
+    assert 'data-count="all">2+<' in html
+    # Counted from the first matches found, which need not be all of a reason's.
+    assert 'data-count="lens_failed"' not in html
+
+
+def test_a_search_past_the_limit_costs_no_extra_query(
+    reviewer_client, panel, monkeypatch, django_assert_num_queries
+):
+    monkeypatch.setattr(inbox, "COUNT_LIMIT", 2)
+    _escalations(panel, 5)
+    with django_assert_num_queries(INBOX_QUERIES):
+        response = reviewer_client.get(reverse("inbox"), {"q": "sky", "reason": "no_quorum"})
+    assert len(_row_ids(response)) == 2
+
+
+def test_a_search_with_a_reason_counts_what_it_lists(reviewer_client, panel, monkeypatch):
+    monkeypatch.setattr(inbox, "COUNT_LIMIT", 2)
+    _escalations(panel, 3, prefix="kiwi")
+    failed = _lens_failed("kiwi, and one lens never answered.")
+    response = reviewer_client.get(reverse("inbox"), {"q": "kiwi", "reason": "lens_failed"})
+    assert _row_ids(response) == [failed.pk]
+    assert "Counts stop at" not in response.content.decode()
+
+
 @pytest.mark.parametrize("rows", [3, 30])
 def test_searching_and_filtering_the_inbox_costs_no_extra_query(
     reviewer_client, reviewer, panel, django_assert_num_queries, rows
@@ -218,3 +276,5 @@ def test_searching_and_filtering_the_inbox_costs_no_extra_query(
     escalation_claim(escalation_id=escalations[0].pk, user=reviewer)
     with django_assert_num_queries(INBOX_QUERIES):
         reviewer_client.get(reverse("inbox"), {"q": "sky", "sort": "oldest", "mine": "1"})
+    with django_assert_num_queries(INBOX_QUERIES):
+        reviewer_client.get(reverse("inbox"), {"q": "sky", "reason": "no_quorum"})

@@ -1,7 +1,7 @@
 """A GIN index for full-text search over proposals' title and content (PostgreSQL only).
 
-Created with the very expression reviewapp.web.search queries with, so the
-planner uses it. It is kept out of the model's Meta on purpose: SQLite has no
+Created with the very expression reviewapp.review.search defines and the
+searches use, so the planner uses it. It is kept out of the model's Meta on purpose: SQLite has no
 GIN, and a Meta index would be re-created whenever SQLite rebuilds the table.
 """
 
@@ -12,7 +12,7 @@ INDEX_NAME = "proposal_search"
 
 
 def _index():
-    from reviewapp.web.search import proposal_search_vector
+    from reviewapp.review.search import proposal_search_vector
 
     return GinIndex(proposal_search_vector(), name=INDEX_NAME)
 

@@ -185,7 +185,8 @@ def escalation_decide(
             raise ClaimHeldByOther(_holder_name(escalation))
         escalation.status = Escalation.Status.RESOLVED
         escalation.resolved_at = timezone.now()
-        escalation.save(update_fields=["status", "resolved_at"])
+        escalation.search = None  # only open escalations are searched
+        escalation.save(update_fields=["status", "resolved_at", "search"])
         Proposal.objects.filter(pk=escalation.proposal_id).update(
             status=Proposal.Status.DECIDED, updated_at=timezone.now()
         )

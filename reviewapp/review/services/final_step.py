@@ -14,6 +14,7 @@ from django.utils import timezone
 from reviewapp.webhooks.events import webhook_record_escalated
 
 from ..models import Escalation, Proposal
+from ..search import escalation_search_vector
 
 ERROR_LIMIT = 2000
 
@@ -57,6 +58,7 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         escalation = Escalation.objects.create(
             proposal=proposal,
             reasons=[Escalation.Reason.FINAL_STEP_FAILED.value],
+            search=escalation_search_vector(proposal.pk),
             detail={
                 "explanation": (
                     f"The final step (checkers, tally, routing) did not finish after {attempts} "

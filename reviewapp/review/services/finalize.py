@@ -15,6 +15,7 @@ from reviewapp.webhooks.events import webhook_record_escalated
 
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
+from ..search import escalation_search_vector
 from .decisions import decision_append
 from .in_flight import gone_from_snapshot
 from .judgements import LensAnswer, answered_lens_ids, answers_write, proposal_lock_counter
@@ -163,6 +164,7 @@ def proposal_finalize(
             escalation = Escalation.objects.create(
                 proposal=proposal,
                 reasons=list(decided.reasons),
+                search=escalation_search_vector(proposal.pk),
                 detail={
                     "explanation": decided.explanation,
                     "failed_lenses": failed,
