@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 
 from reviewapp.api import api, endpoint_not_found
 from reviewapp.health import healthz
+from reviewapp.ledger.tiles import checkpoint_view, tile_view
 from reviewapp.ledger.views import export_view
 
 urlpatterns = [
@@ -11,6 +12,9 @@ urlpatterns = [
     path("api/", api.urls),
     re_path(r"^api/(?P<path>.*)$", endpoint_not_found),
     path("decisions/export.jsonl", export_view, name="ledger_export"),
+    # C2SP tlog-tiles: the prefix is <origin>/ledger/.
+    path("ledger/checkpoint", checkpoint_view, name="ledger_tiles_checkpoint"),
+    path("ledger/tile/<path:path>", tile_view, name="ledger_tile"),
     path("", include("reviewapp.insights.urls")),
     path("", include("reviewapp.web.urls")),
 ]
