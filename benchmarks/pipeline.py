@@ -39,8 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import _support as s  # noqa: E402
-from benchmarks._profile import Profiler, summarise_profile  # noqa: E402
+from benchmarks.support import processes as s  # noqa: E402
+from benchmarks.support.profiling import Profiler, summarise_profile  # noqa: E402
 
 TARGET_PER_SECOND = 50.0
 TASKS_PER_PROPOSAL = 1  # evaluate_proposal: the 3 lenses inline, then the final step

@@ -6,7 +6,7 @@ db, /14, flushed per run), gunicorn and Celery worker processes started here
 with the production settings module (`DEBUG=false`). Nothing here touches the
 `reviewapp` / `test_reviewapp` databases or Redis /15 that the test suite uses.
 
-The Celery worker is started with ``-I benchmarks._support`` so it registers
+The Celery worker is started with ``-I benchmarks.support.processes`` so it registers
 the no-op tasks below; the benchmark measures a bare task round trip against
 them and compares the pipeline with it.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nacl.signing
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -287,7 +287,7 @@ def start_worker(
         "reviewapp",
         "worker",
         "-I",
-        "benchmarks._support",
+        "benchmarks.support.processes",
         "--loglevel",
         "INFO",
         "--concurrency",
@@ -821,7 +821,7 @@ def heading(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-# ── no-op tasks (registered in the worker via `-I benchmarks._support`) ──────
+# ── no-op tasks (registered in the worker via `-I benchmarks.support.processes`) ──────
 
 
 def _register_tasks():

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks import _support as s
+from benchmarks.support import processes as s
 
 
 class Profiler:
