@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.support import processes as s  # noqa: E402
+from benchmarks import support as s  # noqa: E402
 
 DRILL_DB = "reviewapp_drill"
 SLOW_LENS_SECONDS = 0.3
