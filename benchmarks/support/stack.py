@@ -114,12 +114,14 @@ def collectstatic() -> None:
 
 
 def fresh_stack(name: str, **env_extra: str) -> dict[str, str]:
-    """A clean bench database (migrated) and broker db; Django set up in this process."""
+    """A clean bench database (migrated) and broker db, the static manifest a DEBUG=false
+    server refuses to start without; Django set up in this process."""
     env = bench_env(name, **env_extra)
     reset_database()
     flush_redis(env["CELERY_BROKER_URL"])
     django_setup(env)
     migrate()
+    collectstatic()
     return env
 
 
