@@ -39,7 +39,10 @@
   }
 
   function loginLink() {
-    return { href: "/login/?next=" + encodeURIComponent(location.pathname + location.search), text: "Log in again" };
+    return {
+      href: "/login/?session=expired&next=" + encodeURIComponent(location.pathname + location.search),
+      text: "Log in again",
+    };
   }
 
   // --- the draft ---------------------------------------------------------------
