@@ -59,3 +59,21 @@ def test_after_logging_out_the_login_says_nothing_of_an_expired_session(
     page.wait_for_url("**/login/**")
     expect(page.locator("#login-title")).to_be_visible()
     expect(page.locator("#session-expired")).to_be_hidden()
+
+
+@pytest.mark.parametrize("key", ["a", "r"])
+def test_a_or_r_before_claiming_says_claim_first(open_as, reviewer, escalation, key):
+    page = open_as(reviewer, f"/proposals/{escalation.proposal_id}")
+    status = page.locator("#desk-status")
+    expect(status).to_be_hidden()
+    assert status.get_attribute("role") == "status"
+    page.keyboard.press(key)
+    expect(status).to_be_visible()
+    expect(status).to_contain_text("Claim first (c)")
+    # c claims, and then the same key chooses.
+    page.keyboard.press("c")
+    page.wait_for_selector("#approve-btn")
+    page.keyboard.press("Escape")
+    page.keyboard.press(key)
+    expect(page.locator("#chosen-outcome")).to_contain_text("Ctrl+Enter will")
+    assert page.evaluate("() => document.activeElement.id") == "rationale"
