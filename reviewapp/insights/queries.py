@@ -13,27 +13,28 @@ when its proposal is in scope.
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import (
-    Case,
-    CharField,
     Count,
     DurationField,
     Exists,
     ExpressionWrapper,
     F,
-    IntegerField,
     OuterRef,
     Q,
-    Value,
-    When,
 )
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, NullIf, TruncDate
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from reviewapp.core.agreement import FleissSums, PairTable, cohen_kappa, fleiss_kappa
+from reviewapp.insights.drilldown import (
+    LARGER_SIDE,
+    LARGER_SIDE_DECIDED,
+    claim_cutoff,
+    escalation_reviewer,
+    with_tally_votes,
+    workload_columns,
+)
 from reviewapp.review.models import (
     Claim,
     Decision,
@@ -442,30 +443,13 @@ class LargerSide:
 
 def human_vs_larger_side(scope: Scope) -> LargerSide:
     """One aggregate over no-quorum proposals a reviewer decided."""
-    approved = Q(decision__outcome=Decision.Outcome.APPROVED)
-    rejected = Q(decision__outcome=Decision.Outcome.REJECTED)
-    pass_larger = Q(tally_passed__gt=F("tally_failed"))
-    fail_larger = Q(tally_failed__gt=F("tally_passed"))
-    counts = (
-        scope.proposals()
-        .filter(decision__basis=Decision.Basis.REVIEWER, tally__outcome="no_quorum")
-        .annotate(
-            tally_passed=Cast(KT("tally__passed"), IntegerField()),
-            tally_failed=Cast(KT("tally__failed"), IntegerField()),
-        )
-        .aggregate(
-            decided=Count("pk"),
-            agreed=Count("pk", filter=(approved & pass_larger) | (rejected & fail_larger)),
-            disagreed=Count("pk", filter=(rejected & pass_larger) | (approved & fail_larger)),
-            ties=Count("pk", filter=Q(tally_passed=F("tally_failed"))),
-        )
+    counts = with_tally_votes(scope.proposals().filter(LARGER_SIDE_DECIDED)).aggregate(
+        **{key: Count("pk", filter=q) for key, q in LARGER_SIDE.items()}
     )
     return LargerSide(**counts)
 
 
 # --- reviewer workload ------------------------------------------------------
-
-UNCLAIMED = ""
 
 
 @dataclass
@@ -483,30 +467,15 @@ class Workload:
 
 def reviewer_workload(scope: Scope) -> list[Workload]:
     """One query: escalations by who holds them (open ones by nobody) or who resolved them."""
-    cutoff = timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
-    status = Escalation.Status
-    who = Case(
-        When(
-            status=status.RESOLVED,
-            then=Coalesce(
-                NullIf(F("decision__decided_by_name"), Value("")),
-                F("claimed_by__username"),
-                Value(UNCLAIMED),
-            ),
-        ),
-        When(status=status.CLAIMED, then=Coalesce(F("claimed_by__username"), Value(UNCLAIMED))),
-        default=Value(UNCLAIMED),
-        output_field=CharField(),
-    )
     rows = (
         Escalation.objects.filter(scope.q("proposal__"))
-        .annotate(reviewer=who)
+        .annotate(reviewer=escalation_reviewer())
         .values("reviewer")
         .annotate(
-            open=Count("pk", filter=Q(status=status.OPEN)),
-            claimed=Count("pk", filter=Q(status=status.CLAIMED)),
-            expired=Count("pk", filter=Q(status=status.CLAIMED, claimed_at__lt=cutoff)),
-            resolved=Count("pk", filter=Q(status=status.RESOLVED)),
+            **{
+                column: Count("pk", filter=q)
+                for column, q in workload_columns(claim_cutoff()).items()
+            }
         )
         .order_by("reviewer")
     )
