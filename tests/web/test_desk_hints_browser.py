@@ -7,16 +7,11 @@ from playwright.sync_api import expect
 from reviewapp.review.models import Decision
 from reviewapp.review.services.escalations import escalation_claim
 
+from .test_desk_browser import _log_in_again
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "pw-for-tests"  # tests/factories.py
 DRAFT = "Checked every cite; the failing lens misread it."
-
-
-def _log_in(page, user):
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
 
 
 def test_after_the_session_expires_the_login_says_so_and_that_the_draft_is_kept(
@@ -32,7 +27,7 @@ def test_after_the_session_expires_the_login_says_so_and_that_the_draft_is_kept(
     expect(page.locator("#session-expired")).to_contain_text("Your session has expired")
     expect(page.locator("#drafts-kept")).to_contain_text("kept in this browser")
     # And it is true: the draft is back once logged in again.
-    _log_in(page, reviewer)
+    _log_in_again(page, reviewer)
     page.wait_for_url(f"**/proposals/{escalation.proposal_id}")
     assert page.input_value("#rationale") == DRAFT
     page.click("#approve-btn")
