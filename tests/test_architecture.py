@@ -27,6 +27,7 @@ ALLOWED_BETWEEN_WEB_LAYERS = frozenset(
         # The proposal list filters by the dashboard's figures: the scope and the named
         # sets of proposals belong with the proposal queries in reviewapp/review/.
         ("reviewapp.web.views", "reviewapp.insights.scope"),
+        ("reviewapp.web.views", "reviewapp.insights.drilldown"),
         # Who may open reviewer pages (reviewer_required, is_reviewer): beside
         # may_sign_decisions in reviewapp/review/access.py.
         ("reviewapp.insights.views", "reviewapp.web.access"),

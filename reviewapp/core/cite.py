@@ -176,7 +176,7 @@ def _normalise(s: str) -> _Normalised:
     return _Normalised(folded, origin)
 
 
-class _Corpus:
+class Corpus:
     """A source prepared for resolving many cites: normalised once, on first need."""
 
     def __init__(self, source: str) -> None:
@@ -212,12 +212,12 @@ class _Corpus:
 
 def resolve_cite(source: str, cite: str) -> CiteSpan | None:
     """The span of ``source`` that ``cite`` quotes, or None if it quotes nothing there."""
-    return _Corpus(source).resolve(cite)
+    return Corpus(source).resolve(cite)
 
 
 def resolve_cites(source: str, cites: list[str]) -> list[CiteSpan | None]:
     """``resolve_cite`` for each cite, normalising ``source`` at most once."""
-    corpus = _Corpus(source)
+    corpus = Corpus(source)
     return [corpus.resolve(cite) for cite in cites]
 
 

@@ -8,13 +8,12 @@ themselves, in SQL written for both SQLite and PostgreSQL).
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Count, F, IntegerField, Q
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import Count
 
 from reviewapp.core.agreement import FleissSums, PairTable, cohen_kappa, fleiss_kappa
-from reviewapp.review.models import Decision, Judgement, Lens, Panel, Proposal
+from reviewapp.review.models import Judgement, Lens, Panel, Proposal
 
+from .drilldown import LARGER_SIDE, LARGER_SIDE_DECIDED, with_tally_votes
 from .scope import Scope
 
 PASS = Judgement.Verdict.PASS
@@ -187,22 +186,7 @@ class LargerSide:
 
 def human_vs_larger_side(scope: Scope) -> LargerSide:
     """One aggregate over no-quorum proposals a reviewer decided."""
-    approved = Q(decision__outcome=Decision.Outcome.APPROVED)
-    rejected = Q(decision__outcome=Decision.Outcome.REJECTED)
-    pass_larger = Q(tally_passed__gt=F("tally_failed"))
-    fail_larger = Q(tally_failed__gt=F("tally_passed"))
-    counts = (
-        scope.proposals()
-        .filter(decision__basis=Decision.Basis.REVIEWER, tally__outcome="no_quorum")
-        .annotate(
-            tally_passed=Cast(KT("tally__passed"), IntegerField()),
-            tally_failed=Cast(KT("tally__failed"), IntegerField()),
-        )
-        .aggregate(
-            decided=Count("pk"),
-            agreed=Count("pk", filter=(approved & pass_larger) | (rejected & fail_larger)),
-            disagreed=Count("pk", filter=(rejected & pass_larger) | (approved & fail_larger)),
-            ties=Count("pk", filter=Q(tally_passed=F("tally_failed"))),
-        )
+    counts = with_tally_votes(scope.proposals().filter(LARGER_SIDE_DECIDED)).aggregate(
+        **{key: Count("pk", filter=q) for key, q in LARGER_SIDE.items()}
     )
     return LargerSide(**counts)

@@ -13,20 +13,14 @@ when its proposal is in scope.
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.conf import settings
 from django.db.models import (
-    Case,
-    CharField,
     Count,
     DurationField,
     ExpressionWrapper,
     F,
     Q,
-    Value,
-    When,
 )
-from django.db.models.functions import Coalesce, NullIf, TruncDate
-from django.utils import timezone
+from django.db.models.functions import TruncDate
 
 from reviewapp.review.models import Claim, Decision, Escalation, Judgement, LensFailure
 
@@ -38,6 +32,7 @@ from .agreement import (
     pairwise_agreement,
     panel_agreement,
 )
+from .drilldown import claim_cutoff, escalation_reviewer, workload_columns
 from .scope import PROPOSAL_SETS, Scope
 
 PASS = Judgement.Verdict.PASS
@@ -214,9 +209,6 @@ def lens_stats(scope: Scope) -> list[LensRow]:
 
 # --- reviewer workload ------------------------------------------------------
 
-UNCLAIMED = ""
-
-
 @dataclass
 class Workload:
     reviewer: str  # UNCLAIMED for escalations nobody holds
@@ -232,30 +224,15 @@ class Workload:
 
 def reviewer_workload(scope: Scope) -> list[Workload]:
     """One query: escalations by who holds them (open ones by nobody) or who resolved them."""
-    cutoff = timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
-    status = Escalation.Status
-    who = Case(
-        When(
-            status=status.RESOLVED,
-            then=Coalesce(
-                NullIf(F("decision__decided_by_name"), Value("")),
-                F("claimed_by__username"),
-                Value(UNCLAIMED),
-            ),
-        ),
-        When(status=status.CLAIMED, then=Coalesce(F("claimed_by__username"), Value(UNCLAIMED))),
-        default=Value(UNCLAIMED),
-        output_field=CharField(),
-    )
     rows = (
         Escalation.objects.filter(scope.q("proposal__"))
-        .annotate(reviewer=who)
+        .annotate(reviewer=escalation_reviewer())
         .values("reviewer")
         .annotate(
-            open=Count("pk", filter=Q(status=status.OPEN)),
-            claimed=Count("pk", filter=Q(status=status.CLAIMED)),
-            expired=Count("pk", filter=Q(status=status.CLAIMED, claimed_at__lt=cutoff)),
-            resolved=Count("pk", filter=Q(status=status.RESOLVED)),
+            **{
+                column: Count("pk", filter=q)
+                for column, q in workload_columns(claim_cutoff()).items()
+            }
         )
         .order_by("reviewer")
     )

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 from reviewapp.review.models import Panel
 from reviewapp.web.access import reviewer_required
 
-from . import charts, queries
+from . import charts, drilldown, queries
 from .agreement import PairAgreement
 from .charts import BarRow, Series
 from .scope import PROPOSAL_SETS, Scope
@@ -316,6 +316,9 @@ def _tables(data: queries.Dashboard) -> dict:
                 "failures": lens.failures,
                 "links": {
                     "judgements": list_url(scope, lens=lens.lens_id),
+                    # Claims link to the proposals they are in.
+                    "claims": list_url(scope, lens=lens.lens_id, cites="any"),
+                    "unresolved": list_url(scope, lens=lens.lens_id, cites="unresolved"),
                     "passed": list_url(scope, lens=lens.lens_id, verdict="pass"),
                     "failures": list_url(scope, lens=lens.lens_id, lens_failed=1),
                 },
@@ -337,6 +340,7 @@ def _tables(data: queries.Dashboard) -> dict:
         ],
         "panels": [
             {
+                "link": list_url(replace(scope, panel_id=p.panel_id), raters=p.raters),
                 "panel": p.panel,
                 "items": p.items,
                 "raters": p.raters,
@@ -353,8 +357,20 @@ def _tables(data: queries.Dashboard) -> dict:
             "compared": data.larger_side.compared,
             "rate": data.larger_side.agreement_rate,
             "rate_text": _pct(data.larger_side.agreement_rate),
+            "links": {key: list_url(scope, larger_side=key) for key in drilldown.LARGER_SIDE},
         },
-        "workload": data.workload,
+        "workload": [
+            {
+                "reviewer": w.reviewer,
+                **{column: getattr(w, column) for column in drilldown.WORKLOAD_COLUMNS},
+                # Absent, the reviewer is "nobody" (UNCLAIMED).
+                "links": {
+                    column: list_url(scope, workload=column, reviewer=w.reviewer)
+                    for column in drilldown.WORKLOAD_COLUMNS
+                },
+            }
+            for w in data.workload
+        ],
     }
 
 

@@ -3,9 +3,11 @@
 from functools import wraps
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
+from django.shortcuts import resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from reviewapp.review.access import may_sign_decisions
@@ -43,6 +45,23 @@ def _wants_status(request) -> bool:
     )
 
 
+def _expired_login_url() -> str:
+    return f"{resolve_url(settings.LOGIN_URL)}?session=expired"
+
+
+def _session_ended(request) -> bool:
+    """Whether this anonymous request comes from a session that has ended, not a first visit.
+
+    A session cookie that names no live session, an htmx or app.js request, or
+    a POST: each comes from a page rendered for a signed-in reviewer.
+    """
+    return (
+        settings.SESSION_COOKIE_NAME in request.COOKIES
+        or request.method == "POST"
+        or _wants_status(request)
+    )
+
+
 def reviewer_required(view):
     """Anonymous visitors go to the login page; signed-in non-reviewers get 403.
 
@@ -54,7 +73,11 @@ def reviewer_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not request.user.is_authenticated:
-            login = redirect_to_login(_return_path(request))
+            login = redirect_to_login(
+                _return_path(request),
+                # The login page then says so, and that typed drafts are kept.
+                login_url=_expired_login_url() if _session_ended(request) else None,
+            )
             if _wants_status(request):
                 response = HttpResponse(
                     "Your session has expired: log in again.", status=401, content_type="text/plain"

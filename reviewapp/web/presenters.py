@@ -7,10 +7,14 @@ queries per page), these functions only arrange them.
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from hashlib import sha256
 
 from django.conf import settings
+from django.core.cache import cache
 from django.utils import timezone
 
+from reviewapp.core.cite import EVAL_THOUGHT_LIMIT
+from reviewapp.core.near_miss import NearMisses
 from reviewapp.review.access import may_sign_decisions
 from reviewapp.review.models import Claim, Escalation, Judgement, LensFailure, Proposal
 
@@ -109,6 +113,37 @@ def unresolved_why(*, dropped: bool, backend: str, requote_rounds: int) -> str:
         asks = f"{requote_rounds} re-quote request{'s' if requote_rounds != 1 else ''}"
         return f"dropped after {asks}: the re-quote budget is spent"
     return "dropped by the panel's reject policy without a re-quote request"
+
+
+def _digest(text: str) -> str:
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def near_miss_notes(content: str, thought_process: str, cites: list[str]) -> dict[str, str]:
+    """For each refused cite, what differs from the text where a loosening the
+    ladder refuses on purpose explains it, else "" (see core/near_miss.py).
+
+    Searched where grounding searched: the content, then the thought window.
+    Cached for good under the texts' digest: a proposal's text never changes,
+    and retrying a megabyte under several loosenings takes a second or two.
+    """
+    thought = thought_process[:EVAL_THOUGHT_LIMIT]
+    texts = _digest(_digest(content) + _digest(thought))
+    keys = {cite: f"near-miss:1:{texts}:{_digest(cite)}" for cite in set(cites) if cite}
+    known = cache.get_many(list(keys.values()))
+    notes = {cite: known[key] for cite, key in keys.items() if key in known}
+    in_content, in_thought = NearMisses(content), NearMisses(thought)
+    fresh = {}
+    for cite, key in keys.items():
+        if cite in notes:
+            continue
+        note = in_content.note(cite)
+        if note is None and (note := in_thought.note(cite)) is not None:
+            note = f"in the thought process, {note}"
+        notes[cite] = fresh[key] = note or ""
+    if fresh:
+        cache.set_many(fresh, timeout=None)
+    return notes
 
 
 def tally_text(tally: dict | None) -> str:
@@ -273,6 +308,13 @@ def proposal_view(
                 )
                 unresolved.append(item)
             card.claims.append(item)
+
+    if unresolved:
+        notes = near_miss_notes(
+            proposal.content, proposal.thought_process, [c["cite"] for c in unresolved]
+        )
+        for item in unresolved:
+            item["near_miss"] = notes.get(item["cite"], "")
 
     ordered = sorted(spans.values(), key=lambda s: (s["start"], s["end"]))
     for index, span in enumerate(ordered):

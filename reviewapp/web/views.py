@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from reviewapp.insights import drilldown
 from reviewapp.insights.scope import PROPOSAL_SETS, Scope, lens_q
 from reviewapp.ledger.services import decision_ledger_status
 from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
@@ -148,6 +149,19 @@ SET_WORDS = {
     "sent_to_human": "sent to a human (open or decided since)",
 }
 VERDICTS = ("pass", "fail")
+CITE_WORDS = {"any": "with claims", "unresolved": "with unresolved cites"}
+WORKLOAD_WORDS = {
+    "open": "with an open escalation nobody holds",
+    "claimed": "with an escalation claimed by {reviewer}",
+    "expired": "with an escalation claimed by {reviewer} whose claim has lapsed",
+    "resolved": "with an escalation resolved by {reviewer}",
+}
+LARGER_SIDE_WORDS = {
+    "decided": "without quorum, decided by a reviewer",
+    "agreed": "without quorum, where the reviewer sided with the larger side",
+    "disagreed": "without quorum, where the reviewer sided against the larger side",
+    "ties": "without quorum, decided by a reviewer on a tied vote",
+}
 
 
 def _drill_down(request, rows):
@@ -183,6 +197,31 @@ def _drill_down(request, rows):
             words.append(f"lens {judged[0]} failed on them")
         else:
             words.append("judged by lens " + " and lens ".join(judged))
+        cites = _choice_param(request, "cites", CITE_WORDS)
+        if cites and "lens2" not in lenses:
+            lens_id = lenses["lens"][0]
+            rows = rows.filter(drilldown.lens_claims_q(lens_id=lens_id, unresolved=cites != "any"))
+            words.append(CITE_WORDS[cites] + " by that lens")
+    return _more_drill_down(request, rows, words)
+
+
+def _more_drill_down(request, rows, words):
+    """The workload, Fleiss and larger-side figures' filters (see insights.drilldown)."""
+    column = _choice_param(request, "workload", drilldown.WORKLOAD_COLUMNS)
+    if column:
+        reviewer = request.GET.get("reviewer", drilldown.UNCLAIMED)
+        rows = rows.filter(drilldown.workload_q(column=column, reviewer=reviewer))
+        words.append(WORKLOAD_WORDS[column].format(reviewer=reviewer or "nobody"))
+    raters = _int_param(request, "raters")
+    if raters is not None:
+        rows = rows.filter(drilldown.all_lenses_judged_q(raters))
+        words.append(f"judged by all {raters} lenses their panel asked")
+    side = _choice_param(request, "larger_side", drilldown.LARGER_SIDE)
+    if side:
+        rows = drilldown.with_tally_votes(rows).filter(
+            drilldown.LARGER_SIDE_DECIDED & drilldown.LARGER_SIDE[side]
+        )
+        words.append(LARGER_SIDE_WORDS[side])
     return rows, words
 
 
@@ -226,7 +265,7 @@ def proposal_list(request):
             "without_drill_down": _query_without(
                 request,
                 *("page", "set", "start", "end", "lens", "verdict", "lens2", "verdict2"),
-                "lens_failed",
+                *("lens_failed", "cites", "workload", "reviewer", "raters", "larger_side"),
             ),
             "page_query": _query_without(request, "page"),
         },

@@ -105,6 +105,30 @@
     }
   });
 
+  // --- a session that ended without logging out ------------------------------------
+  // Every signed-in page marks this browser; logging out clears the mark. The
+  // login page finding it says the session expired, and, when desk.js holds a
+  // typed rationale (localStorage, "reviewapp:draft:<escalation>"), that it is kept.
+  var SIGNED_IN = "reviewapp:signed-in";
+  function local(fn) {
+    try { return fn(window.localStorage); } catch (e) { return null; } // storage disabled
+  }
+  if (document.body.hasAttribute("data-signed-in")) {
+    local(function (s) { s.setItem(SIGNED_IN, "1"); });
+  }
+  document.addEventListener("submit", function (event) {
+    if (event.target.closest("form[data-logout]")) local(function (s) { s.removeItem(SIGNED_IN); });
+  });
+  var expired = document.getElementById("session-expired");
+  if (expired) {
+    if (local(function (s) { return s.getItem(SIGNED_IN); })) expired.hidden = false;
+    var drafts = local(function (s) {
+      return Object.keys(s).some(function (key) { return key.indexOf("reviewapp:draft:") === 0; });
+    });
+    var kept = document.getElementById("drafts-kept");
+    if (kept && drafts) kept.hidden = false;
+  }
+
   // The inbox's filters are the queue "next escalation" walks (see web/queue.py).
   if (document.body.dataset.page === "inbox") {
     try { sessionStorage.setItem("reviewapp:queue", location.search.replace(/^\?/, "")); } catch (e) { /* storage off */ }

@@ -8,7 +8,8 @@
  *   removed once the card shows that escalation decided.
  * - Typing renews the claim (POST .../heartbeat, at most once per
  *   data-heartbeat-seconds); a lost claim or session is said in the card.
- * - a / r choose the outcome and focus the box; Ctrl+Enter signs.
+ * - a / r choose the outcome and focus the box (before a claim, they say to
+ *   claim first); Ctrl+Enter signs.
  * The card works without this file: it is a plain form, refused posts come
  * back with the text in the box.
  */
@@ -39,7 +40,10 @@
   }
 
   function loginLink() {
-    return { href: "/login/?next=" + encodeURIComponent(location.pathname + location.search), text: "Log in again" };
+    return {
+      href: "/login/?session=expired&next=" + encodeURIComponent(location.pathname + location.search),
+      text: "Log in again",
+    };
   }
 
   // --- the draft ---------------------------------------------------------------
@@ -143,9 +147,21 @@
     if (label) label.textContent = chosen ? LABELS[chosen] : "";
   }
 
+  // a / r on a card that cannot decide yet: say why where a screen reader hears it.
+  function cannotChoose() {
+    var status = document.getElementById("desk-status");
+    if (!status) return false;
+    var hint = document.getElementById("decide-hint");
+    status.textContent = document.getElementById("claim-btn")
+      ? "Claim first (c): approve and reject need your claim."
+      : (hint ? hint.textContent : "");
+    return !!status.textContent;
+  }
+
   function choose(outcome) {
     var b = box();
-    if (!b || !document.getElementById(outcome === "approved" ? "approve-btn" : "reject-btn")) return false;
+    if (!b) return false;
+    if (!document.getElementById(outcome === "approved" ? "approve-btn" : "reject-btn")) return cannotChoose();
     chosen = outcome;
     showChosen();
     b.focus();

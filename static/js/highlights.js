@@ -580,18 +580,30 @@
   });
   root.addEventListener("scroll", hideTooltip, { passive: true });
 
+  // A click, or a tap on a phone (which has no hover), shows what hovering shows,
+  // where it happened. The list of cited spans follows only when it sits beside
+  // the answer: on one column it is far below, and the reader would be carried off.
   root.addEventListener("click", function (event) {
     var at = charUnder(event.clientX, event.clientY);
-    if (at < 0) return;
-    var hits = spansAt(at);
-    if (hits.length) {
-      current = order.indexOf(hits[0].id);
-      var item = document.getElementById("span-item-" + hits[0].id);
-      document.querySelectorAll(".span-item[aria-current]").forEach(function (el) { el.removeAttribute("aria-current"); });
-      if (item) {
-        item.setAttribute("aria-current", "true");
+    var hits = at < 0 ? [] : spansAt(at);
+    if (!hits.length) {
+      hideTooltip();
+      return;
+    }
+    showTooltip(hits, event.clientX, event.clientY);
+    current = order.indexOf(hits[0].id);
+    var item = document.getElementById("span-item-" + hits[0].id);
+    document.querySelectorAll(".span-item[aria-current]").forEach(function (el) { el.removeAttribute("aria-current"); });
+    if (item) {
+      item.setAttribute("aria-current", "true");
+      if (item.getBoundingClientRect().left >= root.getBoundingClientRect().right) {
         item.scrollIntoView({ block: "nearest" });
       }
     }
   });
+  document.addEventListener("click", function (event) {
+    if (!root.contains(event.target)) hideTooltip();
+  });
+  // Fixed where it was opened, it would float over other text once the page moves.
+  window.addEventListener("scroll", hideTooltip, { passive: true });
 })();

@@ -1,10 +1,12 @@
 """Admin niggles in headless Chromium: live panel refusals, the one-time token page."""
 
+import struct
+
 import pytest
 from playwright.sync_api import expect
 
 from reviewapp.review.models import ApiClient, Panel
-from tests.factories import LensFactory, UserFactory
+from tests.factories import LensFactory, PanelFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -72,4 +74,22 @@ def test_the_token_page_survives_a_reload_and_copies(admin_page):
     expect(page.locator("#token-gone")).to_be_visible()
     assert token not in page.content()
     assert ApiClient.objects.filter(name="ingest").count() == 1  # the reload posted nothing
+    assert page.violations == [] and page.errors == []
+
+
+@pytest.mark.parametrize("model", ["lens", "panel"])
+def test_the_lens_and_panel_change_pages_fit_390px_without_horizontal_scrolling(
+    admin_page, model, tmp_path
+):
+    lens = LensFactory(name="accuracy-with-a-rather-long-name")
+    panel = PanelFactory(name="gate-" + "long-panel-name-" * 4, lenses=[lens])
+    pk = {"lens": lens.pk, "panel": panel.pk}[model]
+    page = admin_page(f"/admin/review/{model}/{pk}/change/", viewport={"width": 390, "height": 844})
+    page.wait_for_load_state("networkidle")
+    png = page.screenshot(path=str(tmp_path / f"{model}.png"), full_page=True)
+    assert struct.unpack(">II", png[16:24])[0] == 390
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+    save = page.locator("input[name=_save]").bounding_box()
+    assert save and 0 <= save["x"] and save["x"] + save["width"] <= 390
     assert page.violations == [] and page.errors == []

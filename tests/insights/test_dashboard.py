@@ -152,6 +152,12 @@ def test_pairs_never_cross_panels(reviewer_client, three_lens_data):
     }
 
 
+def _larger_side_cell(html: str, col: str) -> str:
+    table = html.split('id="table-larger-side"', 1)[1].split("</table>", 1)[0]
+    cell = re.search(rf'<td data-col="{col}">(.*?)</td>', table, re.S)
+    return re.sub(r"<[^>]+>", "", cell.group(1)).strip()
+
+
 # --- human adjudication against the larger side ------------------------------------------
 
 
@@ -180,10 +186,8 @@ def test_human_vs_larger_side_on_no_quorum(reviewer_client, reviewer):
     assert (larger.decided, larger.agreed, larger.disagreed, larger.ties) == (4, 1, 2, 1)
     assert larger.agreement_rate == pytest.approx(1 / 3)
     html = response.content.decode()
-    assert re.search(r'data-col="agreed">1<', html)
-    assert re.search(r'data-col="disagreed">2<', html)
-    assert re.search(r'data-col="ties">1<', html)
-    assert re.search(r'data-col="rate">33.3%<', html)
+    cells = {col: _larger_side_cell(html, col) for col in ("agreed", "disagreed", "ties", "rate")}
+    assert cells == {"agreed": "1", "disagreed": "2", "ties": "1", "rate": "33.3%"}
     assert "never used to decide" in html
 
 
@@ -495,9 +499,11 @@ def test_every_linked_count_opens_the_list_of_exactly_those_proposals(reviewer_c
         html = _get(reviewer_client, **params).content.decode()
         links = re.findall(r'<a [^>]*href="(/proposals\?[^"]*)"[^>]*>(\d+)</a>', html)
         # Totals (5 + 2 in the rate), per day (2 days × 5 + 2), per lens (judgements,
-        # failures), per pair of lenses (items and the four cells).
+        # failures, claims, unresolved cites), per pair of lenses (items and the four
+        # cells), Fleiss' items (one panel of 2+ lenses), the larger side (4), the
+        # workload (nobody's and rita's rows: open, claimed, resolved).
         lenses = 3 if params else 4
-        assert len(links) == 7 + 2 * 7 + 2 * lenses + 3 * 5
+        assert len(links) == 7 + 2 * 7 + 4 * lenses + 3 * 5 + 1 + 4 + 2 * 3
         for href, count in links:
             assert _list_count(reviewer_client, href) == int(count), href
 
@@ -529,3 +535,57 @@ def test_a_list_opened_from_the_dashboard_says_what_it_shows(reviewer_client):
         "(open or decided since)." in page
     )
     assert "0 proposals ·" in page
+
+
+def test_workload_agreement_and_claim_counts_open_the_list_of_exactly_those_proposals(
+    reviewer_client, reviewer, second_reviewer
+):
+    panel = make_panel("u1", "u2", "u3", need=3)
+    agreed = judged(panel, {"u1": "pass", "u2": "pass", "u3": "fail"})
+    disagreed = judged(panel, {"u1": "pass", "u2": "fail", "u3": "fail"})
+    held = judged(panel, {"u1": "pass", "u2": "fail", "u3": "fail"})
+    lapsed = judged(panel, {"u1": "pass", "u2": "pass", "u3": "fail"})
+    judged(panel, {"u1": "pass", "u2": "fail"}, cites={"u1": (BAD_CITE,)})  # open, u3 failed
+    pair = make_panel("t1", "t2", need=2)
+    decide(judged(pair, {"t1": "pass", "t2": "fail"}), second_reviewer, "approved")  # a tie
+    decide(agreed, reviewer, "approved")
+    decide(disagreed, reviewer, "approved")
+    escalation_claim(escalation_id=Escalation.objects.get(proposal=held).pk, user=reviewer)
+    lapsed_escalation = Escalation.objects.get(proposal=lapsed)
+    escalation_claim(escalation_id=lapsed_escalation.pk, user=second_reviewer)
+    Escalation.objects.filter(pk=lapsed_escalation.pk).update(
+        claimed_at=timezone.now() - timedelta(hours=2)
+    )
+
+    html = _get(reviewer_client).content.decode()
+    cells = {
+        "workload": html.split('id="table-workload"', 1)[1].split("</table>", 1)[0],
+        "larger side": html.split('id="table-larger-side"', 1)[1].split("</table>", 1)[0],
+        "fleiss": html.split('id="table-fleiss"', 1)[1].split("</table>", 1)[0],
+        "lenses": html.split('id="table-lenses"', 1)[1].split("</table>", 1)[0],
+    }
+    link = re.compile(r'<a [^>]*href="(/proposals\?[^"]*)"[^>]*>(\d+)</a>')
+    expected = {
+        # Rows nobody, rita, sam; columns open, claimed, (expired,) resolved.
+        "workload": ["1", "0", "0", "0", "1", "2", "0", "1", "1", "1"],
+        "larger side": ["3", "1", "1", "1"],  # decided, agreed, disagreed, ties
+        "fleiss": ["4", "1"],  # u-panel: the 4 every lens judged; the t-pair's 1
+        "lenses": None,
+    }
+    for table, html_part in cells.items():
+        found = link.findall(html_part)
+        if expected[table] is not None:
+            assert sorted(count for _, count in found) == sorted(expected[table]), table
+        for href, count in found:
+            assert _list_count(reviewer_client, href) == int(count), (table, href)
+    # The claim counts: every lens row links its claims and its unresolved cites.
+    u1 = re.search(r'<tr data-lens="u1">(.*?)</tr>', cells["lenses"], re.S).group(1)
+    claims = re.search(r'data-col="claims"><a href="([^"]+)"[^>]*>5</a>', u1).group(1)
+    assert _list_count(reviewer_client, claims) == 5
+    unresolved = re.search(r'\(<a href="([^"]+)"[^>]*>1</a>\)', u1).group(1)
+    assert _list_count(reviewer_client, unresolved) == 1
+    page = reviewer_client.get(unescape(unresolved)).content.decode()
+    assert "with unresolved cites by that lens" in page
+    lapsed_link = re.search(r'<a href="([^"]*workload=expired[^"]*)"', cells["workload"]).group(1)
+    page = reviewer_client.get(unescape(lapsed_link)).content.decode()
+    assert "claimed by sam whose claim has lapsed" in page

@@ -2,6 +2,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -324,7 +325,7 @@ def test_an_htmx_request_without_a_session_gets_401_and_a_login_that_returns_to_
     )
     assert response.status_code == 401
     assert response["HX-Redirect"] == (
-        f"/login/?next=/proposals/{escalation.proposal_id}%3Fqueue%3Dpanel%253D1"
+        f"/login/?session=expired&next=/proposals/{escalation.proposal_id}%3Fqueue%3Dpanel%253D1"
     )
 
 
@@ -336,7 +337,9 @@ def test_a_plain_post_without_a_session_logs_in_back_to_the_referring_page_not_t
         headers={"Referer": f"http://testserver/proposals/{escalation.proposal_id}"},
     )
     assert response.status_code == 302
-    assert response["Location"] == f"/login/?next=/proposals/{escalation.proposal_id}"
+    assert response["Location"] == (
+        f"/login/?session=expired&next=/proposals/{escalation.proposal_id}"
+    )
 
 
 def test_a_foreign_referer_never_becomes_the_login_next(client, escalation):
@@ -344,7 +347,27 @@ def test_a_foreign_referer_never_becomes_the_login_next(client, escalation):
         reverse("escalation_decide", args=[escalation.pk]),
         headers={"Referer": "https://evil.example/phish"},
     )
-    assert response["Location"] == "/login/?next=/"
+    assert response["Location"] == "/login/?session=expired&next=/"
+
+
+def test_a_first_visit_goes_to_a_login_that_says_nothing_of_an_expired_session(client, escalation):
+    response = client.get(reverse("proposal_detail", args=[escalation.proposal_id]))
+    assert response["Location"] == f"/login/?next=/proposals/{escalation.proposal_id}"
+    login = client.get(response["Location"]).content.decode()
+    assert 'id="session-expired" role="status" hidden' in login
+
+
+def test_a_session_cookie_naming_no_session_goes_to_a_login_that_says_it_expired(
+    client, escalation
+):
+    client.cookies[settings.SESSION_COOKIE_NAME] = "gone"
+    response = client.get(reverse("proposal_detail", args=[escalation.proposal_id]))
+    assert response["Location"] == (
+        f"/login/?session=expired&next=/proposals/{escalation.proposal_id}"
+    )
+    login = client.get(response["Location"]).content.decode()
+    assert 'id="session-expired" role="status">' in login
+    assert "Your session has expired: log in again" in login
 
 
 def test_heartbeat_renews_the_holders_claim(reviewer, escalation):

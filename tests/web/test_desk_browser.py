@@ -435,7 +435,9 @@ def _png_size(png: bytes) -> tuple[int, int]:
 PHONE = {"width": 390, "height": 844}
 
 
-@pytest.mark.parametrize("path_of", ["inbox", "proposal", "decisions", "proposals", "verify"])
+@pytest.mark.parametrize(
+    "path_of", ["inbox", "proposal", "decisions", "proposals", "verify", "dashboard"]
+)
 def test_reviewer_pages_fit_390px_without_horizontal_scrolling(
     open_as, reviewer, mixed, path_of, tmp_path
 ):
@@ -461,6 +463,7 @@ def test_reviewer_pages_fit_390px_without_horizontal_scrolling(
         "decisions": "/decisions",
         "proposals": "/proposals",
         "verify": f"/decisions/{decision.pk}/verify",
+        "dashboard": "/dashboard",
     }[path_of]
     page = open_as(reviewer, path, viewport=PHONE)
     page.wait_for_load_state("networkidle")

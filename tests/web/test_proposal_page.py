@@ -304,3 +304,43 @@ def test_a_lens_error_and_a_fail_verdict_use_different_words_and_marks(reviewer_
     assert '<span aria-hidden="true">✗</span> fail</span>' in page
     assert '<span aria-hidden="true">⚠</span> lens error</span>' in page
     assert ">failed<" not in page
+
+
+# --- a refused quote that looks identical says what differs ------------------------
+
+
+def test_a_quote_differing_only_in_unicode_normalisation_is_refused_with_a_note(reviewer_client):
+    panel = make_panel("alpha", need=1, policy="repair")
+    proposal = run_panel(
+        panel,
+        "Le Cafe\u0301 compose\u0301 ouvre à neuf heures.",  # stored decomposed (NFD)
+        {"alpha": judgement("pass", {"cite": "Café composé", "assessment": "verified"})},
+    )
+    assert Claim.objects.get(judgement__proposal=proposal).anchor_kind != "answer_body"
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    [item] = _unresolved_items(page)
+    assert "Matches only after Unicode normalisation (NFC/NFD); not grounded." in item
+    # The lens card says it beside the claim too.
+    assert page.count("Matches only after Unicode normalisation (NFC/NFD)") == 2
+
+
+def test_a_fabricated_quote_gets_no_near_miss_note(reviewer_client):
+    panel = make_panel("alpha", need=1, policy="repair")
+    proposal = run_panel(
+        panel, "Water is wet.", {"alpha": judgement("pass", {"cite": "Fire is cold."})}
+    )
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    assert "data-near-miss" not in page and "Matches only" not in page
+
+
+def test_a_near_miss_in_the_thought_process_says_where(reviewer_client):
+    panel = make_panel("alpha", need=1, policy="repair")
+    proposal = run_panel(
+        panel,
+        "The answer is 42.",
+        {"alpha": judgement("pass", {"cite": "the customer's file"})},
+        thought_process="First I read the customer\u2019s file.",
+    )
+    page = reviewer_client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    [item] = _unresolved_items(page)
+    assert "In the thought process, matches only with quote marks made alike" in item
