@@ -318,7 +318,7 @@ REVIEWAPP_STUCK_AFTER_SECONDS = _read(env.int, "REVIEWAPP_STUCK_AFTER_SECONDS", 
 REVIEWAPP_SWEEP_EVERY_SECONDS = _read(env.float, "REVIEWAPP_SWEEP_EVERY_SECONDS", default=30.0)
 REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEMPTS", default=4)
 # LLM lenses are judged on an event loop in each worker process
-# (reviewapp/review/llm_loop/): at most this many proposals are on one
+# (reviewapp/review/evaluation/llm_loop/): at most this many proposals are on one
 # process's loop, on one database connection of its own.
 if "REVIEWAPP_LLM_WORKER_CONCURRENCY" in os.environ:
     raise ImproperlyConfigured(

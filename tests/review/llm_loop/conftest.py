@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from reviewapp.celery import app as celery_app
-from reviewapp.review.llm_loop import process
+from reviewapp.review.evaluation.llm_loop import process
 from reviewapp.review.models import Lens
 from tests.core.openai_stub import Answer
 from tests.factories import LensFactory

@@ -4,7 +4,7 @@ import resource
 
 import pytest
 
-from reviewapp.review.llm_loop import process
+from reviewapp.review.evaluation.llm_loop import process
 from reviewapp.review.models import Lens
 from tests.conftest import wait_for
 from tests.core.openai_stub import Answer

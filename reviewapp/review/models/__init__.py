@@ -19,8 +19,8 @@ from reviewapp.core import constraints as core_constraints
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.whitespace import is_blank
 
-from . import llm_keys
-from .checker_sandbox import checker_sandbox
+from ..evaluation import llm_keys
+from ..evaluation.checker_sandbox import checker_sandbox
 
 
 class Lens(models.Model):
@@ -73,7 +73,7 @@ class Lens(models.Model):
         ),
     )
     # Limits of the endpoint (base_url) this lens calls, held across every
-    # worker process: see reviewapp/review/endpoint_limits.py. Not versioned:
+    # worker process: see reviewapp/review/evaluation/endpoint_limits.py. Not versioned:
     # they change how fast the lens judges, not what it judges. The defaults
     # are a guard rail, not a guess at any one provider (a provider's own
     # limit answers 429, which is honoured; a vLLM server queues what exceeds
@@ -668,7 +668,7 @@ class EndpointCall(models.Model):
     """An LLM call in flight at an endpoint, or started there within the last minute.
 
     The embedded default's shared state for per-endpoint limits; with Redis
-    the same state lives in Redis instead (reviewapp/review/endpoint_limits.py).
+    the same state lives in Redis instead (reviewapp/review/evaluation/endpoint_limits.py).
     Times are epoch seconds: the limiter compares them and nothing displays them.
     """
 

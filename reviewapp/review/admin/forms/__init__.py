@@ -20,10 +20,10 @@ from reviewapp.core.quorum import (
     allowed_needs_text,
 )
 
-from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens
-from .services.checkers_config import constraints_preview, grants_refusal
-from .services.clients import api_client_scopes_refusal
-from .services.lenses import env_name_problem, judge_clients_refusal
+from ...models import ApiClient, CheckerConfig, Lens, Panel, PanelLens
+from ...services.checkers_config import constraints_preview, grants_refusal
+from ...services.clients import api_client_scopes_refusal
+from ...services.lenses import env_name_problem, judge_clients_refusal
 
 PREVIEW_URL_NAME = "admin:review_checkerconfig_constraints_preview"
 PANEL_VALIDATE_URL_NAME = "admin:review_panel_validate"

@@ -28,7 +28,27 @@ from reviewapp.audit.models import AuditEntry, Trial
 from reviewapp.audit.services import audit_change, audit_delete, audit_record, snapshot
 from reviewapp.core.quorum import allowed_needs_text
 
-from .admin_forms import (
+from ..evaluation.trial import trial_start
+from ..models import ApiClient, CheckerConfig, Lens, Panel, PanelLens, Proposal, SigningKey
+from ..services.checkers_config import CHECKER_AUDIT_FIELDS
+from ..services.clients import ClientRefused, api_client_create, api_client_update
+from ..services.in_flight import checkers_needed, in_flight_refusals
+from ..services.keys import RotationRefused, rotation_report, signing_key_rotate
+from ..services.lenses import (
+    LENS_AUDIT_FIELDS,
+    api_key_status,
+    external_judge_status,
+    external_judgement_example,
+    external_judges,
+    lens_delete_refusal,
+)
+from ..services.panel_versions import (
+    audited_part,
+    panel_bump_version_if_changed,
+    panel_save_lenses,
+    panel_state,
+)
+from .forms import (
     SEE_NEED,
     ApiClientChangeForm,
     ApiClientCreateForm,
@@ -41,26 +61,6 @@ from .admin_forms import (
     TrialForm,
     render_constraints_preview,
 )
-from .models import ApiClient, CheckerConfig, Lens, Panel, PanelLens, Proposal, SigningKey
-from .services.checkers_config import CHECKER_AUDIT_FIELDS
-from .services.clients import ClientRefused, api_client_create, api_client_update
-from .services.in_flight import checkers_needed, in_flight_refusals
-from .services.keys import RotationRefused, rotation_report, signing_key_rotate
-from .services.lenses import (
-    LENS_AUDIT_FIELDS,
-    api_key_status,
-    external_judge_status,
-    external_judgement_example,
-    external_judges,
-    lens_delete_refusal,
-)
-from .services.panel_versions import (
-    audited_part,
-    panel_bump_version_if_changed,
-    panel_save_lenses,
-    panel_state,
-)
-from .trial import trial_start
 
 API_CLIENT_AUDIT_FIELDS = ("name", "scopes", "token_prefix", "revoked_at")
 
