@@ -342,7 +342,7 @@ for _name in (
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive.")
 # The environment variables an LLM lens may name as its API key: names, or
-# prefixes ending in "*" (review/llm_keys.py says why there is a list at all).
+# prefixes ending in "*" (review/evaluation/llm_keys.py says why there is a list at all).
 REVIEWAPP_LLM_KEY_ENV_ALLOW = _read(
     env.list, "REVIEWAPP_LLM_KEY_ENV_ALLOW", default=["LLM_API_KEY*"]
 )
