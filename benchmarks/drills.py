@@ -386,6 +386,7 @@ def pipeline_drill(stack: Stack, name: str, n: int) -> bool:
 def double_decide_drill(stack: Stack, count: int = 40) -> bool:
     import httpx
 
+    from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
     from reviewapp.review.models import Decision, Escalation, Lens
     from reviewapp.review.services.escalations import (
         ClaimHeldByOther,
@@ -393,10 +394,10 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
         escalation_decide,
     )
     from reviewapp.review.services.proposals import proposal_submit
-    from reviewapp.review.tasks import finalize_proposal, run_lens
 
     stack.reset()
-    logging.getLogger("reviewapp.review.tasks").setLevel(logging.ERROR)  # expected lens failures
+    # Expected lens failures.
+    logging.getLogger("reviewapp.review.evaluation.tasks").setLevel(logging.ERROR)
     panel = s.pipeline_panel()
     items = [i for i in s.pipeline_contents(count * 31, tag="dd-") if i["route"] == "lens_failed"]
     items = items[: count * 3]

@@ -49,8 +49,8 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
+    from reviewapp.review.evaluation.tasks import evaluate_proposal
     from reviewapp.review.models import EndpointCall, Lens
-    from reviewapp.review.tasks import evaluate_proposal
 
     s.pipeline_panel()
     lens = Lens.objects.order_by("pk").first()

@@ -52,8 +52,8 @@ def probe_queries(panel_name: str) -> dict[str, int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from reviewapp.review.evaluation.tasks import evaluate_proposal
     from reviewapp.review.services.proposals import proposal_submit
-    from reviewapp.review.tasks import evaluate_proposal
 
     item = s.pipeline_contents(1, tag="probe-")[0]
     s.record_answers([item])

@@ -72,8 +72,8 @@ def backend_pid() -> int:
 
 def run_proposals(panel_name: str, items: list[dict], client) -> float:
     """Submit and evaluate each item in this process; CPU seconds (this process + its backend)."""
+    from reviewapp.review.evaluation.tasks import evaluate_proposal
     from reviewapp.review.services.proposals import proposal_submit
-    from reviewapp.review.tasks import evaluate_proposal
 
     pid = backend_pid()
     cpu_before, db_before = time.process_time(), s.cpu_seconds([pid]).get(pid, 0.0)

@@ -45,6 +45,8 @@ app.conf.update(
     worker_hijack_root_logger=False,
 )
 app.autodiscover_tasks()
+# The review app keeps its tasks with the rest of its evaluation code.
+app.autodiscover_tasks(["reviewapp.review.evaluation"])
 
 
 @worker_init.connect

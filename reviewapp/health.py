@@ -31,7 +31,7 @@ def _workers() -> dict:
     """Which workers answer, and whether the pipeline's queue has one.
 
     One queue carries every proposal: its LLM lenses are judged on an event
-    loop inside each worker process (reviewapp/review/llm_loop/).
+    loop inside each worker process (reviewapp/review/evaluation/llm_loop/).
     """
     try:
         replies = app.control.inspect(timeout=WORKER_PING_TIMEOUT_SECONDS).active_queues() or {}

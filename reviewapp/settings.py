@@ -318,7 +318,7 @@ REVIEWAPP_STUCK_AFTER_SECONDS = _read(env.int, "REVIEWAPP_STUCK_AFTER_SECONDS", 
 REVIEWAPP_SWEEP_EVERY_SECONDS = _read(env.float, "REVIEWAPP_SWEEP_EVERY_SECONDS", default=30.0)
 REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEMPTS", default=4)
 # LLM lenses are judged on an event loop in each worker process
-# (reviewapp/review/llm_loop/): at most this many proposals are on one
+# (reviewapp/review/evaluation/llm_loop/): at most this many proposals are on one
 # process's loop, on one database connection of its own.
 if "REVIEWAPP_LLM_WORKER_CONCURRENCY" in os.environ:
     raise ImproperlyConfigured(
@@ -342,7 +342,7 @@ for _name in (
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive.")
 # The environment variables an LLM lens may name as its API key: names, or
-# prefixes ending in "*" (review/llm_keys.py says why there is a list at all).
+# prefixes ending in "*" (review/evaluation/llm_keys.py says why there is a list at all).
 REVIEWAPP_LLM_KEY_ENV_ALLOW = _read(
     env.list, "REVIEWAPP_LLM_KEY_ENV_ALLOW", default=["LLM_API_KEY*"]
 )

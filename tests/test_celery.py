@@ -30,7 +30,7 @@ def test_a_worker_loads_its_tasks_without_the_api_stack_or_jsonschema():
     probe = (
         "import sys, django; django.setup(); "
         "from reviewapp.celery import app; app.loader.import_default_modules(); "
-        "assert 'reviewapp.review.tasks' in sys.modules; "
+        "assert 'reviewapp.review.evaluation.tasks' in sys.modules; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('ninja', 'pydantic', 'jsonschema') or m.startswith('django.test')))"
     )

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
+from reviewapp.review.evaluation.trial import TrialFailed, checker_trial
 from reviewapp.review.models import CheckerConfig
-from reviewapp.review.trial import TrialFailed, checker_trial
 from tests.factories import CheckerFactory
 
 from .helpers import add_url, change_url, errors_of

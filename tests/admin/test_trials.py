@@ -11,9 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.audit.models import Trial
+from reviewapp.review.evaluation.trial import TrialFailed, lens_trial, trial_run
 from reviewapp.review.models import ApiClient, Judgement, Lens, Proposal
 from reviewapp.review.services.clients import api_client_create
-from reviewapp.review.trial import TrialFailed, lens_trial, trial_run
 from reviewapp.webhooks.services import endpoint_create
 from tests.conftest import wait_for
 from tests.core.openai_stub import Answer, Slow
@@ -334,8 +334,10 @@ def test_running_an_llm_lens_trial_hands_it_to_the_loop_without_calling_the_mode
         def start(self, work):
             started.append(work)
 
-    monkeypatch.setattr("reviewapp.review.trial.runtime", Loop)
-    monkeypatch.setattr("reviewapp.review.trial.llm_trial_run", lambda trial_id: trial_id)
+    monkeypatch.setattr("reviewapp.review.evaluation.trial.runtime", Loop)
+    monkeypatch.setattr(
+        "reviewapp.review.evaluation.trial.llm_trial_run", lambda trial_id: trial_id
+    )
     trial_run(trial.pk)  # what run_trial does in a worker slot
     trial.refresh_from_db()
     assert trial.status == "pending" and not openai_server.requests

@@ -4,10 +4,10 @@ import json
 import pytest
 from django.test import Client
 
+from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
 from reviewapp.review.models import Lens, Proposal
 from reviewapp.review.services.clients import api_client_create, api_client_for_token
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
-from reviewapp.review.tasks import finalize_proposal, run_lens
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 
 # read:all: the shared token is an operator's, seeing every client's proposals;

@@ -2,8 +2,8 @@
 
 from kombu.exceptions import OperationalError
 
+from reviewapp.review.evaluation.tasks import evaluate_proposal
 from reviewapp.review.models import Proposal
-from reviewapp.review.tasks import evaluate_proposal
 
 BODY = {"panel": None, "content": "Answer.", "external_ref": "outage-1"}
 

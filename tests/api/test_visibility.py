@@ -81,7 +81,7 @@ def test_judging_another_clients_proposal_is_404(world):
 
 @pytest.fixture
 def escalated_for_bob(world):
-    from reviewapp.review.tasks import finalize_proposal, run_lens
+    from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
 
     proposal = world["bob_plain"]
     for entry in proposal.panel_snapshot["lenses"]:

@@ -1,8 +1,8 @@
 import json
 
+from reviewapp.review.evaluation.tasks import evaluate_proposal, finalize_proposal, run_lens
 from reviewapp.review.models import Lens
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
-from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
 from tests.factories import LensFactory, PanelFactory
 
 

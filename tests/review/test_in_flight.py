@@ -3,9 +3,9 @@
 import pytest
 from django.db import connection
 
+from reviewapp.review.evaluation.tasks import evaluate_proposal, finalize_proposal, run_lens
 from reviewapp.review.models import CheckerConfig, Escalation, Lens, PanelLens, Proposal
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
-from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
 from tests.api.conftest import lens_answer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 

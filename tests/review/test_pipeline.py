@@ -5,6 +5,7 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 
 from reviewapp.ledger.models import LedgerEntry
+from reviewapp.review.evaluation.tasks import evaluate_proposal, finalize_proposal, run_lens
 from reviewapp.review.models import (
     CheckerConfig,
     Claim,
@@ -16,7 +17,6 @@ from reviewapp.review.models import (
     Proposal,
 )
 from reviewapp.review.services.proposals import proposals_past_external_deadline
-from reviewapp.review.tasks import evaluate_proposal, finalize_proposal, run_lens
 from tests.core.openai_stub import Answer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
@@ -234,7 +234,7 @@ def test_a_re_delivered_lens_task_runs_the_final_step_its_first_delivery_never_r
     lens = panel.lenses.get()
     with monkeypatch.context() as died:
         # The worker died right after committing the last answer.
-        died.setattr("reviewapp.review.tasks.proposal_finalize", lambda **kwargs: None)
+        died.setattr("reviewapp.review.evaluation.tasks.proposal_finalize", lambda **kwargs: None)
         run_lens(proposal.pk, lens.pk)
     run_lens(proposal.pk, lens.pk)
     proposal.refresh_from_db()
@@ -266,7 +266,9 @@ def test_the_sweepers_evaluation_hands_only_the_unanswered_llm_lenses_to_the_loo
     proposal = submit(PanelFactory(lenses=[answered, unanswered, cpu], need=3), CONTENT)
     run_lens(proposal.pk, answered.pk)
     handed = []
-    monkeypatch.setattr("reviewapp.review.tasks.llm_loop.judge_in_background", handed.append)
+    monkeypatch.setattr(
+        "reviewapp.review.evaluation.tasks.llm_loop.judge_in_background", handed.append
+    )
     evaluate_proposal(proposal.pk, swept=True)
     [job] = handed
     assert (job.proposal_id, [lens.pk for lens in job.lenses]) == (proposal.pk, [unanswered.pk])
@@ -282,7 +284,7 @@ def test_the_sweepers_evaluation_runs_the_final_step_once_every_lens_answered(mo
     lens = panel.lenses.get()
     with monkeypatch.context() as died:
         # A worker died between the last answer and the final step.
-        died.setattr("reviewapp.review.tasks.proposal_finalize", lambda **kwargs: None)
+        died.setattr("reviewapp.review.evaluation.tasks.proposal_finalize", lambda **kwargs: None)
         run_lens(proposal.pk, lens.pk)
     evaluate_proposal(proposal.pk, swept=True)
     proposal.refresh_from_db()
@@ -418,7 +420,7 @@ def test_a_time_limit_reached_in_an_inline_lens_records_lens_failures_and_ends_t
     def out_of_time(**kwargs):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr("reviewapp.review.tasks.evaluate_lens", out_of_time)
+    monkeypatch.setattr("reviewapp.review.evaluation.tasks.evaluate_lens", out_of_time)
     evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.ESCALATED
@@ -434,7 +436,7 @@ def _answered_but_final_step_broken(monkeypatch, error):
     def broken(**kwargs):
         raise error
 
-    monkeypatch.setattr("reviewapp.review.tasks.proposal_finalize", broken)
+    monkeypatch.setattr("reviewapp.review.evaluation.tasks.proposal_finalize", broken)
     with pytest.raises(type(error)):
         evaluate_proposal(proposal.pk)
     return proposal
@@ -563,7 +565,9 @@ def test_answers_are_kept_when_the_final_step_fails_inside_their_transaction(mon
 def _handed_to_the_loop(monkeypatch, panel):
     proposal = submit(panel, CONTENT)
     handed = []
-    monkeypatch.setattr("reviewapp.review.tasks.llm_loop.judge_in_background", handed.append)
+    monkeypatch.setattr(
+        "reviewapp.review.evaluation.tasks.llm_loop.judge_in_background", handed.append
+    )
     evaluate_proposal(proposal.pk)
     [job] = handed
     return proposal, job

@@ -3,9 +3,9 @@ from django.apps import apps
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 
+from reviewapp.review.evaluation.trial import trial_start
 from reviewapp.review.models import Decision, Escalation
 from reviewapp.review.services.clients import api_client_create
-from reviewapp.review.trial import trial_start
 from tests.factories import CheckerFactory, ReviewerFactory, UserFactory
 from tests.web.builders import judgement, make_panel, run_panel, split_panel_proposal
 

@@ -27,6 +27,7 @@ from html.parser import HTMLParser
 import pytest
 from django.test import Client
 
+from reviewapp.review.evaluation.tasks import run_lens
 from reviewapp.review.keys import server_signer
 from reviewapp.review.models import (
     CheckerConfig,
@@ -41,7 +42,6 @@ from reviewapp.review.models import (
 from reviewapp.review.services.clients import api_client_create
 from reviewapp.review.services.escalations import escalation_decide
 from reviewapp.review.services.finalize import checker_evidence, proposal_finalize
-from reviewapp.review.tasks import run_lens
 from tests.factories import LensFactory, PanelFactory, ReviewerFactory, UserFactory, recorded
 from tests.security.routes import all_routes
 
@@ -325,7 +325,7 @@ def test_a_proposal_too_large_to_match_makes_a_constraints_checker_inconclusive(
 
 
 def test_an_instantly_answered_regex_bomb_in_a_constraints_lens_is_a_violation(db):
-    from reviewapp.review.evaluators import evaluate_lens
+    from reviewapp.review.evaluation.evaluators import evaluate_lens
 
     lens = Lens.objects.create(
         name="bomb-lens", backend=Lens.Backend.CONSTRAINTS, mandate="must match /(a+)+$/"
@@ -338,7 +338,7 @@ def test_an_instantly_answered_regex_bomb_in_a_constraints_lens_is_a_violation(d
 
 
 def test_the_backtracking_bomb_in_a_constraints_lens_is_a_violation_too(db):
-    from reviewapp.review.evaluators import evaluate_lens
+    from reviewapp.review.evaluation.evaluators import evaluate_lens
 
     lens = Lens.objects.create(name="bomb-lens", backend=Lens.Backend.CONSTRAINTS, mandate=BOMB)
     outcome, elapsed = timed(
@@ -364,7 +364,7 @@ def test_regex_bomb_in_a_regex_checker_finishes_quickly(db, pattern, verdict):
 
 
 def test_regex_bomb_through_the_admin_trial_finishes_quickly(db):
-    from reviewapp.review.trial import trial_run, trial_start
+    from reviewapp.review.evaluation.trial import trial_run, trial_start
 
     checker = CheckerConfig.objects.create(
         name="bomb-trial", kind="constraints", settings={"mandate": BOMB}

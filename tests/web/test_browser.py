@@ -455,8 +455,8 @@ def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(open_as, re
 
 
 def test_progress_indicator_follows_a_running_proposal(open_as, reviewer, panel):
+    from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
     from reviewapp.review.services.proposals import proposal_submit
-    from reviewapp.review.tasks import finalize_proposal, run_lens
     from tests.factories import recorded
 
     content = "The sky is blue. Water is wet."

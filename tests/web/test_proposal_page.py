@@ -144,7 +144,7 @@ def test_a_running_proposal_shows_a_polling_progress_indicator(reviewer_client, 
 
 
 def test_progress_partial_reports_answered_lenses(reviewer_client, panel):
-    from reviewapp.review.tasks import run_lens
+    from reviewapp.review.evaluation.tasks import run_lens
     from tests.factories import recorded
 
     content = "Half way there."

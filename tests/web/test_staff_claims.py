@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from reviewapp.audit.models import AuditEntry
+from reviewapp.review.evaluation.trial import trial_start
 from reviewapp.review.models import Escalation, Lens
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
@@ -15,7 +16,6 @@ from reviewapp.review.services.escalations import (
     escalation_reassign,
     escalation_release,
 )
-from reviewapp.review.trial import trial_start
 from tests.factories import ReviewerFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

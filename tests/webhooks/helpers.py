@@ -3,10 +3,10 @@
 import itertools
 import json
 
+from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
 from reviewapp.review.models import ApiClient
 from reviewapp.review.services.clients import api_client_create
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
-from reviewapp.review.tasks import finalize_proposal, run_lens
 from reviewapp.webhooks.models import Endpoint, Event
 from reviewapp.webhooks.services import endpoint_create
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded

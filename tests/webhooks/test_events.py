@@ -143,7 +143,7 @@ def test_a_client_never_receives_another_clients_events():
 
 
 def test_a_client_bound_to_judge_a_proposal_hears_its_outcome_and_no_other_does():
-    from reviewapp.review.tasks import finalize_proposal
+    from reviewapp.review.evaluation.tasks import finalize_proposal
 
     submitter, _ = api_client()
     judge, _ = api_client("judge")

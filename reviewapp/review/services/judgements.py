@@ -197,7 +197,7 @@ def lens_answers_record(*, proposal_id: int, answers: list[LensAnswer]) -> Propo
 
 
 def _enqueue_finalize(proposal_id: int) -> None:
-    from ..tasks import finalize_proposal
+    from ..evaluation.tasks import finalize_proposal
 
     finalize_proposal.delay(proposal_id)
 
@@ -372,7 +372,7 @@ def proposal_escalate_for_missing(*, proposal_id: int) -> None:
 
     The final step names what is gone; waiting for the deadline would only delay that.
     """
-    from ..tasks import finalize_proposal
+    from ..evaluation.tasks import finalize_proposal
 
     transaction.on_commit(
         lambda: finalize_proposal.delay(proposal_id, deadline_passed=True), robust=True

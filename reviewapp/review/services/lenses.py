@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from reviewapp.webhooks.models import Endpoint, Event
 
-from .. import llm_keys
+from ..evaluation import llm_keys
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Panel
 from .in_flight import in_flight_refusals, lenses_needed
 

@@ -171,7 +171,7 @@ def _external_deadline(snapshot: dict, now):
 
 def _enqueue_evaluation(proposal_id: int) -> None:
     """One task per proposal, whatever its lenses (its LLM lenses go on from it to the loop)."""
-    from ..tasks import evaluate_proposal
+    from ..evaluation.tasks import evaluate_proposal
 
     evaluate_proposal.delay(proposal_id)
 

@@ -16,8 +16,8 @@ from reviewapp.core.judging import (
     run_judge,
 )
 
+from ..models import Lens, Proposal, RecordedResponse
 from . import llm_keys
-from .models import Lens, Proposal, RecordedResponse
 
 # One blocking client per process and endpoint, reused by every call: building
 # one per call (it loads the CA bundle even for http://) cost 22.5 ms against

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from reviewapp.review.checker_sandbox import checker_sandbox
+from reviewapp.review.evaluation.checker_sandbox import checker_sandbox
 from reviewapp.review.keys import server_signer
 from reviewapp.review.models import CheckerConfig, Evidence, Proposal
 from tests.conftest import wait_for

@@ -28,6 +28,7 @@ from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
 
+from ...models import Lens, Proposal
 from ..endpoint_limits import (
     LEASE_GRACE_SECONDS,
     DatabaseLimits,
@@ -36,7 +37,6 @@ from ..endpoint_limits import (
     redis_url,
 )
 from ..evaluators import chat_options
-from ..models import Lens, Proposal
 from .answers import LlmJob, answer_json, failure_json
 from .hand_back import HandBack, dropping_broken_connection
 

@@ -21,9 +21,9 @@ from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 from reviewapp.core.signing import Signer
 
+from ..models import CheckerConfig, Lens, Proposal
 from .evaluators import evaluate_lens
 from .llm_loop import runtime
-from .models import CheckerConfig, Lens, Proposal
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,12 @@ import time
 import pytest
 
 from reviewapp.celery import app as celery_app
-from reviewapp.review import queue_peek
-from reviewapp.review.tasks import _deliver_llm_answers, broker_backlog, finalize_proposal
+from reviewapp.review.evaluation import queue_peek
+from reviewapp.review.evaluation.tasks import (
+    _deliver_llm_answers,
+    broker_backlog,
+    finalize_proposal,
+)
 from tests.support.embedded_broker import embedded_connection, embedded_options
 
 

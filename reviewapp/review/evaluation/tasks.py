@@ -1,4 +1,8 @@
-"""Celery tasks: take ids, re-fetch, call a service. Each is safe to run twice."""
+"""Celery tasks: take ids, re-fetch, call a service. Each is safe to run twice.
+
+Each task keeps the name it had when this module was ``reviewapp.review.tasks``:
+messages already queued, and the beat schedule, route by that name.
+"""
 
 import logging
 from datetime import timedelta
@@ -12,24 +16,21 @@ from kombu.exceptions import ChannelError
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 
-from . import llm_loop
-from .evaluators import evaluate_lens
-from .llm_loop import answer_outcome
-from .models import Lens, Proposal, RecordedResponse
-from .services.final_step import (
+from ..models import Lens, Proposal, RecordedResponse
+from ..services.final_step import (
     proposal_escalate_final_step,
     proposal_final_step_attempt,
     proposal_final_step_failed,
 )
-from .services.finalize import proposal_finalize
-from .services.judgements import (
+from ..services.finalize import proposal_finalize
+from ..services.judgements import (
     LensAnswer,
     answered_lens_ids,
     judgement_answer,
     lens_answers_record,
     lens_failure_answer,
 )
-from .services.proposals import (
+from ..services.proposals import (
     external_lens_ids,
     proposal_begin_evaluation,
     proposal_for_lens,
@@ -38,11 +39,14 @@ from .services.proposals import (
     proposals_stuck,
     worker_lens_ids,
 )
+from . import llm_loop
+from .evaluators import evaluate_lens
+from .llm_loop import answer_outcome
 
 log = logging.getLogger(__name__)
 
 
-@shared_task
+@shared_task(name="reviewapp.review.tasks.evaluate_proposal")
 def evaluate_proposal(
     proposal_id: int, llm_answers: list[dict] | None = None, swept: bool = False
 ) -> None:
@@ -234,7 +238,7 @@ def _final_step(
         raise
 
 
-@shared_task
+@shared_task(name="reviewapp.review.tasks.run_lens")
 def run_lens(proposal_id: int, lens_id: int) -> None:
     """Judge the proposal with one lens, here and now; the lens that answers last ends it.
 
@@ -270,7 +274,7 @@ def run_lens(proposal_id: int, lens_id: int) -> None:
         _final_step(proposal_id, loaded=proposal)
 
 
-@shared_task
+@shared_task(name="reviewapp.review.tasks.finalize_proposal")
 def finalize_proposal(proposal_id: int, deadline_passed: bool = False) -> None:
     proposal_finalize(proposal_id=proposal_id, deadline_passed=deadline_passed)
 
@@ -286,7 +290,7 @@ def broker_backlog() -> int:
             return 0
 
 
-@shared_task
+@shared_task(name="reviewapp.review.tasks.sweep_stuck_proposals")
 def sweep_stuck_proposals() -> int:
     """Re-enqueue proposals that stopped moving (a worker died, a message was lost).
 

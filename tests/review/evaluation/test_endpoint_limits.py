@@ -5,7 +5,12 @@ import time
 
 import pytest
 
-from reviewapp.review.endpoint_limits import DatabaseLimits, RedisLimits, new_token, redis_url
+from reviewapp.review.evaluation.endpoint_limits import (
+    DatabaseLimits,
+    RedisLimits,
+    new_token,
+    redis_url,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -12,10 +12,10 @@ import time
 import pytest
 
 from reviewapp.celery import app as celery_app
-from reviewapp.review.llm_loop import hand_back
-from reviewapp.review.tasks import finalize_proposal
+from reviewapp.review.evaluation.llm_loop import hand_back
+from reviewapp.review.evaluation.tasks import finalize_proposal
 from tests.conftest import wait_for
-from tests.review.llm_loop.support import Outcomes, judge
+from tests.review.evaluation.llm_loop.support import Outcomes, judge
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

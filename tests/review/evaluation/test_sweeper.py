@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from reviewapp.celery import app as celery_app
+from reviewapp.review.evaluation.tasks import broker_backlog, sweep_stuck_proposals
 from reviewapp.review.models import Proposal
-from reviewapp.review.tasks import broker_backlog, sweep_stuck_proposals
 from tests.factories import LensFactory, PanelFactory
 from tests.review.helpers import submit
 

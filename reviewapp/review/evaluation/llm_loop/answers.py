@@ -16,7 +16,7 @@ from reviewapp.core.cite import (
 )
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 
-from ..models import Lens
+from ...models import Lens
 
 
 @dataclass(frozen=True)

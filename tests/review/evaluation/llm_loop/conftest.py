@@ -3,12 +3,12 @@ import asyncio
 import pytest
 
 from reviewapp.celery import app as celery_app
-from reviewapp.review.llm_loop import process
+from reviewapp.review.evaluation.llm_loop import process
 from reviewapp.review.models import Lens
 from tests.core.openai_stub import Answer
 from tests.factories import LensFactory
+from tests.review.evaluation.llm_loop.support import CITE
 from tests.review.helpers import judgement
-from tests.review.llm_loop.support import CITE
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ so a worker killed mid-call cannot keep it.
 
 The state lives in Redis when the app has one (the broker or ``CACHE_URL``):
 one Lua script gives back slots, checks and takes new ones atomically, on Redis's clock, awaited
-on the LLM loop (reviewapp/review/llm_loop/) with no thread in between. In
+on the LLM loop (reviewapp/review/evaluation/llm_loop/) with no thread in between. In
 the embedded default it lives in the database (``EndpointCall`` rows), taken
 under a lock per endpoint; those calls block, so the loop makes them on its
 database thread.
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from django.conf import settings
 from django.db import connection, transaction
 
-from .models import EndpointCall
+from ..models import EndpointCall
 
 # A slot whose call never reported back is reclaimed this long after the
 # lens's own timeout: long enough for any live call to have ended.

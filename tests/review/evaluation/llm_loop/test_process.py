@@ -4,13 +4,13 @@ import resource
 
 import pytest
 
-from reviewapp.review.llm_loop import process
+from reviewapp.review.evaluation.llm_loop import process
 from reviewapp.review.models import Lens
 from tests.conftest import wait_for
 from tests.core.openai_stub import Answer
 from tests.factories import LensFactory
+from tests.review.evaluation.llm_loop.support import CITE, Outcomes, judge
 from tests.review.helpers import judgement
-from tests.review.llm_loop.support import CITE, Outcomes, judge
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,7 +4,7 @@ import asyncio
 import threading
 
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.review import llm_loop
+from reviewapp.review.evaluation import llm_loop
 
 CONTENT = "The migration is reversible and takes under a minute."
 CITE = "The migration is reversible"

@@ -1,0 +1,1 @@
+"""Forms and widgets for the configuration admin, one module per model."""

@@ -1,0 +1,212 @@
+"""The lens admin: its form, its trial, and the page saying who judges an external lens."""
+
+import json
+import shlex
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.http import HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from reviewapp.audit.models import Trial
+from reviewapp.audit.services import audit_change
+
+from ..models import Lens
+from ..services.lenses import (
+    LENS_AUDIT_FIELDS,
+    api_key_status,
+    external_judge_status,
+    external_judgement_example,
+    external_judges,
+    lens_delete_refusal,
+)
+from .forms.lens import LensAdminForm
+from .mixins import (
+    ADMIN_MEDIA_CSS,
+    ADMIN_MEDIA_JS,
+    AuditedAdminMixin,
+    RefuseDeletingWhatIsInUseMixin,
+    TrialMixin,
+)
+
+
+@admin.register(Lens)
+class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, admin.ModelAdmin):
+    form = LensAdminForm
+    audit_target_type = "lens"
+    audit_fields = LENS_AUDIT_FIELDS
+    audit_after_related = True  # judge_clients
+    trial_kind = Trial.Kind.LENS
+    list_display = ("name", "backend", "active", "version", "used_by", "api_key", "judged_by")
+    list_filter = ("backend", "active")
+    search_fields = ("name", "description")
+    readonly_fields = (
+        "version",
+        "api_key_status",
+        "recorded_responses",
+        "used_by_panels",
+        "judge_status",
+    )
+    actions = ["deactivate", "activate", "delete_selected"]
+    fieldsets = (
+        (None, {"fields": ("name", "description", "instructions", "backend", "active")}),
+        ("Version", {"fields": ("version", "used_by_panels")}),
+        (
+            "LLM backend",
+            {
+                "classes": ("show-if-backend-llm",),
+                "fields": (
+                    "base_url",
+                    "model",
+                    "api_key_env",
+                    "api_key_status",
+                    "temperature",
+                    "timeout_seconds",
+                    "response_format",
+                    "max_concurrent_calls",
+                    "calls_per_minute",
+                ),
+            },
+        ),
+        (
+            "Constraints backend",
+            {"classes": ("show-if-backend-constraints",), "fields": ("mandate",)},
+        ),
+        (
+            "Recorded backend",
+            {"classes": ("show-if-backend-recorded",), "fields": ("recorded_responses",)},
+        ),
+        (
+            "External backend: who may judge",
+            {
+                "classes": ("show-if-backend-external",),
+                "fields": ("judge_status", "judge_clients", "allow_self_judgement"),
+            },
+        ),
+    )
+
+    class Media:
+        js = ADMIN_MEDIA_JS
+        css = ADMIN_MEDIA_CSS
+
+    @admin.display(description="API key")
+    def api_key_status(self, obj):
+        if obj is None or obj.pk is None:
+            return "Name the environment variable and save: the page then says whether it is set."
+        return api_key_status(obj)
+
+    @admin.display(description="API key", boolean=True)
+    def api_key(self, obj):
+        if obj.backend != Lens.Backend.LLM or not obj.api_key_env:
+            return None
+        return obj.api_key_is_set
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("judge_clients")
+
+    @admin.display(description="Judged by")
+    def judged_by(self, obj):
+        if obj.backend != Lens.Backend.EXTERNAL:
+            return "—"
+        names = sorted(c.name for c in obj.judge_clients.all())
+        return ", ".join(names) or "⚠ no client: accepts no judgement"
+
+    @admin.display(description="Who may judge")
+    def judge_status(self, obj):
+        if obj is None or obj.pk is None:
+            return "Tick the API clients allowed to answer for this lens, and save."
+        return external_judge_status(obj)
+
+    @admin.display(description="Recorded responses")
+    def recorded_responses(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        return f"{obj.recorded_responses.count()} stored answer set(s) to replay."
+
+    @admin.display(description="Used by")
+    def used_by(self, obj):
+        return ", ".join(obj.panels.order_by("name").values_list("name", flat=True)) or "—"
+
+    @admin.display(description="Used by panels")
+    def used_by_panels(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        return self.used_by(obj)
+
+    def audit_snapshot(self, obj) -> dict:
+        state = super().audit_snapshot(obj)
+        if obj is not None and obj.pk:
+            # Who may answer for an external lens is who may vote: audited like its fields.
+            state["judge_clients"] = sorted(obj.judge_clients.values_list("name", flat=True))
+        return state
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        lens = form.instance
+        if lens.backend == Lens.Backend.EXTERNAL and not lens.judge_clients.exists():
+            self.message_user(request, external_judge_status(lens), messages.WARNING)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if obj.backend == Lens.Backend.LLM and obj.api_key_env and not obj.api_key_is_set:
+            self.message_user(
+                request,
+                f"{obj.api_key_env} is not set on the server: the lens will call "
+                f"{obj.base_url} without an API key.",
+                messages.WARNING,
+            )
+
+    @transaction.atomic
+    def _set_active(self, request, queryset, active: bool):
+        changed = 0
+        for lens in queryset:
+            if lens.active == active:
+                continue
+            before = self.audit_snapshot(lens)
+            lens.active = active
+            lens.save()  # bumps the version, like any edit
+            audit_change(
+                actor=request.user,
+                target_type="lens",
+                target=lens,
+                before=before,
+                after=self.audit_snapshot(lens),
+            )
+            changed += 1
+        verb = "activated" if active else "deactivated"
+        self.message_user(request, f"{changed} lens(es) {verb}.", messages.SUCCESS)
+
+    @admin.action(description="Deactivate selected lenses", permissions=["change"])
+    def deactivate(self, request, queryset):
+        self._set_active(request, queryset, False)
+
+    @admin.action(description="Activate selected lenses", permissions=["change"])
+    def activate(self, request, queryset):
+        self._set_active(request, queryset, True)
+
+    def delete_refusal(self, lenses) -> str | None:
+        return lens_delete_refusal(lenses)
+
+    def judged_elsewhere(self, request, obj) -> HttpResponse | None:
+        if obj.backend != Lens.Backend.EXTERNAL:
+            return None
+        url = request.build_absolute_uri(
+            reverse("api:proposal_detail", args=[0]).removesuffix("0") + "$PROPOSAL_ID/judgements"
+        )
+        body = json.dumps(external_judgement_example(obj), ensure_ascii=False, indent=2)
+        curl = (
+            f'curl -X POST "{url}" \\\n'
+            '  -H "Authorization: Bearer $REVIEWAPP_TOKEN" \\\n'
+            "  -H 'Content-Type: application/json' \\\n"
+            f"  -d {shlex.quote(body)}"
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": obj,
+            "title": f"Lens “{obj}” is judged through the API",
+            "judges": external_judges(obj),
+            "curl": curl,
+        }
+        return TemplateResponse(request, "admin/review/lens/external_try.html", context)

@@ -1,0 +1,39 @@
+"""The review domain as stored rows.
+
+The database does the guarding wherever it can (one judgement per lens, one
+decision per proposal, one open escalation per proposal, a decision chain that
+cannot fork), so a re-delivered task or a double click ends in an
+IntegrityError instead of a duplicate.
+"""
+
+from .checker import CheckerConfig
+from .client import ApiClient
+from .decision import ChainHead, Decision, SigningKey
+from .endpoint_call import EndpointCall
+from .escalation import Escalation
+from .evidence import Evidence
+from .judgement import Claim, Judgement, LensFailure
+from .lens import Lens
+from .panel import Panel, PanelLens
+from .proposal import AwaitedLens, Proposal
+from .recorded_response import RecordedResponse
+
+__all__ = [
+    "ApiClient",
+    "AwaitedLens",
+    "ChainHead",
+    "CheckerConfig",
+    "Claim",
+    "Decision",
+    "EndpointCall",
+    "Escalation",
+    "Evidence",
+    "Judgement",
+    "Lens",
+    "LensFailure",
+    "Panel",
+    "PanelLens",
+    "Proposal",
+    "RecordedResponse",
+    "SigningKey",
+]

@@ -1,0 +1,67 @@
+"""Signed decisions, the hash chain they form, and the public keys that signed them."""
+
+from django.conf import settings
+from django.db import models
+
+from .escalation import Escalation
+from .proposal import Proposal
+
+
+class SigningKey(models.Model):
+    """The public half of a server signing key. The private half never enters the database."""
+
+    key_id = models.CharField(max_length=64, unique=True)
+    public_key = models.CharField(max_length=64, help_text="base64")
+    created_at = models.DateTimeField(auto_now_add=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.key_id
+
+
+class Decision(models.Model):
+    class Outcome(models.TextChoices):
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    class Basis(models.TextChoices):
+        SYSTEM = "system"
+        REVIEWER = "reviewer"
+
+    proposal = models.OneToOneField(Proposal, on_delete=models.PROTECT, related_name="decision")
+    escalation = models.OneToOneField(
+        Escalation, null=True, blank=True, on_delete=models.PROTECT, related_name="decision"
+    )
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    basis = models.CharField(max_length=8, choices=Basis.choices)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
+    )
+    decided_by_name = models.CharField(max_length=150, blank=True)
+    rationale = models.TextField(blank=True)
+    payload = models.TextField(help_text="The exact signed bytes (RFC 8785 JSON).")
+    signature = models.CharField(max_length=128)
+    key_id = models.CharField(max_length=64)
+    # The chain cannot fork: two decisions can never claim the same predecessor.
+    prev_hash = models.CharField(max_length=64, unique=True)
+    hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} #{self.pk} ({self.basis})"
+
+
+class ChainHead(models.Model):
+    """A single row locked while a decision is appended, so appends take turns."""
+
+    singleton = models.BooleanField(default=True, unique=True)
+    last_hash = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return self.last_hash

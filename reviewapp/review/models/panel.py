@@ -1,0 +1,56 @@
+"""A panel: the lenses and checkers a proposal is judged by, and the quorum it needs."""
+
+from django.db import models
+
+from reviewapp.core.cite import GroundingPolicy
+
+from .checker import CheckerConfig
+from .lens import Lens
+
+
+class Panel(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    need = models.PositiveIntegerField()
+    lenses = models.ManyToManyField(Lens, through="PanelLens", related_name="panels")
+    checkers = models.ManyToManyField(CheckerConfig, blank=True, related_name="panels")
+    grounding_policy = models.CharField(
+        max_length=10,
+        choices=[(p.value, p.value.title()) for p in GroundingPolicy],
+        default=GroundingPolicy.REJECT.value,
+    )
+    requires_sign_off = models.BooleanField(
+        default=False, help_text="A reached pass still goes to a human for sign-off."
+    )
+    external_deadline_seconds = models.PositiveIntegerField(
+        default=3600, help_text="How long to wait for external judgements."
+    )
+    active = models.BooleanField(default=True)
+    version = models.PositiveIntegerField(default=1, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def ordered_lenses(self) -> list[Lens]:
+        return [pl.lens for pl in self.panel_lenses.select_related("lens").order_by("position")]
+
+
+class PanelLens(models.Model):
+    panel = models.ForeignKey(Panel, on_delete=models.CASCADE, related_name="panel_lenses")
+    # PROTECT: a lens used by a panel cannot be deleted out from under it.
+    lens = models.ForeignKey(Lens, on_delete=models.PROTECT, related_name="panel_memberships")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["panel", "lens"], name="panel_lens_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.panel_id}#{self.position}: {self.lens_id}"
