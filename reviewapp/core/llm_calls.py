@@ -8,7 +8,7 @@ meanwhile. The budgets are ``judging.judge_steps``'s, unchanged.
 
 Pure Python: aiohttp for the calls, and whatever shared store the caller
 hands ``EndpointGate`` for the limits (Redis or the database, see
-``reviewapp.review.endpoint_limits``). aiohttp rather than httpx here: at
+``reviewapp.review.evaluation.endpoint_limits``). aiohttp rather than httpx here: at
 hundreds of calls in flight, httpx's async stack was a quarter of the
 worker's CPU, about 3 ms a call, several times aiohttp's.
 """
