@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import itertools
+import json
 import socket
 import ssl
 import threading
@@ -102,6 +103,26 @@ class Hostile:
     def __exit__(self, *exc) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def proposal_body(status: str = "queued") -> str:
+    return json.dumps(
+        {
+            "id": 7,
+            "status": status,
+            "panel": "support",
+            "title": "",
+            "content": "Refunds are issued within 14 days.",
+            "thought_process": "",
+            "content_sha256": "0" * 64,
+            "progress": {"answered": 0, "asked": 1},
+            "tally": None,
+            "judgements": [],
+            "evidence": [],
+            "escalation": None,
+            "decision": None,
+        }
+    )
 
 
 class _QuietServer(http.server.ThreadingHTTPServer):

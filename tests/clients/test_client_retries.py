@@ -1,7 +1,6 @@
 """Retries and Retry-After against a hostile loopback server: never a sleep past the
 caller's timeout or the cap, never a raw exception from a header, jitter between tries."""
 
-import json
 import random
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime, parsedate_to_datetime
@@ -15,29 +14,9 @@ from reviewapp_client import (
     WaitTimeout,
 )
 
-from tests.clients.hostile import Hostile, Reply, call
+from tests.clients.hostile import Hostile, Reply, call, proposal_body
 
 KINDS = ["sync", "async"]
-
-
-def proposal_body(status: str = "queued") -> str:
-    return json.dumps(
-        {
-            "id": 7,
-            "status": status,
-            "panel": "support",
-            "title": "",
-            "content": "Refunds are issued within 14 days.",
-            "thought_process": "",
-            "content_sha256": "0" * 64,
-            "progress": {"answered": 0, "asked": 1},
-            "tally": None,
-            "judgements": [],
-            "evidence": [],
-            "escalation": None,
-            "decision": None,
-        }
-    )
 
 
 def http_date(seconds_from_now: float) -> str:
