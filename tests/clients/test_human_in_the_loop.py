@@ -4,7 +4,6 @@ comes through the API, and the agent resumes with the signed decision and verifi
 
 import importlib.util
 import re
-import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -12,8 +11,8 @@ import pytest
 from langgraph.types import Command
 from reviewapp_client import Client, VerificationError
 
-from reviewapp.review.models import Proposal as Row
-from tests.webhooks.helpers import api_client, one_lens_panel, run_pipeline
+from tests.clients.pipeline import evaluate_once_submitted, signing_key_exists
+from tests.webhooks.helpers import api_client, one_lens_panel
 
 CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
 EXAMPLE = CLIENT / "examples" / "langgraph_approval.py"
@@ -31,23 +30,6 @@ def load_example():
 example = load_example()
 
 
-def evaluate_once_submitted(external_ref: str) -> threading.Thread:
-    """What the workers do in production: judge the proposal once it arrives."""
-
-    def run():
-        for _ in range(1000):
-            row = Row.objects.filter(external_ref=external_ref).first()
-            if row is not None:
-                run_pipeline(row)
-                return
-            threading.Event().wait(0.01)
-        raise AssertionError(f"{external_ref} was never submitted")
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
-
-
 @pytest.fixture
 def review(live_server, transactional_db):
     with Client(live_server.url, api_client("submit", "read")[1]) as client:
@@ -63,13 +45,6 @@ def reviewer(live_server, transactional_db):
 def agent_for(review, panel):
     keys = review.keys()  # pinned once, as the example says
     return example.build_agent(review, keys, panel=panel.name, write=lambda question: ANSWER)
-
-
-def signing_key_exists():
-    # The test server makes its signing key on first use; production has one.
-    from reviewapp.review.keys import server_signer
-
-    server_signer()
 
 
 def test_an_approved_draft_is_sent_after_the_agent_resumes_with_the_signed_decision(review):
