@@ -42,28 +42,26 @@ def reviewer(live_server, transactional_db):
         yield client
 
 
-def agent_for(review, panel):
+def handled(review, ticket_id: str, *, sign_off: bool):
+    """An agent for a panel that passes the answer (and escalates it, with `sign_off`),
+    and what `handle` made of one ticket while the workers judged it."""
+    signing_key_exists()
+    panel = one_lens_panel(ANSWER, requires_sign_off=sign_off)
     keys = review.keys()  # pinned once, as the example says
-    return example.build_agent(review, keys, panel=panel.name, write=lambda question: ANSWER)
+    agent = example.build_agent(review, keys, panel=panel.name, write=lambda question: ANSWER)
+    judged = evaluate_once_submitted(f"ticket-{ticket_id}")
+    state = example.handle(agent, review, {"ticket_id": ticket_id, "question": "Refunds?"})
+    judged.join()
+    return agent, state
 
 
 def test_an_approved_draft_is_sent_after_the_agent_resumes_with_the_signed_decision(review):
-    signing_key_exists()
-    panel = one_lens_panel(ANSWER)
-    agent = agent_for(review, panel)
-    judged = evaluate_once_submitted("ticket-t-1")
-    state = example.handle(agent, review, {"ticket_id": "t-1", "question": "Refunds?"})
-    judged.join()
+    _, state = handled(review, "t-1", sign_off=False)
     assert state["outcome"] == "approved" and state["reply"] == ANSWER
 
 
 def test_an_escalated_draft_is_parked_until_a_reviewer_decides_then_resumed(review, reviewer):
-    signing_key_exists()
-    panel = one_lens_panel(ANSWER, requires_sign_off=True)
-    agent = agent_for(review, panel)
-    judged = evaluate_once_submitted("ticket-t-2")
-    parked = example.handle(agent, review, {"ticket_id": "t-2", "question": "Refunds?"})
-    judged.join()
+    agent, parked = handled(review, "t-2", sign_off=True)
     assert set(parked) == {"parked", "escalation"}
     assert example.resume(agent, review, "t-2", parked["parked"]) == {"parked": parked["parked"]}
 
@@ -73,12 +71,7 @@ def test_an_escalated_draft_is_parked_until_a_reviewer_decides_then_resumed(revi
 
 
 def test_a_forged_decision_does_not_resume_the_agent(review, reviewer):
-    signing_key_exists()
-    panel = one_lens_panel(ANSWER, requires_sign_off=True)
-    agent = agent_for(review, panel)
-    judged = evaluate_once_submitted("ticket-t-3")
-    parked = example.handle(agent, review, {"ticket_id": "t-3", "question": "Refunds?"})
-    judged.join()
+    agent, parked = handled(review, "t-3", sign_off=True)
     reviewer.decide(parked["escalation"], "rejected", "No.")
     decision = asdict(review.get(parked["parked"]).decision)
     forged = {**decision, "payload": decision["payload"].replace("rejected", "approved")}

@@ -1,4 +1,8 @@
-"""`AsyncClient`: the asyncio driver of the shared core (`_base.Core`), over httpx.AsyncClient."""
+"""`AsyncClient`: the asyncio driver of the shared core (`_base.Core`), over httpx.AsyncClient.
+
+Its methods mirror `Client`'s one for one, each a line or two over the core;
+they are written out, not generated, so that type checkers see `async def`.
+"""
 
 from __future__ import annotations
 
