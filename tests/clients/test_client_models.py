@@ -5,6 +5,7 @@ import json
 
 import pytest
 import reviewapp_client as models
+from reviewapp_client.models import ShapeError
 
 from reviewapp.api import api
 from tests.clients.hostile import proposal_body
@@ -49,3 +50,41 @@ def test_lens_failures_are_read_where_a_server_sends_them_and_new_fields_are_ign
     ]
     assert proposal.raw["a_field_from_the_future"] == {"nested": [1, 2]}
     assert models.Proposal.from_api(json.loads(proposal_body())).lens_failures == []
+
+
+@pytest.mark.parametrize(
+    ("text", "micro"),
+    [
+        ("2026-03-01T12:00:00Z", 0),
+        ("2026-03-01T12:00:00.4Z", 400000),
+        ("2026-03-01T12:00:00.123+00:00", 123000),
+        ("2026-03-01T12:00:00.123456789Z", 123456),
+    ],
+)
+def test_times_are_read_in_every_iso_form_a_server_may_write(text, micro):
+    read = models.ProposalSummary.from_api(
+        {
+            "id": 1,
+            "status": "queued",
+            "panel": "p",
+            "title": "",
+            "content_sha256": "",
+            "created_at": text,
+            "url": "/",
+        }
+    ).created_at
+    assert (read.microsecond, read.utcoffset().total_seconds()) == (micro, 0)
+
+
+def test_a_time_that_is_not_iso_8601_is_a_shape_error():
+    with pytest.raises(ShapeError, match="created_at: not an ISO 8601 time"):
+        models.Escalation.from_api(
+            {
+                "id": 1,
+                "proposal": 1,
+                "status": "open",
+                "reasons": [],
+                "claimed_by": None,
+                "created_at": "yesterday",
+            }
+        )

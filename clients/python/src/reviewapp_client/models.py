@@ -9,6 +9,7 @@ server does not break an older client.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,6 +19,7 @@ FINAL = ("decided", "escalated")
 
 T = TypeVar("T")
 _Absent = object()
+_FRACTION = re.compile(r"\.(\d+)")
 
 
 class ShapeError(Exception):
@@ -59,9 +61,11 @@ def when(data: Mapping[str, Any], key: str, *, at: str, nullable: bool = False) 
     text = req(data, key, str, *((type(None),) if nullable else ()), at=at)
     if text is None:
         return None
+    # Python 3.10's fromisoformat reads neither a "Z" suffix nor fractions of
+    # other than 3 or 6 digits.
+    text = _FRACTION.sub(lambda m: "." + m[1].ljust(6, "0")[:6], text.replace("Z", "+00:00"))
     try:
-        # Python 3.10's fromisoformat does not read a "Z" suffix.
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return datetime.fromisoformat(text)
     except ValueError as exc:
         raise ShapeError(f"{at}.{key}: not an ISO 8601 time: {text[:40]!r}") from exc
 
