@@ -7,11 +7,13 @@ PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 $(wildcard $(HOME)/.
 
 .PHONY: run token test lint clean
 
-$(VENV)/.installed: pyproject.toml
+# The client package installs beside the server: the server checks signatures with its
+# offline verifier (reviewapp_client.verify), and it brings the `reviewapp-verify` command.
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "reviewapp needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e ".[test]"
+	$(VENV)/bin/pip install --quiet -e clients/python -e ".[test]"
 	@touch $@
 
 run: $(VENV)/.installed

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import _support as s  # noqa: E402
+from benchmarks import support as s  # noqa: E402
 
 LUA = r"""
 local counter = 0

@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import _support as s  # noqa: E402
+from benchmarks import support as s  # noqa: E402
 
 DRILL_DB = "reviewapp_drill"
 SLOW_LENS_SECONDS = 0.3
@@ -422,8 +422,9 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
     ok = True
     web, port = s.start_gunicorn(stack.env)
     try:
-        # 1. Two API clients (review scope) through gunicorn's two processes.
-        tokens = [s.api_token(f"reviewer-bot-{k}", "review,read") for k in range(2)]
+        # 1. Two API clients (review scope; read:all, since no client submitted these)
+        # through gunicorn's two processes.
+        tokens = [s.api_token(f"reviewer-bot-{k}", "review,read:all") for k in range(2)]
         answers: Counter[str] = Counter()
         for escalation_id in api_set:
             barrier = threading.Barrier(2)

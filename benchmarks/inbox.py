@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import _support as s  # noqa: E402
+from benchmarks import support as s  # noqa: E402
 
 TARGET_P95_MS = 100.0
 SEED = 20250101

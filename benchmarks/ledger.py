@@ -16,7 +16,7 @@ migrates it (the append-only triggers included). Then:
 3. signs a checkpoint and verifies everything three ways, timing each:
    `manage.py verify_ledger` (every signature, every row against its signed
    bytes, chain, stored subtrees, checkpoints), `export_decisions`, and the
-   offline verifier `python -m reviewapp.verify` on the export, in a fresh
+   offline verifier `reviewapp-verify` on the export, in a fresh
    process without Django settings.
 
 Target: verifying 100,000 entries in under 30 s on a 2-core machine.
@@ -279,7 +279,7 @@ def main() -> int:
             [
                 sys.executable,
                 "-m",
-                "reviewapp.verify",
+                "reviewapp_client.verify",
                 str(export),
                 "--public-key",
                 server_signer().public_key_b64,

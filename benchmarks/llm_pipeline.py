@@ -47,9 +47,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import _support as s  # noqa: E402
-from benchmarks._profile import Profiler, summarise_profile  # noqa: E402
+from benchmarks import support as s  # noqa: E402
 from benchmarks._provider import TICKET  # noqa: E402
+from benchmarks.support.profiling import Profiler, summarise_profile  # noqa: E402
 
 LLM_LENSES = ("bench-llm-accuracy", "bench-llm-tone", "bench-llm-safety")
 

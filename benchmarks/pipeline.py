@@ -8,7 +8,7 @@ lens's answer for N distinct support replies (70% approved, 10% rejected by
 the panel, 10% rejected by the mandate, 10% escalated because a lens answers
 garbage), starts gunicorn (2 sync workers) and one Celery worker
 (`--concurrency 2 --beat`, importing the no-op tasks with
-`-I benchmarks._support`; a proposal of CPU lenses is one task, its lenses
+`-I benchmarks.support.noop`; a proposal of CPU lenses is one task, its lenses
 inline), then:
 
 1. counts the SQL queries each task of one proposal runs (in-process probe);
@@ -39,8 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import _support as s  # noqa: E402
-from benchmarks._profile import Profiler, summarise_profile  # noqa: E402
+from benchmarks import support as s  # noqa: E402
+from benchmarks.support.profiling import Profiler, summarise_profile  # noqa: E402
 
 TARGET_PER_SECOND = 50.0
 TASKS_PER_PROPOSAL = 1  # evaluate_proposal: the 3 lenses inline, then the final step

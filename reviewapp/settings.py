@@ -276,7 +276,7 @@ REVIEWAPP_TRUST_OWN_KEY = _read(env.bool, "REVIEWAPP_TRUST_OWN_KEY", default=DEB
 
 
 def _check_trusted_keys(values: list[str]) -> None:
-    from reviewapp.verify import load_public_keys
+    from reviewapp_client.verify.files import load_public_keys
 
     for value in values:
         try:

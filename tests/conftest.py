@@ -1,5 +1,6 @@
 import os
 import time
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -10,6 +11,16 @@ from reviewapp.celery import app as celery_app
 from tests.core.openai_stub import OpenAIStub
 from tests.factories import ReviewerFactory, UserFactory
 from tests.support.worker import WorkerProcess
+
+CLIENT_SRC = Path(__file__).resolve().parents[1] / "clients" / "python" / "src"
+
+
+def pytest_configure(config):
+    # pytest's `pythonpath` reaches this process only. The processes tests start
+    # (manage.py, Celery workers, the offline verifier) import the client package,
+    # which the server imports the verifier from, from the same source, installed or not.
+    inherited = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(CLIENT_SRC), inherited)))
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ def _load_settings(then: str = "", **env) -> subprocess.CompletedProcess:
         cwd=ROOT,
         env={
             "PATH": os.environ["PATH"],
+            # Code, not settings: where the client package is (see conftest).
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
             "DJANGO_SETTINGS_MODULE": "reviewapp.settings",
             "REVIEWAPP_VAR_DIR": str(ROOT / "var" / "test"),
             "DEBUG": "true",

@@ -5,10 +5,9 @@ from django.http import JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, Throttled
 
-from reviewapp.ledger.api import router as ledger_router
 from reviewapp.outages import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 
-from . import cite, decisions, escalations, proposals, webhooks
+from . import cite, decisions, escalations, ledger, proposals, webhooks
 from .docs import LocalSwagger
 from .parsing import BodyRejected, GuardedParser, size_guard, too_large
 
@@ -86,7 +85,7 @@ api.add_router("", decisions.router)
 api.add_router("", cite.router)
 api.add_router("", webhooks.router)
 # Public verifiability: checkpoints and proofs take no authentication; raw entries need a reader.
-api.add_router("/ledger", ledger_router)
+api.add_router("/ledger", ledger.router)
 
 
 def endpoint_not_found(request, path: str = ""):

@@ -39,7 +39,7 @@ from reviewapp.review.models import Claim, Escalation, Judgement, Proposal
 from reviewapp.web.access import reviewer_required
 from reviewapp.web.search import TypedSearch, proposal_text_q, search_typed
 
-from .queries import Scope
+from .scope import Scope
 
 EXPORT_CHUNK_SIZE = 500
 

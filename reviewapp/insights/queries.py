@@ -3,7 +3,7 @@
 Every function here runs a fixed number of queries whatever the number of
 proposals: counts are grouped and summed by the database, medians are read
 with ORDER BY + OFFSET, the agreement tables are built by a self-join on
-judgements. Nothing iterates over proposals in Python.
+judgements (agreement.py). Nothing iterates over proposals in Python.
 
 All figures cover the proposals selected by a `Scope` (panel, submission
 date range); a judgement, claim, lens failure, decision or escalation counts
@@ -11,71 +11,36 @@ when its proposal is in scope.
 """
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import (
     Case,
     CharField,
     Count,
     DurationField,
-    Exists,
     ExpressionWrapper,
     F,
-    IntegerField,
-    OuterRef,
     Q,
     Value,
     When,
 )
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, NullIf, TruncDate
+from django.db.models.functions import Coalesce, NullIf, TruncDate
 from django.utils import timezone
 
-from reviewapp.core.agreement import FleissSums, PairTable, cohen_kappa, fleiss_kappa
-from reviewapp.review.models import (
-    Claim,
-    Decision,
-    Escalation,
-    Judgement,
-    Lens,
-    LensFailure,
-    Panel,
-    Proposal,
+from reviewapp.review.models import Claim, Decision, Escalation, Judgement, LensFailure
+
+from .agreement import (
+    LargerSide,
+    PairAgreement,
+    PanelAgreement,
+    human_vs_larger_side,
+    pairwise_agreement,
+    panel_agreement,
 )
+from .scope import PROPOSAL_SETS, Scope
 
 PASS = Judgement.Verdict.PASS
-FAIL = Judgement.Verdict.FAIL
-PENDING_STATUSES = (Proposal.Status.QUEUED, Proposal.Status.EVALUATING)
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which proposals the dashboard covers: one panel or all, submitted between two dates."""
-
-    panel_id: int | None = None
-    start: date | None = None  # inclusive
-    end: date | None = None  # inclusive
-
-    def q(self, prefix: str = "") -> Q:
-        """The scope as a filter on proposals, reached through `prefix` (e.g. 'proposal__')."""
-        q = Q()
-        if self.panel_id is not None:
-            q &= Q(**{f"{prefix}panel_id": self.panel_id})
-        if self.start is not None:
-            q &= Q(**{f"{prefix}created_at__gte": _day_start(self.start)})
-        if self.end is not None:
-            q &= Q(**{f"{prefix}created_at__lt": _day_start(self.end + timedelta(days=1))})
-        return q
-
-    def proposals(self):
-        return Proposal.objects.filter(self.q())
-
-
-def _day_start(day: date) -> datetime:
-    # Midnight in the current time zone, so a date means what TruncDate says it means.
-    return timezone.make_aware(datetime.combine(day, time.min))
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -115,32 +80,6 @@ OUTCOME_SERIES = (
     ("escalated_open", "Escalated, open"),
     ("pending", "Pending"),
 )
-
-
-def _ever_escalated() -> Exists:
-    return Exists(Escalation.objects.filter(proposal=OuterRef("pk")))
-
-
-# Which proposals each count of proposals counts: the dashboard's figures and
-# the proposal list it links every figure to filter with the same conditions.
-PROPOSAL_SETS = {
-    "approved": lambda: Q(decision__outcome=Decision.Outcome.APPROVED),
-    "rejected": lambda: Q(decision__outcome=Decision.Outcome.REJECTED),
-    "escalated_open": lambda: Q(status=Proposal.Status.ESCALATED, decision__isnull=True),
-    "pending": lambda: Q(status__in=PENDING_STATUSES),
-    "judged": lambda: ~Q(status__in=PENDING_STATUSES),
-    # An open escalation counts as soon as it is raised: counting only
-    # decided ones read 6.7 % while 24 of 54 proposals waited for a human.
-    "sent_to_human": lambda: Q(_ever_escalated()) & ~Q(status__in=PENDING_STATUSES),
-}
-
-
-def lens_q(*, lens_id: int, verdict: str = "", failed: bool = False) -> Q:
-    """Proposals the lens judged (with `verdict`, if given), or on which it failed."""
-    if failed:
-        return Q(Exists(LensFailure.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)))
-    judged = Judgement.objects.filter(proposal=OuterRef("pk"), lens_id=lens_id)
-    return Q(Exists(judged.filter(verdict=verdict) if verdict else judged))
 
 
 def proposals_per_day(scope: Scope) -> list[Day]:
@@ -271,196 +210,6 @@ def lens_stats(scope: Scope) -> list[LensRow]:
     ):
         row(r["lens_id"], r["lens__name"]).failures = r["n"]
     return sorted(rows.values(), key=lambda r: r.name)
-
-
-# --- agreement --------------------------------------------------------------
-
-
-@dataclass
-class PairAgreement:
-    panel_id: int
-    panel: str
-    first: str
-    second: str
-    table: PairTable
-    kappa: float | None
-    first_id: int = 0
-    second_id: int = 0
-
-    @property
-    def items(self) -> int:
-        return self.table.items
-
-
-@dataclass
-class PanelAgreement:
-    panel_id: int
-    panel: str
-    sums: FleissSums
-    kappa: float | None
-
-    @property
-    def items(self) -> int:
-        return self.sums.items
-
-    @property
-    def raters(self) -> int:
-        return self.sums.raters
-
-
-def _q(name: str) -> str:
-    return connection.ops.quote_name(name)
-
-
-def _in_scope_sql(scope: Scope) -> tuple[str, tuple]:
-    """The ids of in-scope proposals as a subquery, compiled by the ORM for this backend."""
-    sql, params = scope.proposals().order_by().values("pk").query.sql_with_params()
-    return sql, tuple(params)
-
-
-def pairwise_agreement(scope: Scope) -> list[PairAgreement]:
-    """Cohen's kappa for every pair of lenses that judged the same proposals of a panel.
-
-    One query: judgements joined to themselves on the proposal (first lens id
-    below the second, so each pair once), contingency counts summed per
-    (panel, pair).
-    """
-    in_scope, scope_params = _in_scope_sql(scope)
-    j, p, lens, panel = (
-        _q(Judgement._meta.db_table),
-        _q(Proposal._meta.db_table),
-        _q(Lens._meta.db_table),
-        _q(Panel._meta.db_table),
-    )
-    cell = "SUM(CASE WHEN a.verdict = %s AND b.verdict = %s THEN 1 ELSE 0 END)"
-    sql = f"""
-        SELECT pr.panel_id, pn.name, la.name, lb.name, a.lens_id, b.lens_id,
-               {cell}, {cell}, {cell}, {cell}
-        FROM {j} a
-        JOIN {j} b ON b.proposal_id = a.proposal_id AND b.lens_id > a.lens_id
-        JOIN {p} pr ON pr.id = a.proposal_id
-        JOIN {panel} pn ON pn.id = pr.panel_id
-        JOIN {lens} la ON la.id = a.lens_id
-        JOIN {lens} lb ON lb.id = b.lens_id
-        WHERE a.proposal_id IN ({in_scope})
-        GROUP BY pr.panel_id, pn.name, a.lens_id, la.name, b.lens_id, lb.name
-        ORDER BY pn.name, la.name, lb.name
-    """
-    params = (PASS, PASS, PASS, FAIL, FAIL, PASS, FAIL, FAIL, *scope_params)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    pairs = []
-    for panel_id, panel_name, first, second, first_id, second_id, pp, pf, fp, ff in rows:
-        table = PairTable(int(pp), int(pf), int(fp), int(ff))
-        pairs.append(
-            PairAgreement(
-                panel_id=panel_id,
-                panel=panel_name,
-                first=first,
-                second=second,
-                table=table,
-                kappa=cohen_kappa(table),
-                first_id=first_id,
-                second_id=second_id,
-            )
-        )
-    return pairs
-
-
-def panel_agreement(scope: Scope) -> list[PanelAgreement]:
-    """Fleiss' kappa per panel over the proposals every one of its lenses judged.
-
-    One query: per proposal the pass and fail counts (inner), then per panel
-    the sums Fleiss' kappa needs (outer), over proposals whose judgement count
-    equals the number of lenses the panel asked. A panel whose lens count
-    changed over time gets one row per lens count (the raters must be equal).
-    """
-    in_scope, scope_params = _in_scope_sql(scope)
-    j, p, panel = (
-        _q(Judgement._meta.db_table),
-        _q(Proposal._meta.db_table),
-        _q(Panel._meta.db_table),
-    )
-    sql = f"""
-        SELECT t.panel_id, pn.name, t.raters,
-               COUNT(*), SUM(t.passed * t.passed + t.failed * t.failed),
-               SUM(t.passed), SUM(t.failed)
-        FROM (
-            SELECT j.proposal_id, pr.panel_id AS panel_id, pr.lenses_asked AS raters,
-                   SUM(CASE WHEN j.verdict = %s THEN 1 ELSE 0 END) AS passed,
-                   SUM(CASE WHEN j.verdict = %s THEN 1 ELSE 0 END) AS failed,
-                   COUNT(*) AS judged
-            FROM {j} j
-            JOIN {p} pr ON pr.id = j.proposal_id
-            WHERE j.proposal_id IN ({in_scope})
-            GROUP BY j.proposal_id, pr.panel_id, pr.lenses_asked
-        ) t
-        JOIN {panel} pn ON pn.id = t.panel_id
-        WHERE t.judged = t.raters AND t.raters >= 2
-        GROUP BY t.panel_id, pn.name, t.raters
-        ORDER BY pn.name, t.raters
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (PASS, FAIL, *scope_params))
-        rows = cursor.fetchall()
-    panels = []
-    for panel_id, name, raters, items, squares, passed, failed in rows:
-        sums = FleissSums(
-            items=int(items),
-            raters=int(raters),
-            sum_squares=int(squares),
-            category_totals=(int(passed), int(failed)),
-        )
-        panels.append(
-            PanelAgreement(panel_id=panel_id, panel=name, sums=sums, kappa=fleiss_kappa(sums))
-        )
-    return panels
-
-
-@dataclass
-class LargerSide:
-    """No-quorum proposals a reviewer decided, against the side with more lens votes.
-
-    Information only: it never decides anything (docs/product.md: a no-quorum panel
-    is never resolved automatically).
-    """
-
-    decided: int
-    agreed: int
-    disagreed: int
-    ties: int
-
-    @property
-    def compared(self) -> int:
-        return self.agreed + self.disagreed
-
-    @property
-    def agreement_rate(self) -> float | None:
-        return _rate(self.agreed, self.compared)
-
-
-def human_vs_larger_side(scope: Scope) -> LargerSide:
-    """One aggregate over no-quorum proposals a reviewer decided."""
-    approved = Q(decision__outcome=Decision.Outcome.APPROVED)
-    rejected = Q(decision__outcome=Decision.Outcome.REJECTED)
-    pass_larger = Q(tally_passed__gt=F("tally_failed"))
-    fail_larger = Q(tally_failed__gt=F("tally_passed"))
-    counts = (
-        scope.proposals()
-        .filter(decision__basis=Decision.Basis.REVIEWER, tally__outcome="no_quorum")
-        .annotate(
-            tally_passed=Cast(KT("tally__passed"), IntegerField()),
-            tally_failed=Cast(KT("tally__failed"), IntegerField()),
-        )
-        .aggregate(
-            decided=Count("pk"),
-            agreed=Count("pk", filter=(approved & pass_larger) | (rejected & fail_larger)),
-            disagreed=Count("pk", filter=(rejected & pass_larger) | (approved & fail_larger)),
-            ties=Count("pk", filter=Q(tally_passed=F("tally_failed"))),
-        )
-    )
-    return LargerSide(**counts)
 
 
 # --- reviewer workload ------------------------------------------------------

@@ -19,7 +19,9 @@ from reviewapp.review.models import Panel
 from reviewapp.web.access import reviewer_required
 
 from . import charts, queries
+from .agreement import PairAgreement
 from .charts import BarRow, Series
+from .scope import PROPOSAL_SETS, Scope
 
 # Beyond this many days the per-day charts show only the days with proposals.
 MAX_FILLED_DAYS = 400
@@ -46,12 +48,10 @@ class DashboardFilters(forms.Form):
             self.add_error("end", "The end date is before the start date.")
         return cleaned
 
-    def scope(self) -> queries.Scope:
+    def scope(self) -> Scope:
         """The filters as a scope; only called on a valid form."""
         data = self.cleaned_data
-        return queries.Scope(
-            panel_id=data.get("panel"), start=data.get("start"), end=data.get("end")
-        )
+        return Scope(panel_id=data.get("panel"), start=data.get("start"), end=data.get("end"))
 
 
 def _is_htmx(request) -> bool:
@@ -241,7 +241,7 @@ def _charts(data: queries.Dashboard) -> dict:
     }
 
 
-def list_url(scope: queries.Scope, *, view: str = "proposal_list", **params) -> str:
+def list_url(scope: Scope, *, view: str = "proposal_list", **params) -> str:
     """The list (of proposals, or decisions) showing exactly what a figure counts, in `scope`."""
     query = {
         "panel": scope.panel_id,
@@ -252,19 +252,19 @@ def list_url(scope: queries.Scope, *, view: str = "proposal_list", **params) -> 
     return f"{reverse(view)}?{urlencode({k: v for k, v in query.items() if v})}"
 
 
-def _day_links(scope: queries.Scope, day: date) -> dict:
+def _day_links(scope: Scope, day: date) -> dict:
     on_day = replace(scope, start=day, end=day)
     return {
         "total": list_url(on_day),
-        **{key: list_url(on_day, set=key) for key in queries.PROPOSAL_SETS},
+        **{key: list_url(on_day, set=key) for key in PROPOSAL_SETS},
     }
 
 
-def _total_links(scope: queries.Scope) -> dict:
-    return {"total": list_url(scope), **{k: list_url(scope, set=k) for k in queries.PROPOSAL_SETS}}
+def _total_links(scope: Scope) -> dict:
+    return {"total": list_url(scope), **{k: list_url(scope, set=k) for k in PROPOSAL_SETS}}
 
 
-def _pair_links(scope: queries.Scope, pair: queries.PairAgreement) -> dict:
+def _pair_links(scope: Scope, pair: PairAgreement) -> dict:
     """The proposals both lenses judged, and those of each cell of their table."""
     on_panel = replace(scope, panel_id=pair.panel_id)
     both = {"lens": pair.first_id, "lens2": pair.second_id}
@@ -372,12 +372,12 @@ def dashboard(request):
         response = render(
             request,
             template,
-            {"form": form, "panels": panels, "scope": queries.Scope(), "invalid": True},
+            {"form": form, "panels": panels, "scope": Scope(), "invalid": True},
             status=400,
         )
         patch_vary_headers(response, ["HX-Request"])
         return response
-    scope = form.scope() if request.GET else queries.Scope()
+    scope = form.scope() if request.GET else Scope()
     data = queries.dashboard(scope)
     totals = data.totals()
     export_query = urlencode(

@@ -17,12 +17,12 @@ from datetime import UTC
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from reviewapp_client.verify.ledger import bound_evidence
 
 from reviewapp.core import merkle
 from reviewapp.core.signing import sha256_hex, verify
 from reviewapp.review.keys import public_key_for, server_signer, trusted_keys, untrusted_key_problem
 from reviewapp.review.models import Decision, Evidence
-from reviewapp.verify import bound_evidence
 
 from .models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
 from .witness import checkpoint_witness

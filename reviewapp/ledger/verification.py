@@ -4,7 +4,7 @@ Checks, in ledger order, and stops at the first problem, naming the entry:
 
 - every entry's signature (with the trust anchors, never the key rows), its leaf hash and
   its canonical encoding — via the offline verifier's own code
-  (``reviewapp.verify``), so the server and an outside auditor agree;
+  (``reviewapp_client.verify``), so the server and an outside auditor agree;
 - that the decision or evidence row it records still says what was signed
   (payload, signature, key, and the readable columns: outcome, basis,
   rationale, decided by, proposal; checker, version, verdict, reason);
@@ -16,7 +16,7 @@ Checks, in ledger order, and stops at the first problem, naming the entry:
   have reached its size, with its root there — so deleting records together
   with the checkpoints that covered them is caught;
 - every decision's signed evidence digests against the evidence entries
-  before it (via ``reviewapp.verify``);
+  before it (via ``reviewapp_client.verify``);
 
 then that every decision and piece of evidence is in the ledger at all.
 """
@@ -28,14 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from reviewapp_client.verify.files import read_witness_file
+from reviewapp_client.verify.ledger import PARALLEL_THRESHOLD, Failure, LedgerVerifier, ordered_map
 
-from reviewapp import verify as offline
 from reviewapp.core import merkle
 from reviewapp.review.keys import trusted_keys
 from reviewapp.review.models import Decision, Evidence, SigningKey
 
 from . import immutability
 from .models import LedgerCheckpoint, LedgerEntry, LedgerNode
+from .rows import LEDGER_ROW_FIELDS, check_ledger_rows
 
 CONTEXT_FIELDS = (
     "leaf_index",
@@ -87,13 +89,13 @@ def ledger_verify(
     result = LedgerVerification()
     try:
         _verify(result, workers, witness_files or [])
-    except offline.Failure as failure:
+    except Failure as failure:
         result.problem = str(failure)
     return result
 
 
 def _witnessed(
-    verifier: offline.LedgerVerifier, extra: list[str], result: LedgerVerification
+    verifier: LedgerVerifier, extra: list[str], result: LedgerVerification
 ) -> list[tuple[str, merkle.Checkpoint, str]]:
     paths = list(extra)
     configured = settings.REVIEWAPP_LEDGER_WITNESS_FILE
@@ -107,7 +109,7 @@ def _witnessed(
         if settings.REVIEWAPP_LEDGER_REQUIRE_WITNESS and not extra:
             # In production the log outside the database is what catches history
             # rewritten together with its checkpoints: without it, nothing verified that.
-            raise offline.Failure(
+            raise Failure(
                 "witness log",
                 f"{missing}, yet checkpoints were signed: point REVIEWAPP_LEDGER_WITNESS_FILE at "
                 "the log every process appends to, or pass --witness FILE",
@@ -117,9 +119,9 @@ def _witnessed(
     opened = []
     for path in paths:
         try:
-            lines = offline.read_witness_file(path)
+            lines = read_witness_file(path)
         except OSError as exc:
-            raise offline.Failure(f"witness log {path}", f"cannot be read ({exc})") from exc
+            raise Failure(f"witness log {path}", f"cannot be read ({exc})") from exc
         for where, note in lines:
             opened.append((where, verifier.open_checkpoint(where, note), note))
     return opened
@@ -130,14 +132,14 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
     result.untrusted_rows = sorted(
         set(SigningKey.objects.values_list("key_id", flat=True)) - set(keys)
     )
-    verifier = offline.LedgerVerifier(keys)
+    verifier = LedgerVerifier(keys)
 
     pending: dict[int, list[tuple[str, merkle.Checkpoint]]] = {}
     for cp in LedgerCheckpoint.objects.order_by("tree_size", "id"):
         where = f"checkpoint {cp.pk} (size {cp.tree_size}, key {cp.key_id})"
         signed = verifier.open_checkpoint(where, cp.note)
         if (signed.origin, signed.size, signed.root_hex) != (cp.origin, cp.tree_size, cp.root_hash):
-            raise offline.Failure(where, "the row differs from its signed note")
+            raise Failure(where, "the row differs from its signed note")
         pending.setdefault(signed.size, []).append((where, signed))
     witnessed_notes = set()
     for where, signed, note in _witnessed(verifier, witness_files, result):
@@ -155,10 +157,10 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
     }
     total = LedgerEntry.objects.count()
     if workers is None:
-        workers = min(2, multiprocessing.cpu_count()) if total >= offline.PARALLEL_THRESHOLD else 1
+        workers = min(2, multiprocessing.cpu_count()) if total >= PARALLEL_THRESHOLD else 1
 
     seen_nodes = 0
-    fields = CONTEXT_FIELDS + offline.LEDGER_ROW_FIELDS
+    fields = CONTEXT_FIELDS + LEDGER_ROW_FIELDS
     width = len(CONTEXT_FIELDS)
 
     def records():
@@ -167,20 +169,20 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
             context = row[:width]
             yield context, (context[1], row[width:])
 
-    for context, (checked, row_problem) in offline.ordered_map(
-        offline.check_ledger_rows, records(), keys, workers=workers
+    for context, (checked, row_problem) in ordered_map(
+        check_ledger_rows, records(), keys, workers=workers
     ):
         index, kind, leaf_hash = context[:3]
         where = _where(context)
         created = verifier.entry(where, index, kind, leaf_hash, checked)
         if row_problem:
-            raise offline.Failure(where, row_problem)
+            raise Failure(where, row_problem)
         for level, node_index, h in created:
             stored = stored_nodes.get((level, node_index))
             if stored != h.hex():
                 first, last = node_index << level, ((node_index + 1) << level) - 1
                 state = "is missing" if stored is None else "does not match them"
-                raise offline.Failure(
+                raise Failure(
                     where,
                     f"entries {first}–{last} were changed, reordered or removed: their stored "
                     f"subtree hash (level {level}, index {node_index}) {state}",
@@ -192,7 +194,7 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
     result.decisions, result.evidence = verifier.decisions, verifier.evidence
     for size, waiting in sorted(pending.items()):
         where, _ = waiting[0]
-        raise offline.Failure(
+        raise Failure(
             where,
             f"signed for size {size}, but the ledger holds only {verifier.size} entries: "
             "entries were removed",
@@ -213,19 +215,19 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
     if len(stored_nodes) != seen_nodes:
         level, index = min(set(stored_nodes) - _all_nodes(verifier.size))
         first, last = index << level, ((index + 1) << level) - 1
-        raise offline.Failure(
+        raise Failure(
             f"ledger entries {first}–{last}",
             f"entries were removed from the end: their subtree hash (level {level}, index {index}) "
             f"is stored, but the ledger ends with entry {verifier.size - 1}",
         )
     missing = Decision.objects.filter(ledger_entry__isnull=True).order_by("id").first()
     if missing is not None:
-        raise offline.Failure(
+        raise Failure(
             f"decision {missing.pk} (proposal {missing.proposal_id})", "is not in the ledger"
         )
     missing = Evidence.objects.filter(ledger_entry__isnull=True).order_by("id").first()
     if missing is not None:
-        raise offline.Failure(
+        raise Failure(
             f"evidence {missing.pk} (checker {missing.checker_name})", "is not in the ledger"
         )
     _warnings(result)

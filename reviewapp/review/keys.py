@@ -16,9 +16,9 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from reviewapp_client.verify.files import load_public_keys
 
 from reviewapp.core.signing import KeyFileError, Signer, key_id_for
-from reviewapp.verify import load_public_keys
 
 from .models import SigningKey
 

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from reviewapp.insights import queries as insights_queries
+from reviewapp.insights.scope import PROPOSAL_SETS, Scope, lens_q
 from reviewapp.ledger.services import decision_ledger_status
 from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
 from reviewapp.review.services.decisions import decision_check
@@ -151,19 +151,19 @@ VERDICTS = ("pass", "fail")
 
 
 def _drill_down(request, rows):
-    """The dashboard's filters (see insights.queries): the rows, and what they were, in words."""
+    """The dashboard's filters (see insights.scope): the rows, and what they were, in words."""
     words = []
     start, end = _date_param(request, "start"), _date_param(request, "end")
     if start or end:
-        rows = rows.filter(insights_queries.Scope(start=start, end=end).q())
+        rows = rows.filter(Scope(start=start, end=end).q())
         if start == end:
             words.append(f"submitted on {start:%Y-%m-%d}")
         else:
             span = [f"from {start:%Y-%m-%d}" if start else "", f"to {end:%Y-%m-%d}" if end else ""]
             words.append("submitted " + " ".join(part for part in span if part))
-    chosen = _choice_param(request, "set", insights_queries.PROPOSAL_SETS)
+    chosen = _choice_param(request, "set", PROPOSAL_SETS)
     if chosen:
-        rows = rows.filter(insights_queries.PROPOSAL_SETS[chosen]())
+        rows = rows.filter(PROPOSAL_SETS[chosen]())
         words.append(SET_WORDS[chosen])
     # A lens, or two (a cell of a pair's agreement table), each with an optional verdict.
     lenses = {
@@ -177,9 +177,7 @@ def _drill_down(request, rows):
         failed = request.GET.get("lens_failed") == "1" and "lens2" not in lenses
         judged = []
         for lens_id, verdict in lenses.values():
-            rows = rows.filter(
-                insights_queries.lens_q(lens_id=lens_id, verdict=verdict, failed=failed)
-            )
+            rows = rows.filter(lens_q(lens_id=lens_id, verdict=verdict, failed=failed))
             judged.append(names.get(lens_id, "?") + (f": {verdict}" if verdict else ""))
         if failed:
             words.append(f"lens {judged[0]} failed on them")
@@ -256,7 +254,7 @@ def decision_list(request):
     start, end = _date_param(request, "start"), _date_param(request, "end")
     scoped = panel_id is not None or start or end
     if scoped:
-        scope = insights_queries.Scope(panel_id=panel_id, start=start, end=end)
+        scope = Scope(panel_id=panel_id, start=start, end=end)
         rows = rows.filter(scope.q("proposal__"))
     page = Paginator(rows.order_by("-id"), LIST_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(

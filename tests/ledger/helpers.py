@@ -1,5 +1,7 @@
 import base64
 import json
+import subprocess
+import sys
 
 from reviewapp.core import merkle
 from reviewapp.ledger.models import LedgerEntry, LedgerNode
@@ -19,6 +21,18 @@ def decide(count: int = 3, *, checker: bool = True):
         panel = PanelFactory(lenses=[lens], need=1, checkers=[CheckerFactory()] if checker else [])
         proposals.append(evaluate_in_process(submit(panel, content)))
     return proposals
+
+
+def run_offline_verifier(*args, env=None, cwd=None, timeout=120) -> subprocess.CompletedProcess:
+    """`reviewapp-verify ARGS` in a fresh process (the client package's source, see conftest)."""
+    return subprocess.run(
+        [sys.executable, "-m", "reviewapp_client.verify", *(str(a) for a in args)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def public_key_b64() -> str:

@@ -1,8 +1,8 @@
 """The decisions log's download: streamed JSONL, staff and reviewers only."""
 
 import pytest
+from reviewapp_client.verify import load_public_keys, verify_file
 
-from reviewapp import verify
 from tests.factories import ReviewerFactory, UserFactory
 from tests.ledger.helpers import decide, export, public_key_b64
 
@@ -44,7 +44,7 @@ def test_reviewers_and_staff_download_a_verifiable_stream(client, tmp_path, make
     assert body == expected.read_text()
     path = tmp_path / "download.jsonl"
     path.write_text(body)
-    report = verify.verify_file(str(path), [verify.load_public_key(public_key_b64())])
+    report = verify_file(str(path), load_public_keys(public_key_b64()))
     assert (report.entries, report.checkpoints) == (4, 1)
 
 

@@ -1,4 +1,4 @@
-"""`python -m reviewapp.verify`: exports and API decisions verified with nothing but public keys."""
+"""`reviewapp-verify`: exports and API decisions verified with nothing but public keys."""
 
 import base64
 import io
@@ -6,24 +6,28 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from nacl.signing import SigningKey
+from reviewapp_client.verify import cli
 
-from reviewapp import verify
 from reviewapp.core import merkle
-from reviewapp.core.signing import Signer
+from reviewapp.core.signing import Signer, canonical_json
 from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerEntry
 from reviewapp.review.keys import forget_cached_signer, server_signer
 from reviewapp.review.models import Decision
-from tests.ledger.helpers import decide, export, public_key_b64, read_jsonl, write_jsonl
+from tests.ledger.helpers import (
+    decide,
+    export,
+    public_key_b64,
+    read_jsonl,
+    run_offline_verifier,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.django_db
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args) -> tuple[int, str, str]:
@@ -31,7 +35,7 @@ def run(*args) -> tuple[int, str, str]:
     old = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
     try:
-        code = verify.main([str(a) for a in args])
+        code = cli.main([str(a) for a in args])
     finally:
         sys.stdout, sys.stderr = old
     return code, out.getvalue(), err.getvalue()
@@ -109,7 +113,7 @@ def test_an_edited_rationale_fails_at_its_line(exported):
     line = decision_lines(objects)[2]
     payload = json.loads(objects[line]["payload"])
     payload["rationale"] = "Looked fine to me."
-    objects[line]["payload"] = merkle.canonical_json(payload).decode()
+    objects[line]["payload"] = canonical_json(payload).decode()
     fails(
         write_jsonl(exported, objects),
         match=rf"^FAIL line {line + 1} \(entry 5.*signature does not verify",
@@ -443,15 +447,11 @@ def test_api_decisions_included_in_a_checkpoint(tmp_path, client):
 # ── runs without Django ──────────────────────────────────────────────────────
 
 
-def test_the_module_runs_without_django_settings(exported):
+def test_the_command_runs_without_django_or_the_server(exported):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))}
-    result = subprocess.run(
-        [sys.executable, "-m", "reviewapp.verify", str(exported), "--public-key", public_key_b64()],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    elsewhere = exported.parent  # not the repository: the server's package is not on the path
+    result = run_offline_verifier(
+        exported, "--public-key", public_key_b64(), env=env, cwd=elsewhere, timeout=60
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("OK: 6 ledger entries")
@@ -459,32 +459,20 @@ def test_the_module_runs_without_django_settings(exported):
         [
             sys.executable,
             "-c",
-            "import sys, reviewapp.verify; from django.conf import settings; "
-            "assert not settings.configured; "
-            "assert 'reviewapp.settings' not in sys.modules; "
-            "assert not [m for m in sys.modules if m.startswith(('django.db', 'django.apps'))]",
+            "import sys, reviewapp_client.verify.cli; "
+            "assert not [m for m in sys.modules if m.split('.')[0] in "
+            "('django', 'celery', 'reviewapp')], sorted(sys.modules)",
         ],
-        cwd=ROOT,
+        cwd=elsewhere,
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert probe.returncode == 0, probe.stderr
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reviewapp.verify",
-            str(exported),
-            "--public-key",
-            base64.b64encode(bytes(SigningKey.generate().verify_key)).decode(),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    stranger = base64.b64encode(bytes(SigningKey.generate().verify_key)).decode()
+    bad = run_offline_verifier(
+        exported, "--public-key", stranger, env=env, cwd=elsewhere, timeout=60
     )
     assert bad.returncode == 1 and bad.stderr.startswith("FAIL line 2 (entry 0, ")
 
@@ -507,12 +495,7 @@ def test_api_pages_saved_as_they_came_verify(tmp_path):
 
 def _subprocess_verify(path) -> subprocess.CompletedProcess:
     """In a real process: a RecursionError there would print a traceback."""
-    return subprocess.run(
-        [sys.executable, "-m", "reviewapp.verify", str(path), "--public-key", public_key_b64()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_offline_verifier(path, "--public-key", public_key_b64())
 
 
 def test_a_deeply_nested_payload_is_a_clean_failure_line(exported):

@@ -6,8 +6,6 @@ checkpoint with that key. Every verifier must fail, naming the key.
 
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -22,7 +20,13 @@ from reviewapp.review.keys import server_signer, trusted_keys
 from reviewapp.review.models import ChainHead, Decision, SigningKey
 from reviewapp.review.services.decisions import decision_check
 from tests.api.conftest import Api, make_token
-from tests.ledger.helpers import decide, export, public_key_b64, rebuild_tree
+from tests.ledger.helpers import (
+    decide,
+    export,
+    public_key_b64,
+    rebuild_tree,
+    run_offline_verifier,
+)
 from tests.support.tamper import tampering
 
 pytestmark = pytest.mark.django_db
@@ -134,12 +138,7 @@ def test_the_offline_verifier_fails_naming_the_rogue_key(forged, tmp_path):
     path = export(tmp_path, checkpoint=False)
     header = json.loads(path.read_text().splitlines()[0])
     assert rogue.public_key_b64 not in json.dumps(header["keys"])
-    result = subprocess.run(
-        [sys.executable, "-m", "reviewapp.verify", str(path), "--public-key", public_key_b64()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_offline_verifier(path, "--public-key", public_key_b64(), timeout=60)
     assert result.returncode == 1
     assert result.stderr.startswith("FAIL ") and "Traceback" not in result.stderr
     assert f"signed by key {rogue.key_id}, which is not a trusted public key" in result.stderr

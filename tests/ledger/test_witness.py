@@ -10,8 +10,6 @@ import http.server
 import io
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -25,7 +23,13 @@ from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry
 from reviewapp.ledger.tasks import ledger_witness_post
 from reviewapp.review.models import ChainHead, Decision, Evidence
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
-from tests.ledger.helpers import decide, export, public_key_b64, rebuild_tree
+from tests.ledger.helpers import (
+    decide,
+    export,
+    public_key_b64,
+    rebuild_tree,
+    run_offline_verifier,
+)
 from tests.review.helpers import evaluate_in_process, judgement, submit
 from tests.support.tamper import tampering
 
@@ -56,14 +60,8 @@ def verify_ledger_fails() -> str:
     return str(excinfo.value)
 
 
-def offline(path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "reviewapp.verify", str(path), "--public-key", public_key_b64()]
-        + [str(a) for a in args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def offline(path, *args):
+    return run_offline_verifier(path, "--public-key", public_key_b64(), *args)
 
 
 def test_every_signed_checkpoint_is_appended_to_the_witness_log(witness, checkpoint):

@@ -7,7 +7,7 @@ router can be attached to one API only, hence `build_router()`.)
 from django.urls import path
 from ninja import NinjaAPI
 
-from reviewapp.ledger.api import build_router
+from reviewapp.api.ledger import build_router
 from reviewapp.ledger.views import export_view
 from reviewapp.urls import urlpatterns as site_urlpatterns
 

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from reviewapp.api import api
 from reviewapp.api.auth import ApiAuth
-from reviewapp.ledger.api import LedgerReader
+from reviewapp.api.ledger import LedgerReader
 from tests.security.routes import all_routes
 
 ROUTES = all_routes()

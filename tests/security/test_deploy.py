@@ -25,7 +25,8 @@ def production_env(var_dir: Path) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "LANG": "C.UTF-8",
-        "PYTHONPATH": str(ROOT),
+        # The server and, as installed beside it, the client package (the offline verifier).
+        "PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "clients" / "python" / "src"))),
         "DJANGO_SETTINGS_MODULE": "reviewapp.settings",
         "DEBUG": "false",
         "SECRET_KEY": secrets.token_urlsafe(50),

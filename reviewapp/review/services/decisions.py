@@ -6,15 +6,16 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
+from reviewapp_client.verify.ledger import decision_facts
 
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
+from reviewapp.ledger.rows import DECISION_ROW_COLUMNS, decision_row_mismatches
 from reviewapp.ledger.services import (
     check_foreign_keys_now,
     decision_entry,
     evidence_entry,
     ledger_append,
 )
-from reviewapp.verify import DECISION_ROW_COLUMNS, decision_facts, decision_row_mismatches
 from reviewapp.webhooks.events import webhook_record_decided
 
 from ..keys import server_signer, trusted_keys, untrusted_key_problem

@@ -7,7 +7,7 @@ from reviewapp.review.models import SigningKey
 class Command(BaseCommand):
     help = (
         "Print every trusted public key (the trust anchors) the server has signed with, one per "
-        "line (`<base64 key> <key id>`), for `python -m reviewapp.verify --public-key FILE` and "
+        "line (`<base64 key> <key id>`), for `reviewapp-verify --public-key FILE` and "
         "REVIEWAPP_TRUSTED_KEYS. Key rows that are not trust anchors are named on stderr."
     )
 

@@ -6,7 +6,7 @@ from reviewapp.ledger.services import checkpoint_create, export_lines
 class Command(BaseCommand):
     help = (
         "Write the ledger (every signed decision and piece of evidence, with the signed "
-        "checkpoints) as JSONL, for `python -m reviewapp.verify`."
+        "checkpoints) as JSONL, for `reviewapp-verify`."
     )
 
     def add_arguments(self, parser):

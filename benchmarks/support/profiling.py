@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks import _support as s
+from .stack import VENV_BIN
 
 
 class Profiler:
@@ -18,7 +18,7 @@ class Profiler:
         self.out = out
         self.process = subprocess.Popen(
             [
-                str(s.VENV_BIN / "py-spy"),
+                str(VENV_BIN / "py-spy"),
                 "record",
                 "--pid",
                 str(pid),

@@ -1,4 +1,4 @@
-"""Checking what reviewapp sends: signed decisions (ed25519) and webhooks (Standard Webhooks)."""
+"""Checking one message as it arrives: a signed decision (ed25519), a Standard Webhooks delivery."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import nacl.exceptions
-import nacl.signing
-import rfc8785
+from .ledger import check_entry
+from .signing import key_id_for
 
 WEBHOOK_TOLERANCE_SECONDS = 300
 _SECRET_PREFIX = "whsec_"
@@ -31,6 +30,9 @@ def verify_decision(decision: Any, public_keys: Mapping[str, str]) -> dict:
     `key_id`). `public_keys` maps key ids to base64 public keys you obtained
     and trust (e.g. `Client.keys()` once, pinned). A public key that travels
     with the decision is never used. Returns the signed payload as a dict.
+
+    The checks are the offline verifier's for a decision in a ledger export
+    (`check_entry`): the same code, one record at a time.
     """
     get = decision.get if isinstance(decision, Mapping) else lambda k: getattr(decision, k)
     payload, signature_b64, key_id = get("payload"), get("signature"), get("key_id")
@@ -39,21 +41,15 @@ def verify_decision(decision: Any, public_keys: Mapping[str, str]) -> dict:
         raise VerificationError(f"decision signed by {key_id!r}, which is not among your keys")
     try:
         public_key = base64.b64decode(public_key_b64, validate=True)
-        signature = base64.b64decode(signature_b64, validate=True)
+        named = key_id_for(public_key)
     except (binascii.Error, ValueError) as exc:
-        raise VerificationError(f"malformed base64: {exc}") from exc
-    expected_id = "ed25519:" + hashlib.sha256(public_key).hexdigest()[:16]
-    if expected_id != key_id:
+        raise VerificationError(f"the key given for {key_id!r} is not an ed25519 key") from exc
+    if named != key_id:
         raise VerificationError(f"key id {key_id!r} does not name the public key given for it")
-    payload_bytes = payload.encode()
-    try:
-        nacl.signing.VerifyKey(public_key).verify(payload_bytes, signature)
-    except (nacl.exceptions.BadSignatureError, ValueError) as exc:
-        raise VerificationError("the decision's signature does not verify") from exc
-    signed = json.loads(payload_bytes)
-    if rfc8785.dumps(signed) != payload_bytes:
-        raise VerificationError("the signed bytes are not canonical JSON (RFC 8785)")
-    return signed
+    checked, _ = check_entry("decision", payload, signature_b64, key_id, {key_id: public_key})
+    if checked.problem:
+        raise VerificationError(checked.problem)
+    return json.loads(payload)
 
 
 def verify_webhook(
