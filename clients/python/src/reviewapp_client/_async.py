@@ -1,0 +1,278 @@
+"""`AsyncClient`: the asyncio driver of the shared core (`_base.Core`), over httpx.AsyncClient.
+
+Its methods mirror `Client`'s one for one, each a line or two over the core;
+they are written out, not generated, so that type checkers see `async def`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+
+from ._base import Answer, Core, Request, Retry, WaitPlan
+from .errors import ReviewappError
+from .models import (
+    FINAL,
+    Decision,
+    Escalation,
+    Judgement,
+    Proposal,
+    ProposalSummary,
+    Submitted,
+    Webhook,
+)
+from .pagination import AsyncPager
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """`AsyncClient(base_url, token)`: `Client` with every call awaited; share one per event loop.
+
+    `timeout` is each call's whole budget in seconds, its retries and the waits
+    between them included; every method takes its own `timeout=` too. Transient
+    failures (429, 502, 503, 504, a lost connection) are retried up to
+    `max_retries` times where repeating is safe, each wait at most
+    `max_retry_wait` seconds and never past the call's timeout.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        max_retry_wait: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        rng: random.Random | None = None,
+    ):
+        self._core = Core(
+            base_url,
+            token,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_wait=max_retry_wait,
+            rng=rng,
+        )
+        self._http = httpx.AsyncClient(
+            base_url=self._core.base_url, headers=self._core.headers, transport=transport
+        )
+        self._news: set[anyio.Event] = set()  # one per nap of a wait()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def _send(self, request: Request[T], timeout: float | None) -> T:
+        core = self._core
+        deadline = core.deadline(timeout)
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    request.method,
+                    request.path,
+                    params=request.params,
+                    json=request.json,
+                    timeout=core.attempt_timeout(deadline),
+                )
+            except httpx.HTTPError as exc:
+                outcome = core.after_failure(request, attempt, deadline, exc)
+            else:
+                answer = Answer(response.status_code, response.headers, response.content)
+                outcome = core.after_response(request, attempt, deadline, answer)
+            if not isinstance(outcome, Retry):
+                return outcome
+            await anyio.sleep(outcome.delay)
+            attempt += 1
+
+    # ── proposals ───────────────────────────────────────────────────────────
+
+    async def submit(
+        self,
+        *,
+        panel: str,
+        content: str,
+        external_ref: str,
+        thought_process: str = "",
+        title: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Submitted:
+        """Submit agent output. Idempotent by `external_ref`: retrying stores it once."""
+        request = self._core.submit(
+            panel=panel,
+            content=content,
+            external_ref=external_ref,
+            thought_process=thought_process,
+            title=title,
+            metadata=metadata,
+        )
+        return await self._send(request, timeout)
+
+    async def get(self, proposal_id: int, *, timeout: float | None = None) -> Proposal:
+        """A proposal with its tally, judgements, evidence, escalation and decision."""
+        return await self._send(self._core.get_proposal(proposal_id), timeout)
+
+    def list_proposals(
+        self,
+        *,
+        status: str | None = None,
+        panel: str | None = None,
+        page_size: int = 50,
+        timeout: float | None = None,
+    ) -> AsyncPager[ProposalSummary]:
+        """The proposals this token may see, newest first, every page as you iterate."""
+        return AsyncPager(
+            lambda cursor: self._send(
+                self._core.list_proposals(
+                    status=status, panel=panel, page_size=page_size, cursor=cursor
+                ),
+                timeout,
+            )
+        )
+
+    async def wait(
+        self,
+        proposal_id: int,
+        *,
+        timeout: float = 600.0,
+        until: Iterable[str] = FINAL,
+        poll: float = 0.5,
+        max_poll: float = 15.0,
+    ) -> Proposal:
+        """Return the proposal once its status is in `until` (by default decided or
+        escalated: an escalated proposal waits for a human, see `decide()`).
+
+        Polls with backoff, and wakes at once when `notify()` passes on a webhook
+        about this proposal; the state returned is always read back from the API.
+        Transient failures are polled through. Raises `WaitTimeout` (with the last
+        state seen) at `timeout`, or at once the error of a server that asks to be
+        left alone for longer than the wait has left.
+        """
+        plan = self._core.wait_plan(
+            proposal_id, until=until, timeout=timeout, poll=poll, max_poll=max_poll
+        )
+        while True:
+            try:
+                proposal = await self.get(proposal_id, timeout=plan.read_timeout())
+            except ReviewappError as error:
+                outcome = plan.after_failure(error)
+            else:
+                outcome = plan.after_read(proposal)
+            if isinstance(outcome, Proposal):
+                return outcome
+            await self._nap(plan, outcome)
+
+    async def _nap(self, plan: WaitPlan, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            while not plan.woken():
+                news = anyio.Event()
+                self._news.add(news)
+                try:
+                    await news.wait()
+                finally:
+                    self._news.discard(news)
+        plan.napped()
+
+    def notify(self, event: Mapping[str, Any]) -> None:
+        """Pass on a verified webhook event (see `verify_webhook`): wakes `wait()` for it.
+        Call it from the event loop's thread (e.g. your async webhook handler)."""
+        if self._core.heard.record(event) is not None:
+            for news in list(self._news):
+                news.set()
+
+    # ── external lenses ─────────────────────────────────────────────────────
+
+    async def judge(
+        self,
+        proposal_id: int,
+        *,
+        lens: str,
+        verdict: str,
+        rationale: str = "",
+        claims: Iterable[Mapping[str, str]] = (),
+        timeout: float | None = None,
+    ) -> Judgement:
+        """Answer for an external lens this client is bound to. A repeat is a ConflictError."""
+        request = self._core.judge(
+            proposal_id, lens=lens, verdict=verdict, rationale=rationale, claims=claims
+        )
+        return await self._send(request, timeout)
+
+    # ── escalations and decisions ───────────────────────────────────────────
+
+    def list_escalations(
+        self, *, status: str | None = None, page_size: int = 50, timeout: float | None = None
+    ) -> AsyncPager[Escalation]:
+        """Escalations of proposals this token may see, newest first."""
+        return AsyncPager(
+            lambda cursor: self._send(
+                self._core.list_escalations(status=status, page_size=page_size, cursor=cursor),
+                timeout,
+            )
+        )
+
+    async def decide(
+        self, escalation_id: int, outcome: str, rationale: str, *, timeout: float | None = None
+    ) -> Decision:
+        """Decide an escalation ("approved" or "rejected"; needs the `review` scope).
+        The answer is the signed decision. A decided escalation is a ConflictError."""
+        request = self._core.decide(escalation_id, outcome=outcome, rationale=rationale)
+        return await self._send(request, timeout)
+
+    def list_decisions(
+        self, *, after: int = 0, page_size: int = 100, timeout: float | None = None
+    ) -> AsyncPager[Decision]:
+        """Signed decisions in chain order (ascending id), starting after `after`."""
+        return AsyncPager(
+            lambda after: self._send(
+                self._core.list_decisions(after=after, page_size=page_size), timeout
+            ),
+            start=after,
+        )
+
+    async def get_decision(self, decision_id: int, *, timeout: float | None = None) -> Decision:
+        return await self._send(self._core.get_decision(decision_id), timeout)
+
+    async def keys(self, *, timeout: float | None = None) -> dict[str, str]:
+        """The server's trusted public keys, key id → base64. Fetch once and pin them."""
+        return await self._send(self._core.keys(), timeout)
+
+    # ── webhooks ────────────────────────────────────────────────────────────
+
+    async def list_webhooks(self, *, timeout: float | None = None) -> list[Webhook]:
+        return await self._send(self._core.list_webhooks(), timeout)
+
+    async def create_webhook(
+        self,
+        url: str,
+        events: Iterable[str],
+        *,
+        description: str = "",
+        timeout: float | None = None,
+    ) -> Webhook:
+        """Register an endpoint; keep the answer's `secret`, it is shown only here."""
+        request = self._core.create_webhook(url=url, events=events, description=description)
+        return await self._send(request, timeout)
+
+    async def get_webhook(self, webhook_id: int, *, timeout: float | None = None) -> Webhook:
+        return await self._send(self._core.get_webhook(webhook_id), timeout)
+
+    async def delete_webhook(self, webhook_id: int, *, timeout: float | None = None) -> None:
+        """Remove an endpoint and its delivery log."""
+        await self._send(self._core.delete_webhook(webhook_id), timeout)
+
+    async def test_webhook(self, webhook_id: int, *, timeout: float | None = None) -> str:
+        """Send a `webhook.ping` to the endpoint; returns its `webhook-id`."""
+        return await self._send(self._core.test_webhook(webhook_id), timeout)

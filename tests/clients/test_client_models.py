@@ -1,0 +1,90 @@
+"""The client's models read every field the API's OpenAPI schema documents."""
+
+import dataclasses
+import json
+
+import pytest
+import reviewapp_client as models
+from reviewapp_client.models import ShapeError
+
+from reviewapp.api import api
+from tests.clients.hostile import proposal_body
+
+# Schema → the dataclass that reads it.
+READERS = {
+    "SubmittedOut": models.Submitted,
+    "ProposalOut": models.Proposal,
+    "ProposalSummaryOut": models.ProposalSummary,
+    "ProgressOut": models.Progress,
+    "TallyOut": models.Tally,
+    "JudgementOut": models.Judgement,
+    "ClaimOut": models.Claim,
+    "AnswerBodyAnchorOut": models.Anchor,
+    "ThoughtWindowAnchorOut": models.Anchor,
+    "UnresolvedCiteOut": models.UnresolvedCite,
+    "EvidenceOut": models.Evidence,
+    "EscalationBriefOut": models.EscalationBrief,
+    "EscalationOut": models.Escalation,
+    "DecisionOut": models.Decision,
+    "WebhookOut": models.Webhook,
+    "WebhookCreatedOut": models.Webhook,
+}
+
+
+@pytest.mark.parametrize("schema", list(READERS))
+def test_every_documented_field_has_a_place_in_the_model(schema):
+    documented = api.get_openapi_schema()["components"]["schemas"][schema]["properties"]
+    fields = {f.name for f in dataclasses.fields(READERS[schema])}
+    assert set(documented) <= fields, f"{schema}: the client drops {set(documented) - fields}"
+
+
+def test_lens_failures_are_read_where_a_server_sends_them_and_new_fields_are_ignored():
+    answer = json.loads(proposal_body("escalated"))
+    answer["lens_failures"] = [
+        {"lens": "legal", "kind": "timeout", "message": "no answer in 60 s", "at": "2026-03-01"}
+    ]
+    answer["a_field_from_the_future"] = {"nested": [1, 2]}
+    proposal = models.Proposal.from_api(answer)
+    assert proposal.lens_failures == [
+        models.LensFailure("legal", "timeout", "no answer in 60 s", "2026-03-01")
+    ]
+    assert proposal.raw["a_field_from_the_future"] == {"nested": [1, 2]}
+    assert models.Proposal.from_api(json.loads(proposal_body())).lens_failures == []
+
+
+@pytest.mark.parametrize(
+    ("text", "micro"),
+    [
+        ("2026-03-01T12:00:00Z", 0),
+        ("2026-03-01T12:00:00.4Z", 400000),
+        ("2026-03-01T12:00:00.123+00:00", 123000),
+        ("2026-03-01T12:00:00.123456789Z", 123456),
+    ],
+)
+def test_times_are_read_in_every_iso_form_a_server_may_write(text, micro):
+    read = models.ProposalSummary.from_api(
+        {
+            "id": 1,
+            "status": "queued",
+            "panel": "p",
+            "title": "",
+            "content_sha256": "",
+            "created_at": text,
+            "url": "/",
+        }
+    ).created_at
+    assert (read.microsecond, read.utcoffset().total_seconds()) == (micro, 0)
+
+
+def test_a_time_that_is_not_iso_8601_is_a_shape_error():
+    with pytest.raises(ShapeError, match="created_at: not an ISO 8601 time"):
+        models.Escalation.from_api(
+            {
+                "id": 1,
+                "proposal": 1,
+                "status": "open",
+                "reasons": [],
+                "claimed_by": None,
+                "created_at": "yesterday",
+            }
+        )
