@@ -5,9 +5,10 @@ from typing import Annotated
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router
 
-from reviewapp.review.keys import public_keys_b64, trusted_keys
+from reviewapp.review.keys import trusted_keys
 from reviewapp.review.models import Decision, SigningKey
 from reviewapp.review.services.visibility import visible_q
+from reviewapp.serializers import decision_out, public_keys_for
 
 from .auth import ApiAuth
 from .schemas import DecisionOut, DecisionPageOut, KeyOut, ObjectId, PageSize, errors
@@ -15,30 +16,6 @@ from .schemas import DecisionOut, DecisionPageOut, KeyOut, ObjectId, PageSize, e
 router = Router(tags=["decisions"])
 
 AfterId = Annotated[int, Query(ge=0, le=2**63 - 1)]
-
-
-def public_keys_for(key_ids) -> dict[str, str]:
-    """Trusted public keys only: a key that only the database knows is served as null."""
-    trusted = public_keys_b64(trusted_keys())
-    return {k: trusted[k] for k in set(key_ids) if k in trusted}
-
-
-def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
-    """A decision as verifiable by itself: the signed bytes, signature and public key."""
-    return {
-        "id": decision.pk,
-        "proposal": decision.proposal_id,
-        "outcome": decision.outcome,
-        "basis": decision.basis,
-        "decided_by": decision.decided_by_name,
-        "rationale": decision.rationale,
-        "payload": decision.payload,
-        "signature": decision.signature,
-        "key_id": decision.key_id,
-        "public_key": public_keys.get(decision.key_id),
-        "prev_hash": decision.prev_hash,
-        "hash": decision.hash,
-    }
 
 
 @router.get(

@@ -11,10 +11,10 @@ from reviewapp.review.services.escalations import (
     escalation_decide,
 )
 from reviewapp.review.services.visibility import visible_q
+from reviewapp.serializers import decision_out, public_keys_for
 
 from .auth import ApiAuth
 from .cursors import keyset_page
-from .decisions import decision_out, public_keys_for
 from .schemas import (
     DecisionIn,
     DecisionOut,

@@ -14,19 +14,16 @@ API accepts re-canonicalises to the same bytes.
 """
 
 import json
-import math
-import re
 from functools import wraps
 
 from django.conf import settings
 from ninja.parser import Parser
 
+from reviewapp.core.json_values import depth_problem, value_problem
 from reviewapp.core.signing import MAX_SAFE_INTEGER, integer_as_double
 
 # Where django-ninja locates body fields; every endpoint names its body `payload`.
 BODY_LOC = ["body", "payload"]
-MAX_DEPTH = 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class BodyRejected(Exception):
@@ -48,15 +45,6 @@ def too_large() -> BodyRejected:
     return BodyRejected(413, f"request body is larger than the limit of {limit} bytes")
 
 
-def string_problem(value: str) -> str | None:
-    """Why `value` cannot be stored, or None."""
-    if "\x00" in value:
-        return "must not contain NUL characters"
-    if _SURROGATE.search(value):
-        return "must not contain lone surrogates (U+D800 to U+DFFF)"
-    return None
-
-
 def check_declared_length(request) -> None:
     """Refuse by the declared Content-Length, before anything reads the body."""
     declared = request.META.get("CONTENT_LENGTH") or "0"
@@ -72,7 +60,8 @@ def check_declared_length(request) -> None:
 
 
 def _too_deep(loc: list) -> BodyRejected:
-    return invalid(loc, f"JSON nested deeper than {MAX_DEPTH} levels", "json_depth")
+    found = depth_problem(loc)
+    return invalid(found.loc, found.msg, found.type)
 
 
 def _reject_constant(name: str):
@@ -104,39 +93,8 @@ def parse_json(raw: bytes, loc_prefix: list):
 
 
 def _check_values(data, loc_prefix: list) -> None:
-    # Iterative on purpose: the point is to survive input a recursive walk would not.
-    stack = [(data, loc_prefix, 0)]
-    while stack:
-        value, loc, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise _too_deep(loc)
-        if isinstance(value, str):
-            if problem := string_problem(value):
-                raise invalid(loc, problem, "string_unstorable")
-        elif isinstance(value, bool):
-            continue
-        elif isinstance(value, int):
-            if abs(value) > MAX_SAFE_INTEGER:
-                raise invalid(
-                    loc,
-                    "integers beyond ±(2**53 - 1) must be exactly a double "
-                    "(JSON numbers here are IEEE doubles, as in RFC 8785)",
-                    "int_unsafe",
-                )
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise invalid(
-                    loc,
-                    "numbers must lie within the double range (about ±1.8e308)",
-                    "number_out_of_range",
-                )
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                if problem := string_problem(key):
-                    raise invalid([*loc, key], f"key {problem}", "string_unstorable")
-                stack.append((item, [*loc, key], depth + 1))
-        elif isinstance(value, list):
-            stack.extend((item, [*loc, i], depth + 1) for i, item in enumerate(value))
+    if found := value_problem(data):
+        raise invalid([*loc_prefix, *found.loc], found.msg, found.type)
 
 
 class GuardedParser(Parser):

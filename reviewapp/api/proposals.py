@@ -1,13 +1,11 @@
 """Submitting proposals, reading them back, and external lenses' judgements."""
 
-from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Router, Status
 from ninja.errors import HttpError
 
 from reviewapp.core.cite import ClaimInput
-from reviewapp.review.models import Claim, Judgement
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
     JudgementForbidden,
@@ -21,10 +19,10 @@ from reviewapp.review.services.proposals import (
     proposal_submit,
 )
 from reviewapp.review.services.visibility import proposals_visible_to
+from reviewapp.serializers import judgement_out, proposal_out, proposals_in_detail
 
 from .auth import ApiAuth
 from .cursors import keyset_page
-from .decisions import decision_out, public_keys_for
 from .parsing import BODY_LOC, invalid
 from .schemas import (
     JudgementIn,
@@ -126,49 +124,7 @@ def proposal_list(
     "not exist.",
 )
 def proposal_detail(request, proposal_id: ObjectId):
-    proposal = get_object_or_404(
-        proposals_visible_to(request.auth.client)
-        .select_related("panel", "decision")
-        .prefetch_related(
-            Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
-            "evidence",
-        ),
-        pk=proposal_id,
-    )
-    escalation = proposal.escalations.order_by("-id").first()
-    decision = getattr(proposal, "decision", None)  # the reverse one-to-one raises when absent
-    return {
-        "id": proposal.pk,
-        "status": proposal.status,
-        "panel": proposal.panel.name,
-        "title": proposal.title,
-        "content": proposal.content,
-        "thought_process": proposal.thought_process,
-        "content_sha256": proposal.content_sha256,
-        "progress": {"answered": proposal.lenses_answered, "asked": proposal.lenses_asked},
-        "tally": proposal.tally,
-        "judgements": [judgement_out(j) for j in proposal.judgements.all()],
-        "evidence": [
-            {
-                "checker": e.checker_name,
-                "version": e.checker_version,
-                "verdict": e.verdict,
-                "reason": e.reason,
-                "key_id": e.key_id,
-                "signature": e.signature,
-                "payload": e.payload,
-            }
-            for e in sorted(proposal.evidence.all(), key=lambda e: e.checker_name)
-        ],
-        "escalation": (
-            {"id": escalation.pk, "status": escalation.status, "reasons": escalation.reasons}
-            if escalation
-            else None
-        ),
-        "decision": (
-            decision_out(decision, public_keys_for([decision.key_id])) if decision else None
-        ),
-    }
+    return proposal_out(get_object_or_404(proposals_in_detail(request.auth.client), pk=proposal_id))
 
 
 @router.post(
@@ -203,45 +159,3 @@ def judgement_create(request, proposal_id: ObjectId, payload: JudgementIn):
     except (AlreadyJudged, LensGone) as exc:
         raise HttpError(409, str(exc)) from exc
     return Status(201, judgement_out(judgement))
-
-
-def judgement_out(judgement: Judgement) -> dict:
-    claims = sorted(judgement.claims.all(), key=lambda c: c.position)
-    return {
-        "lens": judgement.lens_name,
-        "lens_version": judgement.lens_version,
-        "verdict": judgement.verdict,
-        "rationale": judgement.rationale,
-        "claims": [_claim_out(c) for c in claims if not c.dropped],
-        "unresolved_cites": [
-            {
-                "cite": c.cite,
-                "assessment": c.assessment or None,
-                "note": c.note,
-                "claim_id": c.claim_id,
-            }
-            for c in claims
-            if c.dropped
-        ],
-    }
-
-
-def _claim_out(claim: Claim) -> dict:
-    match claim.anchor_kind:
-        case Claim.AnchorKind.ANSWER_BODY:
-            anchor = {
-                "kind": "answer_body",
-                "start_utf16": claim.start_utf16,
-                "end_utf16": claim.end_utf16,
-            }
-        case Claim.AnchorKind.THOUGHT_WINDOW:
-            anchor = {"kind": "thought_window"}
-        case _:
-            anchor = None
-    return {
-        "claim_id": claim.claim_id,
-        "cite": claim.cite,
-        "text": claim.text,
-        "assessment": claim.assessment,
-        "anchor": anchor,
-    }

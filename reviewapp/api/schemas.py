@@ -7,8 +7,7 @@ from ninja import Path, Query, Schema
 from pydantic import AfterValidator, ConfigDict, Field
 
 from reviewapp.core.blank import shows_nothing
-
-from .parsing import string_problem
+from reviewapp.core.json_values import string_problem
 
 
 def _storable(value: str) -> str:

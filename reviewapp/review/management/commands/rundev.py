@@ -24,11 +24,11 @@ READY_WAIT_SECONDS = 60
 def child_environment() -> dict[str, str]:
     """The children's environment, less the noise a local run expects.
 
-    Django's development-server warning, and Celery's warning about running as
-    root (a fresh machine or container often is root), are known to whoever
-    typed `make run`; printed, they scroll the address and the logins away.
+    Celery's warning about running as root (a fresh machine or container often
+    is root) is known to whoever typed `make run`; printed, it scrolls the
+    address and the logins away.
     """
-    environment = {**os.environ, "DJANGO_RUNSERVER_HIDE_WARNING": "true"}
+    environment = dict(os.environ)
     if os.geteuid() == 0:
         # By message: a category named here would have to import before Celery does.
         ignore_root = "ignore:You're running the worker with superuser privileges"
@@ -56,6 +56,22 @@ def worker_command(beat_schedule) -> list[str]:
         str(settings.CELERY_WORKER_CONCURRENCY),
         "--hostname",
         "worker@%h",
+    ]
+
+
+def web_command(host: str, port: int) -> list[str]:
+    """The same ASGI app as compose serves: pages, API and the MCP server at /mcp."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "reviewapp.asgi:application",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--log-level",
+        os.environ.get("LOG_LEVEL", "WARNING").lower(),
     ]
 
 
@@ -117,7 +133,7 @@ class Command(BaseCommand):
             env=environment,
         )
         web = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
+            web_command(host, port),
             start_new_session=True,
             env=environment,
         )
@@ -134,7 +150,9 @@ class Command(BaseCommand):
         try:
             _wait_until_ready(host, port, children)
             self.stdout.write("\n" + demo.getvalue(), ending="")
-            self.stdout.write(self.style.SUCCESS(f"\nreviewapp is running at http://{host}:{port}/"))
+            self.stdout.write(
+                self.style.SUCCESS(f"\nreviewapp is running at http://{host}:{port}/")
+            )
             self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
             while not stopping and all(child.poll() is None for child in children):
                 time.sleep(0.5)

@@ -1,0 +1,238 @@
+"""MCP wait_for_review: many calls held open cost no worker slot and few connections.
+
+Starts the web server (`uvicorn reviewapp.asgi:application`, production
+settings) on PostgreSQL, submits `--calls` proposals to a panel whose one
+lens is external, and holds one `wait_for_review` call open per proposal
+through the official `mcp` SDK client over streamable HTTP. While they wait
+it prints the bench database's connections (`pg_stat_activity`), the web
+process's threads and the time a REST request takes beside them. Then it
+decides the proposals one after another in this process (the external
+judgement, then the final step a worker would run), noting when each
+decision's transaction has committed, and compares each call's return with
+that time.
+
+Target: 200 calls held cost no worker slot and at most a fixed number of
+database connections; each returns within 100 ms of its decision.
+
+Database `reviewapp_bench_mcp`; Redis `BENCH_MCP_BROKER_URL`
+(default redis://127.0.0.1:6379/12), which holds the final-step tasks that no
+worker consumes here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# The repository root in place of benchmarks/, whose mcp.py would shadow the SDK.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from benchmarks import _support as s  # noqa: E402
+
+DATABASE = "reviewapp_bench_mcp"
+BROKER = os.environ.get("BENCH_MCP_BROKER_URL", "redis://127.0.0.1:6379/12")
+CONTENT = "Refunds are issued within 14 days of the request."
+
+
+def start_uvicorn(env: dict[str, str], *, processes: int) -> tuple[s.Service, int]:
+    port = s.free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "reviewapp.asgi:application",
+        "--port",
+        str(port),
+        "--workers",
+        str(processes),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
+    service = s.Service("uvicorn", argv, env, Path(env["REVIEWAPP_VAR_DIR"]) / "logs")
+    s.wait_port(port, timeout=60)
+    return service, port
+
+
+def awaiting_proposals(count: int) -> tuple[list[int], str, str]:
+    """`count` proposals awaiting one external lens; the agent's and the judge's tokens."""
+    from reviewapp.review.models import ApiClient, Lens, Panel, PanelLens
+    from reviewapp.review.services.proposals import proposal_submit
+
+    agent_token = s.api_token("mcp-agent", "submit,read")
+    judge_token = s.api_token("mcp-judge", "judge,read")
+    lens = Lens.objects.create(name="outside", backend=Lens.Backend.EXTERNAL)
+    lens.judge_clients.add(ApiClient.objects.get(name="mcp-judge"))
+    panel = Panel.objects.create(name="mcp-bench", need=1)
+    PanelLens.objects.create(panel=panel, lens=lens, position=0)
+    agent = ApiClient.objects.get(name="mcp-agent")
+    ids = [
+        proposal_submit(
+            panel_name=panel.name, content=CONTENT, external_ref=f"mcp-{i}", client=agent
+        )[0].pk
+        for i in range(count)
+    ]
+    return ids, agent_token, judge_token
+
+
+def database_connections() -> int:
+    """Backends connected to the bench database, less this process's own."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [DATABASE],
+        )
+        return cursor.fetchone()[0]
+
+
+def threads_of(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                total += int(line.split()[1])
+    return total
+
+
+def decide_all(ids: list[int], judge_client_name: str) -> dict[int, float]:
+    """Judge and finalize each proposal; when each decision had committed (time.time())."""
+    from reviewapp.review.models import ApiClient, Proposal
+    from reviewapp.review.services.judgements import external_judgement_submit
+    from reviewapp.review.tasks import finalize_proposal
+
+    judge = ApiClient.objects.get(name=judge_client_name)
+    committed = {}
+    for proposal_id in ids:
+        external_judgement_submit(
+            proposal=Proposal.objects.get(pk=proposal_id),
+            lens_name="outside",
+            verdict="pass",
+            rationale="Checked.",
+            claims=[],
+            client=judge,
+        )
+        finalize_proposal(proposal_id)  # commits before it returns (autocommit)
+        committed[proposal_id] = time.time()
+    return committed
+
+
+async def wait_call(url: str, token: str, proposal_id: int, opened: asyncio.Event, count: list):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            count[0] += 1
+            if count[0] == count[1]:
+                opened.set()
+            result = await client.call_tool("wait_for_review", {"id": proposal_id, "timeout_s": 60})
+            returned = time.time()
+    content = result.structured_content or {}
+    return proposal_id, returned, content.get("status"), result.is_error
+
+
+async def hold_and_decide(port: int, pids: list[int], ids: list[int], agent: str):
+    import httpx
+
+    url = f"http://127.0.0.1:{port}/mcp"
+    opened = asyncio.Event()
+    count = [0, len(ids)]
+    calls = [asyncio.create_task(wait_call(url, agent, i, opened, count)) for i in ids]
+    opening = asyncio.create_task(opened.wait())
+    await asyncio.wait([opening, *calls], timeout=120, return_when=asyncio.FIRST_COMPLETED)
+    for call in calls:
+        if call.done():
+            call.result()  # a call that ended before any decision: say why
+    assert opening.done(), "the MCP clients did not all connect within 120 s"
+    # Every client is connected; give the calls time to reach the server and wait.
+    await asyncio.sleep(10)
+    samples = []
+    rest_ms = []
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {agent}"}, timeout=60) as rest:
+        for _ in range(10):
+            samples.append(await asyncio.to_thread(database_connections))
+            started = time.perf_counter()
+            response = await rest.get(f"http://127.0.0.1:{port}/api/proposals/{ids[0]}")
+            assert response.status_code == 200, response.text
+            rest_ms.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0.3)
+    still_waiting = sum(not c.done() for c in calls)
+    threads = threads_of(pids)
+    s.heading(f"{len(ids)} wait_for_review calls held open")
+    s.line("calls still waiting", f"{still_waiting} of {len(ids)}")
+    s.line("bench DB connections", f"min {min(samples)}, max {max(samples)} (10 samples over 3 s)")
+    s.line("web process threads", str(threads))
+    s.line(
+        "REST GET beside them",
+        f"p50 {s.percentile(rest_ms, 50):.1f} ms, max {max(rest_ms):.1f} ms",
+    )
+
+    # In another process: deciding takes CPU and the GIL, which would delay this
+    # process's loop in noticing the returns.
+    decider = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--decide",
+        ",".join(map(str, ids)),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    output, _ = await decider.communicate()
+    committed = {int(k): v for k, v in json.loads(output.decode().splitlines()[-1]).items()}
+    results = await asyncio.gather(*calls)
+    return results, committed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--web-processes", type=int, default=1)
+    parser.add_argument("--decide", help=argparse.SUPPRESS)  # the deciding child process
+    args = parser.parse_args()
+    env = s.bench_env("mcp", database_url=f"{s.PG_URL}/{DATABASE}", broker_url=BROKER)
+    if args.decide:
+        s.django_setup(env)
+        ids = [int(i) for i in args.decide.split(",")]
+        print(json.dumps(decide_all(ids, "mcp-judge")))
+        return
+    s.reset_database(DATABASE)
+    s.flush_redis(BROKER)
+    s.django_setup(env)
+    s.migrate()
+    s.collectstatic()
+    print(f"load average: {s.load_average()}")
+    ids, agent, _ = awaiting_proposals(args.calls)
+    web, port = start_uvicorn(env, processes=args.web_processes)
+    try:
+        pids = [web.pid, *web.children()] if args.web_processes > 1 else [web.pid]
+        s.line("idle bench DB connections", str(database_connections()))
+        results, decided = asyncio.run(hold_and_decide(port, pids, ids, agent))
+        lags = [
+            (returned - decided[pid]) * 1000
+            for pid, returned, status, error in results
+            if status == "decided" and not error and pid in decided
+        ]
+        s.heading("return − decision commit")
+        s.line("calls returned decided", f"{len(lags)} of {len(ids)}")
+        early = sum(pid not in decided or returned < decided[pid] for pid, returned, *_ in results)
+        s.line("returned before their decision (timeout, error)", str(early))
+        s.line(
+            "lag",
+            f"p50 {s.percentile(lags, 50):.0f} ms, p95 {s.percentile(lags, 95):.0f} ms, "
+            f"max {max(lags):.0f} ms (target: every one ≤ 100 ms)",
+        )
+        print(f"load average: {s.load_average()}")
+    finally:
+        web.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Who is calling: the API's bearer tokens, admitted through the SDK's TokenVerifier.
+
+The same tokens, scopes and visibility as the REST API (`reviewapp.api.auth`):
+the HTTP layer answers 401 to a missing, unknown or revoked token, and each
+tool asks for the scope its REST endpoint asks for.
+"""
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver.exceptions import ToolError
+
+from reviewapp.review.models import ApiClient
+from reviewapp.review.services.clients import api_client_for_token, api_client_touch
+
+from .db import in_db
+
+
+class ApiTokenVerifier:
+    """`mcp.server.auth.provider.TokenVerifier` over the API's hashed tokens."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        client = await in_db(_live_client, token)
+        if client is None:
+            return None
+        return AccessToken(token=token, client_id=str(client.pk), scopes=list(client.scopes))
+
+
+def _live_client(token: str) -> ApiClient | None:
+    client = api_client_for_token(token)
+    if client is not None:
+        api_client_touch(client)
+    return client
+
+
+def grants(scopes: list[str], scope: str | None) -> bool:
+    # As the REST API: read:all is read without the visibility rule, so it also grants read.
+    if scope is None:
+        return True
+    return scope in scopes or (scope == ApiClient.Scope.READ and ApiClient.Scope.READ_ALL in scopes)
+
+
+def calling_client_id(scope: str | None) -> int:
+    """The calling token's client id, refusing the call unless the token holds `scope`."""
+    token = get_access_token()
+    if token is None:  # the HTTP layer admits no request without one; kept as a guard
+        raise ToolError("no bearer token: send 'Authorization: Bearer <token>'")
+    if not grants(token.scopes, scope):
+        raise ToolError(f"this token lacks the '{scope}' scope, which this tool needs")
+    return int(token.client_id)
+
+
+def client_by_id(client_id: int) -> ApiClient:
+    """The caller's client, read in the tool's own database call (revocation included)."""
+    client = ApiClient.objects.filter(pk=client_id, revoked_at__isnull=True).first()
+    if client is None:
+        raise ToolError("this token was revoked")
+    return client

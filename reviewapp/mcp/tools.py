@@ -1,0 +1,172 @@
+"""What each MCP tool does against the database: plain functions, run by `db.in_db`.
+
+They apply the REST API's rules through the same services: a proposal the
+caller may not see is "not found" exactly like one that does not exist, and a
+service's refusal comes back as a tool error saying why.
+"""
+
+from django.urls import reverse
+from mcp.server.mcpserver.exceptions import ToolError
+
+# The offline verifier's check of one decision as the API serves it; its only import here.
+from reviewapp_client.verify.export import check_api_decisions
+
+from reviewapp.core.cite import ClaimInput
+from reviewapp.review.keys import trusted_keys
+from reviewapp.review.models import Panel, Proposal
+from reviewapp.review.services.judgements import (
+    AlreadyJudged,
+    JudgementForbidden,
+    JudgementRefused,
+    LensGone,
+    external_judgement_submit,
+)
+from reviewapp.review.services.proposals import (
+    PanelUnavailable,
+    SubmissionConflict,
+    proposal_submit,
+)
+from reviewapp.review.services.visibility import proposals_visible_to
+from reviewapp.serializers import judgement_out, proposal_out, proposals_in_detail
+
+from .auth import client_by_id
+
+FINAL = (Proposal.Status.DECIDED, Proposal.Status.ESCALATED)
+
+
+def not_found(proposal_id: int) -> ToolError:
+    return ToolError(
+        f"no review {proposal_id} that this token may see (it does not exist, or another "
+        "client submitted it)"
+    )
+
+
+def _url(proposal_id: int) -> str:
+    return reverse("api:proposal_detail", args=[proposal_id])
+
+
+def review_request(
+    *,
+    client_id: int,
+    panel: str,
+    content: str,
+    external_ref: str,
+    metadata: dict,
+    title: str,
+    thought_process: str,
+) -> dict:
+    try:
+        proposal, created = proposal_submit(
+            panel_name=panel,
+            content=content,
+            thought_process=thought_process,
+            title=title,
+            external_ref=external_ref,
+            metadata=metadata,
+            client=client_by_id(client_id),
+        )
+    except PanelUnavailable as exc:
+        raise ToolError(
+            f"no active, valid panel: {exc}; list_panels names the panels that take reviews"
+        ) from exc
+    except SubmissionConflict as exc:
+        raise ToolError(str(exc)) from exc
+    return {
+        "id": proposal.pk,
+        "status": proposal.status,
+        "url": _url(proposal.pk),
+        "created": created,
+    }
+
+
+def review_status(*, client_id: int, proposal_id: int) -> str:
+    """The status of a proposal the caller may see; not found otherwise."""
+    status = (
+        proposals_visible_to(client_by_id(client_id))
+        .filter(pk=proposal_id)
+        .values_list("status", flat=True)
+        .first()
+    )
+    if status is None:
+        raise not_found(proposal_id)
+    return status
+
+
+def final_among(proposal_ids: list[int]) -> list[int]:
+    """Which of `proposal_ids` are decided or escalated: one query for every waiting call."""
+    return list(
+        Proposal.objects.filter(pk__in=proposal_ids, status__in=FINAL).values_list("pk", flat=True)
+    )
+
+
+def review_detail(*, client_id: int, proposal_id: int) -> dict:
+    """A proposal as `proposal_out` has it, less the texts the agent sent (cites carry
+    their own text and offsets), with the outcome and the reasons to escalate on top."""
+    proposal = proposals_in_detail(client_by_id(client_id)).filter(pk=proposal_id).first()
+    if proposal is None:
+        raise not_found(proposal_id)
+    body = proposal_out(proposal)
+    del body["content"], body["thought_process"]
+    decision, escalation = body["decision"], body["escalation"]
+    return {
+        "id": body.pop("id"),
+        "status": body.pop("status"),
+        "final": proposal.status in FINAL,
+        "outcome": decision["outcome"] if decision else None,
+        "reasons": escalation["reasons"] if escalation else [],
+        "url": _url(proposal.pk),
+        **body,
+    }
+
+
+def panel_list() -> list[dict]:
+    """The panels a submission may name: active ones, with what they are made of."""
+    panels = Panel.objects.filter(active=True).prefetch_related("panel_lenses__lens", "checkers")
+    return [
+        {
+            "name": panel.name,
+            "description": panel.description,
+            "need": panel.need,
+            "lenses": [
+                {"name": pl.lens.name, "backend": pl.lens.backend}
+                for pl in sorted(panel.panel_lenses.all(), key=lambda pl: pl.position)
+            ],
+            "checkers": sorted(c.name for c in panel.checkers.all() if c.active),
+            "requires_sign_off": panel.requires_sign_off,
+            "external_deadline_seconds": panel.external_deadline_seconds,
+        }
+        for panel in panels
+    ]
+
+
+def judgement_submit(
+    *,
+    client_id: int,
+    proposal_id: int,
+    lens: str,
+    verdict: str,
+    rationale: str,
+    claims: list[ClaimInput],
+) -> dict:
+    client = client_by_id(client_id)
+    proposal = proposals_visible_to(client).filter(pk=proposal_id).first()
+    if proposal is None:
+        raise not_found(proposal_id)
+    try:
+        judgement = external_judgement_submit(
+            proposal=proposal,
+            lens_name=lens,
+            verdict=verdict,
+            rationale=rationale,
+            claims=claims,
+            client=client,
+        )
+    except (JudgementRefused, JudgementForbidden, AlreadyJudged, LensGone) as exc:
+        raise ToolError(str(exc)) from exc
+    return judgement_out(judgement)
+
+
+def decision_verify(decision: dict) -> dict:
+    """A decision object (as get_review returns it) checked against this server's trust anchors."""
+    [(_, problem)] = check_api_decisions([decision], trusted_keys())
+    return {"valid": problem is None, "problem": problem}

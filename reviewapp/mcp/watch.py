@@ -1,0 +1,71 @@
+"""Waiting for proposals to become final, for any number of calls, on one poll.
+
+Each waiting call registers its proposal and sleeps on an event. While any
+call waits, one task per process asks the database which of the watched
+proposals are decided or escalated — one short query every `TICK` seconds,
+whatever the number of waiters — and wakes their calls. A waiting call holds
+no thread and no database connection; it returns within about a tick of the
+decision's commit. The poll keeps one connection while anything is watched.
+"""
+
+import asyncio
+import logging
+
+import anyio
+
+from .db import Lane
+from .tools import final_among
+
+TICK = 0.05
+
+log = logging.getLogger(__name__)
+
+
+class Watch:
+    def __init__(self) -> None:
+        self._waiting: dict[int, set[anyio.Event]] = {}
+        self._poller: asyncio.Task | None = None
+        self._lane = Lane("mcp-watch")
+
+    async def until_final(self, proposal_id: int, timeout_s: float) -> bool:
+        """True once the proposal is final, False if `timeout_s` passes first."""
+        event = anyio.Event()
+        self._waiting.setdefault(proposal_id, set()).add(event)
+        loop = asyncio.get_running_loop()
+        # A poller belongs to its loop: a server started afresh (a new loop) starts its own.
+        if self._poller is None or self._poller.get_loop() is not loop:
+            self._poller = loop.create_task(self._poll())
+        try:
+            with anyio.move_on_after(timeout_s):
+                await event.wait()
+        finally:
+            events = self._waiting.get(proposal_id)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._waiting[proposal_id]
+        return event.is_set()
+
+    async def _poll(self) -> None:
+        try:
+            while self._waiting:
+                try:
+                    final = await self._lane.run(final_among, list(self._waiting))
+                except Exception:
+                    # A database outage must not end the watch: the waiters time out
+                    # or the next tick finds their proposals.
+                    log.warning("could not read which proposals are final", exc_info=True)
+                    final = []
+                for proposal_id in final:
+                    for event in self._waiting.pop(proposal_id, ()):
+                        event.set()
+                await asyncio.sleep(TICK)
+        finally:
+            # No await between the loop's last check and this: a waiter arriving
+            # now finds no poller and starts one.
+            self._poller = None
+        # Nothing watched: no connection kept either.
+        await self._lane.close()
+
+
+watch = Watch()
