@@ -103,9 +103,9 @@ def threads_of(pids: list[int]) -> int:
 
 def decide_all(ids: list[int], judge_client_name: str) -> dict[int, float]:
     """Judge and finalize each proposal; when each decision had committed (time.time())."""
+    from reviewapp.review.evaluation.tasks import finalize_proposal
     from reviewapp.review.models import ApiClient, Proposal
     from reviewapp.review.services.judgements import external_judgement_submit
-    from reviewapp.review.tasks import finalize_proposal
 
     judge = ApiClient.objects.get(name=judge_client_name)
     committed = {}
