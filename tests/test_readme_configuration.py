@@ -12,7 +12,7 @@ PASSED_THROUGH = {"PYTHONWARNINGS"}
 def names_read_by_the_code() -> dict[str, str]:
     """Each variable the app or the benchmarks read, and the first file that reads it."""
     found: dict[str, str] = {}
-    for path in sorted([*ROOT.glob("reviewapp/**/*.py"), *ROOT.glob("benchmarks/*.py")]):
+    for path in sorted([*ROOT.glob("reviewapp/**/*.py"), *ROOT.glob("benchmarks/**/*.py")]):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if not isinstance(node, ast.Call):
                 continue
