@@ -18,27 +18,6 @@ LOWER_LAYERS = frozenset(
 )
 FRAMEWORKS = frozenset({"django", "ninja", "celery", "kombu"})  # ninja is django-ninja
 
-# Imports between web layers that should go through a lower layer, where the shared
-# piece belongs in reviewapp/review/, which is being split (issue 28). Moving each
-# down removes its line here; a line no import needs any more fails
-# test_every_allowed_import_between_web_layers_is_still_made.
-ALLOWED_BETWEEN_WEB_LAYERS = frozenset(
-    {
-        # The proposal list filters by the dashboard's figures: the scope and the named
-        # sets of proposals belong with the proposal queries in reviewapp/review/.
-        ("reviewapp.web.views", "reviewapp.insights.scope"),
-        ("reviewapp.web.views", "reviewapp.insights.drilldown"),
-        # Who may open reviewer pages (reviewer_required, is_reviewer): beside
-        # may_sign_decisions in reviewapp/review/access.py.
-        ("reviewapp.insights.views", "reviewapp.web.access"),
-        ("reviewapp.insights.exports", "reviewapp.web.access"),
-        # Proposal search (the ORM side of reviewapp.core.search_query): beside the
-        # search vectors in reviewapp/review/search.py.
-        ("reviewapp.insights.exports", "reviewapp.web.search"),
-    }
-)
-
-
 @dataclass(frozen=True)
 class Import:
     module: str  # the importing module
@@ -122,24 +101,11 @@ def test_web_layers_never_import_each_other():
         if layer(i.module) in WEB_LAYERS
         and layer(i.target) in WEB_LAYERS
         and layer(i.target) != layer(i.module)
-        and not any(
-            i.module == module and within(i.target, target)
-            for module, target in ALLOWED_BETWEEN_WEB_LAYERS
-        )
     ]
     assert not offending, (
         "The web layers share through the lower layers (services, presenters), never "
         f"through each other:\n{listing(offending)}"
     )
-
-
-def test_every_allowed_import_between_web_layers_is_still_made():
-    stale = [
-        (module, target)
-        for module, target in sorted(ALLOWED_BETWEEN_WEB_LAYERS)
-        if not any(i.module == module and within(i.target, target) for i in IMPORTS)
-    ]
-    assert not stale, f"no longer imported; drop from ALLOWED_BETWEEN_WEB_LAYERS: {stale}"
 
 
 def test_lower_layers_never_import_web_layers():

@@ -6,7 +6,7 @@ and `or` between two terms separates alternatives (`a b or c` is "a and b,
 or c"). Punctuation between words is not searched for.
 
 The text is parsed here once, and each database is given only a canonical
-form of it (reviewapp.web.search): PostgreSQL never sees a run of `-` it
+form of it (reviewapp.review.search_queries): PostgreSQL never sees a run of `-` it
 would nest into a "tsquery stack too small" error, and SQLite gets the same
 meaning instead of one substring. A query longer than MAX_CHARS characters,
 with more than MAX_WORDS words, or with no word at all is refused with a

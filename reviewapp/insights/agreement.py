@@ -12,9 +12,12 @@ from django.db.models import Count
 
 from reviewapp.core.agreement import FleissSums, PairTable, cohen_kappa, fleiss_kappa
 from reviewapp.review.models import Judgement, Lens, Panel, Proposal
-
-from .drilldown import LARGER_SIDE, LARGER_SIDE_DECIDED, with_tally_votes
-from .scope import Scope
+from reviewapp.review.proposal_sets.drilldown import (
+    LARGER_SIDE,
+    LARGER_SIDE_DECIDED,
+    with_tally_votes,
+)
+from reviewapp.review.proposal_sets.scope import Scope
 
 PASS = Judgement.Verdict.PASS
 FAIL = Judgement.Verdict.FAIL

@@ -36,10 +36,9 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
 from reviewapp.review.models import Claim, Escalation, Judgement, Proposal
-from reviewapp.web.access import reviewer_required
-from reviewapp.web.search import TypedSearch, proposal_text_q, search_typed
-
-from .scope import Scope
+from reviewapp.review.page_access import reviewer_required
+from reviewapp.review.proposal_sets.scope import Scope
+from reviewapp.review.search_queries import TypedSearch, proposal_text_q, search_typed
 
 EXPORT_CHUNK_SIZE = 500
 

@@ -23,6 +23,12 @@ from django.db.models import (
 from django.db.models.functions import TruncDate
 
 from reviewapp.review.models import Claim, Decision, Escalation, Judgement, LensFailure
+from reviewapp.review.proposal_sets.drilldown import (
+    claim_cutoff,
+    escalation_reviewer,
+    workload_columns,
+)
+from reviewapp.review.proposal_sets.scope import PROPOSAL_SETS, Scope
 
 from .agreement import (
     LargerSide,
@@ -32,8 +38,6 @@ from .agreement import (
     pairwise_agreement,
     panel_agreement,
 )
-from .drilldown import claim_cutoff, escalation_reviewer, workload_columns
-from .scope import PROPOSAL_SETS, Scope
 
 PASS = Judgement.Verdict.PASS
 

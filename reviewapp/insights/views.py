@@ -16,12 +16,13 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from reviewapp.review.models import Panel
-from reviewapp.web.access import reviewer_required
+from reviewapp.review.page_access import reviewer_required
+from reviewapp.review.proposal_sets import drilldown
+from reviewapp.review.proposal_sets.scope import PROPOSAL_SETS, Scope
 
-from . import charts, drilldown, queries
+from . import charts, queries
 from .agreement import PairAgreement
 from .charts import BarRow, Series
-from .scope import PROPOSAL_SETS, Scope
 
 # Beyond this many days the per-day charts show only the days with proposals.
 MAX_FILLED_DAYS = 400

@@ -29,9 +29,9 @@ from django.db.models.functions import Coalesce
 from django.http import QueryDict
 
 from reviewapp.review.models import Escalation
+from reviewapp.review.search_queries import TypedSearch, escalation_text_q, search_typed
 
 from .presenters import REASON_LABELS
-from .search import TypedSearch, escalation_text_q, search_typed
 
 COUNT_LIMIT = 1_000
 OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED)

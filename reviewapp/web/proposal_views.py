@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reviewapp.ledger.services import ledger_position_for_decision
 from reviewapp.review.models import Decision, Escalation, Proposal
+from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
@@ -27,7 +28,6 @@ from reviewapp.review.services.escalations import (
     escalation_release,
 )
 
-from .access import reviewer_required
 from .presenters import (
     claim_state,
     claim_ttl,

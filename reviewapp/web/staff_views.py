@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from reviewapp.review.models import Escalation
+from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.escalations import (
     EscalationClosed,
     NotAReviewer,
@@ -15,7 +16,6 @@ from reviewapp.review.services.escalations import (
     escalation_reassign,
 )
 
-from .access import reviewer_required
 from .proposal_views import _refused
 
 NOTE_LIMIT = 500  # the form's maxlength

@@ -12,14 +12,15 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from reviewapp.insights import drilldown
-from reviewapp.insights.scope import PROPOSAL_SETS, Scope, lens_q
 from reviewapp.ledger.services import decision_ledger_status
 from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
+from reviewapp.review.page_access import reviewer_required
+from reviewapp.review.proposal_sets import drilldown
+from reviewapp.review.proposal_sets.scope import PROPOSAL_SETS, Scope, lens_q
+from reviewapp.review.search_queries import proposal_text_q, search_typed
 from reviewapp.review.services.decisions import decision_check
 
 from . import inbox as inbox_queries
-from .access import reviewer_required
 from .inbox import inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
@@ -28,7 +29,6 @@ from .presenters import (
     tally_outcome,
     tally_text,
 )
-from .search import proposal_text_q, search_typed
 
 INBOX_PAGE_SIZE = 25
 LIST_PAGE_SIZE = 50
@@ -165,7 +165,7 @@ LARGER_SIDE_WORDS = {
 
 
 def _drill_down(request, rows):
-    """The dashboard's filters (see insights.scope): the rows, and what they were, in words."""
+    """The dashboard's filters (proposal_sets.scope): the rows, and what they were, in words."""
     words = []
     start, end = _date_param(request, "start"), _date_param(request, "end")
     if start or end:
@@ -206,7 +206,7 @@ def _drill_down(request, rows):
 
 
 def _more_drill_down(request, rows, words):
-    """The workload, Fleiss and larger-side figures' filters (see insights.drilldown)."""
+    """The workload, Fleiss and larger-side figures' filters (review.proposal_sets.drilldown)."""
     column = _choice_param(request, "workload", drilldown.WORKLOAD_COLUMNS)
     if column:
         reviewer = request.GET.get("reviewer", drilldown.UNCLAIMED)
