@@ -1,6 +1,6 @@
 """The site's URLconf, with the ledger's router on a test-local API and the export view first.
 
-(Until the ledger router is mounted on the site's API, this is how its tests reach it; a
+(The ledger tests mount its router on a test-local API as well; a
 router can be attached to one API only, hence `build_router()`.)
 """
 
