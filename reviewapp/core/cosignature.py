@@ -24,6 +24,7 @@ import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .merkle import HASH_BYTES, NOTE_SIGNATURE_PREFIX, parse_note
 from .signing import verify
@@ -74,6 +75,11 @@ class VerifierKey:
     name: str
     key_type: int
     public_key: bytes
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        if len(self.public_key) != ED25519_PUBLIC_KEY_BYTES:
+            raise CosignatureError(f"{self.name}: an Ed25519 public key is 32 bytes")
 
     @property
     def key_id(self) -> bytes:
@@ -234,6 +240,45 @@ def parse_size_body(body: str) -> int:
     if not body.endswith("\n") or not _DECIMAL.fullmatch(body[:-1]):
         raise CosignatureError(f"{body[:40]!r} is not a tree size line")
     return int(body[:-1])
+
+
+# ── configuration ────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class ConfiguredWitness:
+    key: VerifierKey
+    url: str  # the submission prefix, without a trailing slash
+
+
+def parse_witnesses(text: str) -> list[ConfiguredWitness]:
+    """One witness per line, ``<vkey> <url>``; blank lines and ``#`` comments are skipped.
+
+    Raises CosignatureError naming the line: a typo must stop the start, not
+    quietly leave a witness out.
+    """
+    witnesses: list[ConfiguredWitness] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split()
+        try:
+            if len(fields) != 2:
+                raise CosignatureError("expected `<vkey> <url>`")
+            key = parse_vkey(fields[0])
+            parts = urlsplit(fields[1])
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise CosignatureError(f"{fields[1]!r} is not an http(s) URL")
+            if parts.query or parts.fragment or parts.username or parts.password:
+                raise CosignatureError(f"{fields[1]!r}: no query, fragment or credentials")
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except (CosignatureError, ValueError) as exc:
+            raise CosignatureError(f"line {number}: {exc}") from exc
+        if any(w.key.name == key.name for w in witnesses):
+            raise CosignatureError(f"line {number}: a second witness named {key.name}")
+        witnesses.append(ConfiguredWitness(key, fields[1].rstrip("/")))
+    return witnesses
 
 
 # ── witness policies ─────────────────────────────────────────────────────────
