@@ -100,9 +100,8 @@ def checkpoint_policy_problem(checkpoint: LedgerCheckpoint, policy: WitnessPolic
         merkle.open_checkpoint(note, trusted_keys().values())
         result = cosignature.note_policy_check(policy, note)
     except merkle.NoteError as exc:
-        return f"checkpoint {checkpoint.tree_size}: {exc}"
-    problem = result.problem()
-    return None if problem is None else f"checkpoint {checkpoint.tree_size}: {problem}"
+        return str(exc)
+    return result.problem()
 
 
 def latest_checkpoint_policy_problem() -> str | None:
@@ -111,7 +110,8 @@ def latest_checkpoint_policy_problem() -> str | None:
     checkpoint = services.latest_checkpoint()
     if policy is None or checkpoint is None:
         return None
-    return checkpoint_policy_problem(checkpoint, policy)
+    problem = checkpoint_policy_problem(checkpoint, policy)
+    return problem and f"checkpoint {checkpoint.tree_size}: {problem}"
 
 
 def cosigned_checkpoint_covering(position: int) -> tuple[LedgerCheckpoint | None, str | None]:
@@ -134,7 +134,8 @@ def cosigned_checkpoint_covering(position: int) -> tuple[LedgerCheckpoint | None
     latest = services.latest_checkpoint()
     if latest is None or latest.tree_size <= position:
         return None, "not yet covered by a checkpoint"
-    return None, checkpoint_policy_problem(latest, policy) or "no cosigned checkpoint covers it"
+    problem = checkpoint_policy_problem(latest, policy) or "no cosigned checkpoint covers it"
+    return None, f"checkpoint {latest.tree_size}: {problem}"
 
 
 # ── submitting ───────────────────────────────────────────────────────────────

@@ -245,7 +245,7 @@ def _check_witness_policy(result: LedgerVerification) -> None:
     problem = cosigning.checkpoint_policy_problem(latest, policy)
     if problem:
         raise offline.Failure(
-            f"checkpoint {latest.pk}",
+            f"checkpoint {latest.pk} (size {latest.tree_size})",
             f"{problem} (REVIEWAPP_LEDGER_WITNESS_QUORUM; a checkpoint signed seconds ago may "
             "still await its witnesses: see the admin's ledger witnesses and /healthz)",
         )
