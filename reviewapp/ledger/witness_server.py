@@ -153,11 +153,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        if self.path != "/add-checkpoint":
-            self._answer(404, "text/plain; charset=utf-8", b"not found\n")
-            return
         length = self.headers.get("Content-Length", "")
-        if not length.isdigit():
+        # A body left unread would be taken for the next request on this connection.
+        if not length.isascii() or not length.isdigit():
             self.close_connection = True
             self._answer(411, "text/plain; charset=utf-8", b"Content-Length is required\n")
             return
@@ -165,7 +163,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self._answer(413, "text/plain; charset=utf-8", b"request body too large\n")
             return
-        self._answer(*self.witness.add_checkpoint(self.rfile.read(int(length))))
+        body = self.rfile.read(int(length))
+        if self.path != "/add-checkpoint":
+            self._answer(404, "text/plain; charset=utf-8", b"not found\n")
+            return
+        self._answer(*self.witness.add_checkpoint(body))
 
     def do_GET(self) -> None:  # noqa: N802
         self._answer(405, "text/plain; charset=utf-8", b"POST /add-checkpoint\n")

@@ -21,6 +21,7 @@ from reviewapp.ledger.cosigning import witness_rows, witness_submit
 from reviewapp.ledger.models import LedgerCosignature, LedgerEntry, LedgerWitness
 from reviewapp.ledger.tasks import ledger_witness_catch_up, ledger_witness_submit
 from reviewapp.review.models import Decision
+from tests.conftest import wait_for
 from tests.ledger.helpers import decide, rebuild_tree
 from tests.support import c2sp_cosignature as spec
 from tests.support.tamper import tampering
@@ -445,3 +446,29 @@ def test_without_a_policy_an_uncosigned_checkpoint_verifies(settings):
     decide(1)
     services.checkpoint_create()
     assert "2 ledger entries verified" in verify_ledger()
+
+
+# ── through a real worker ────────────────────────────────────────────────────
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_configured_from_the_environment_gets_each_checkpoint_cosigned(
+    start_worker, start_witness, configure, client
+):
+    decide(1)
+    witness = start_witness("w1.example/w")
+    configure(witness, quorum=1)
+    start_worker(extra_env={
+        "REVIEWAPP_LEDGER_WITNESSES": f"# the team's witness\n{witness.vkey} {witness.url}/\n",
+        "REVIEWAPP_LEDGER_WITNESS_QUORUM": "1",
+    })  # fmt: skip
+    checkpoint = services.checkpoint_create()  # committed at once: its submission is enqueued
+    wait_for(
+        lambda: LedgerCosignature.objects.filter(checkpoint=checkpoint).exists(),
+        message="the worker never stored the witness's cosignature",
+    )
+    assert "cosigned by w1.example/w" in verify_ledger()
+    note = client.get("/api/ledger/checkpoint").json()["checkpoint"]
+    (line,) = cosignature_lines(note, witness)
+    assert spec.verify_line(line, witness.name, public_key_of(witness.vkey), spec.note_body(note))
