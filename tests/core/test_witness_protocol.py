@@ -12,46 +12,14 @@ from reviewapp.core.witness_protocol import (
     logs_by_origin,
     parse_log,
 )
+from tests.support.memory_log import MemoryLog
 
 ORIGIN = "example.org/log"
 
 
-class Log:
-    """A log in memory, signing its checkpoints with its own key."""
-
-    def __init__(self, origin=ORIGIN, size=0, history="main"):
-        self.origin = origin
-        self.history = history
-        self.key = SigningKey.generate()
-        self.tree = merkle.MemoryTree()
-        self.grow(size)
-
-    @property
-    def vkey(self) -> str:
-        public = bytes(self.key.verify_key)
-        return cosignature.VerifierKey(self.origin, cosignature.LOG_KEY_TYPE, public).text()
-
-    def grow(self, n):
-        for _ in range(n):
-            self.tree.append(merkle.leaf_hash(f"{self.history} {self.tree.size}".encode()))
-
-    def note(self, size=None, key=None):
-        size = self.tree.size if size is None else size
-        key = key or self.key
-        checkpoint = merkle.Checkpoint(self.origin, size, self.tree.root(size))
-        return merkle.sign_checkpoint(
-            checkpoint, bytes(key.verify_key), lambda m: key.sign(m).signature
-        )
-
-    def body(self, old, size=None, proof=None, note=None):
-        size = self.tree.size if size is None else size
-        proof = self.tree.consistency_proof(old, size) if proof is None else proof
-        return cosignature.add_checkpoint_body(old, proof, note or self.note(size))
-
-
 @pytest.fixture
 def log():
-    return Log(size=10)
+    return MemoryLog(ORIGIN, size=10)
 
 
 def run(log, body, latest=None, logs=None):
@@ -75,7 +43,7 @@ def test_the_same_checkpoint_again_is_accepted(log):
 
 
 def test_an_unknown_origin_is_404(log):
-    stranger = Log("stranger.example/log", 3)
+    stranger = MemoryLog("stranger.example/log", 3)
     assert run(log, stranger.body(0)).status == 404
 
 
@@ -118,7 +86,7 @@ def test_a_stale_checkpoint_is_409(log):
 
 
 def test_the_same_size_with_another_root_is_409(log):
-    fork = Log(size=10, history="fork")
+    fork = MemoryLog(ORIGIN, size=10, history="fork")
     fork.key = log.key
     latest = {ORIGIN: Latest(10, log.tree.root())}
     result = run(log, fork.body(10), latest)
@@ -126,7 +94,7 @@ def test_the_same_size_with_another_root_is_409(log):
 
 
 def test_a_forked_extension_fails_its_consistency_proof_with_422(log):
-    fork = Log(size=12, history="fork")
+    fork = MemoryLog(ORIGIN, size=12, history="fork")
     fork.key = log.key
     latest = {ORIGIN: Latest(10, log.tree.root())}
     assert run(log, fork.body(10), latest).status == 422

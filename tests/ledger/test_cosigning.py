@@ -13,7 +13,6 @@ import re
 import httpx
 import pytest
 from django.core.management import CommandError, call_command
-from nacl.signing import SigningKey
 
 from reviewapp.core import cosignature, merkle
 from reviewapp.ledger import services
@@ -24,6 +23,7 @@ from reviewapp.review.models import Decision
 from tests.conftest import wait_for
 from tests.ledger.helpers import decide, rebuild_tree
 from tests.support import c2sp_cosignature as spec
+from tests.support.memory_log import MemoryLog
 from tests.support.tamper import tampering
 from tests.support.witness_process import WitnessProcess
 
@@ -234,11 +234,7 @@ def test_a_witness_ahead_of_our_tree_is_a_fork_alert(start_witness, configure, s
 
 def test_a_witness_that_does_not_trust_our_key_is_a_403_alert(start_witness, configure, signed):
     decide(1)
-    stranger = SigningKey.generate()
-    impostor = cosignature.VerifierKey(
-        services.ledger_origin(), cosignature.LOG_KEY_TYPE, bytes(stranger.verify_key)
-    )
-    witness = start_witness("w1.example/w", logs=[impostor.text()])
+    witness = start_witness("w1.example/w", logs=[MemoryLog(services.ledger_origin()).vkey])
     configure(witness)
     _, outcomes = signed()
     assert outcomes == ["alert"]
@@ -247,9 +243,7 @@ def test_a_witness_that_does_not_trust_our_key_is_a_403_alert(start_witness, con
 
 def test_a_witness_that_does_not_know_our_origin_is_a_404_alert(start_witness, configure, signed):
     decide(1)
-    other = SigningKey.generate()
-    elsewhere = cosignature.VerifierKey("other.example/log", 1, bytes(other.verify_key))
-    witness = start_witness("w1.example/w", logs=[elsewhere.text()])
+    witness = start_witness("w1.example/w", logs=[MemoryLog("other.example/log").vkey])
     configure(witness)
     _, outcomes = signed()
     assert outcomes == ["alert"]
@@ -262,9 +256,7 @@ def test_an_alert_clears_once_the_witness_cosigns_again(
     start_witness, configure, signed, monkeypatch
 ):
     decide(1)
-    other = SigningKey.generate()
-    elsewhere = cosignature.VerifierKey("other.example/log", 1, bytes(other.verify_key))
-    witness = start_witness("w1.example/w", logs=[elsewhere.text()])
+    witness = start_witness("w1.example/w", logs=[MemoryLog("other.example/log").vkey])
     configure(witness)
     _, outcomes = signed()
     assert outcomes == ["alert"]
@@ -313,46 +305,19 @@ def test_a_submission_is_idempotent(start_witness, configure, signed):
 # ── a second log, witnessed by the same witness ──────────────────────────────
 
 
-class MemoryLog:
-    """Another log: its own origin and key, its tree in memory."""
-
-    origin = "second.example/log"
-
-    def __init__(self):
-        self.key = SigningKey.generate()
-        self.tree = merkle.MemoryTree()
-
-    @property
-    def vkey(self) -> str:
-        public = bytes(self.key.verify_key)
-        return cosignature.VerifierKey(self.origin, cosignature.LOG_KEY_TYPE, public).text()
-
-    def grow(self, n):
-        for _ in range(n):
-            self.tree.append(merkle.leaf_hash(b"second %d" % self.tree.size))
-
-    def note(self, size):
-        checkpoint = merkle.Checkpoint(self.origin, size, self.tree.root(size))
-        return merkle.sign_checkpoint(
-            checkpoint, bytes(self.key.verify_key), lambda m: self.key.sign(m).signature
-        )
-
-    def add(self, witness, old, size):
-        body = cosignature.add_checkpoint_body(
-            old, self.tree.consistency_proof(old, size), self.note(size)
-        )
-        return httpx.post(f"{witness.url}/add-checkpoint", content=body)
+def add(log: MemoryLog, witness, old: int, size: int) -> httpx.Response:
+    return httpx.post(f"{witness.url}/add-checkpoint", content=log.body(old, size))
 
 
 def test_one_witness_cosigns_two_logs_each_against_its_own_history(
     start_witness, configure, signed
 ):
     decide(1)
-    second = MemoryLog()
+    second = MemoryLog("second.example/log")
     witness = start_witness("w1.example/w", logs=[our_vkey(), second.vkey])
     configure(witness)
     second.grow(5)
-    reply = second.add(witness, 0, 5)
+    reply = add(second, witness, 0, 5)
     assert reply.status_code == 200
     (line,) = reply.text.splitlines()
     text = spec.note_body(second.note(5))
@@ -360,8 +325,8 @@ def test_one_witness_cosigns_two_logs_each_against_its_own_history(
     _, outcomes = signed()
     assert outcomes == ["cosigned"]
     second.grow(3)
-    assert second.add(witness, 5, 8).status_code == 200
-    assert (second.add(witness, 5, 8).status_code, second.add(witness, 0, 5).text) == (409, "8\n")
+    assert add(second, witness, 5, 8).status_code == 200
+    assert (add(second, witness, 5, 8).status_code, add(second, witness, 0, 5).text) == (409, "8\n")
     state = witness_state(witness)
     assert (state[second.origin]["size"], state[services.ledger_origin()]["size"]) == (8, 2)
 
@@ -369,10 +334,8 @@ def test_one_witness_cosigns_two_logs_each_against_its_own_history(
 def test_a_second_log_signed_with_our_origin_but_its_own_key_is_refused(start_witness):
     decide(1)
     witness = start_witness("w1.example/w")
-    impostor = MemoryLog()
-    impostor.origin = services.ledger_origin()
-    impostor.grow(2)
-    assert impostor.add(witness, 0, 2).status_code == 403
+    impostor = MemoryLog(services.ledger_origin(), 2)
+    assert add(impostor, witness, 0, 2).status_code == 403
 
 
 # ── verifiers enforce the witness policy ─────────────────────────────────────
@@ -472,3 +435,12 @@ def test_a_worker_configured_from_the_environment_gets_each_checkpoint_cosigned(
     note = client.get("/api/ledger/checkpoint").json()["checkpoint"]
     (line,) = cosignature_lines(note, witness)
     assert spec.verify_line(line, witness.name, public_key_of(witness.vkey), spec.note_body(note))
+
+
+def test_a_witness_alert_is_listed_in_the_admin(admin_client):
+    LedgerWitness.objects.create(
+        vkey="w1.example/w+00000000+x", name="w1.example/w", alert="refused (HTTP 403): do this"
+    )
+    page = admin_client.get("/admin/ledger/ledgerwitness/")
+    assert page.status_code == 200
+    assert "refused (HTTP 403): do this" in page.content.decode()

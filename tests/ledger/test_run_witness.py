@@ -9,38 +9,19 @@ import threading
 import httpx
 import pytest
 from django.core.management import CommandError, call_command
-from nacl.signing import SigningKey
 
-from reviewapp.core import cosignature, merkle
 from reviewapp.core.signing import Signer
 from reviewapp.core.witness_protocol import logs_by_origin, parse_log
 from reviewapp.ledger.witness_server import StateError, Witness, WitnessState, serve
 from tests.support import c2sp_cosignature as spec
+from tests.support.memory_log import MemoryLog
 
 ORIGIN = "example.org/log"
 
 
-class Log:
-    def __init__(self, size):
-        self.key = SigningKey.generate()
-        self.tree = merkle.MemoryTree(merkle.leaf_hash(b"%d" % i) for i in range(size))
-
-    @property
-    def vkey(self):
-        public = bytes(self.key.verify_key)
-        return cosignature.VerifierKey(ORIGIN, cosignature.LOG_KEY_TYPE, public).text()
-
-    def body(self, old, size):
-        checkpoint = merkle.Checkpoint(ORIGIN, size, self.tree.root(size))
-        note = merkle.sign_checkpoint(
-            checkpoint, bytes(self.key.verify_key), lambda m: self.key.sign(m).signature
-        )
-        return cosignature.add_checkpoint_body(old, self.tree.consistency_proof(old, size), note)
-
-
 @pytest.fixture
 def log():
-    return Log(16)
+    return MemoryLog(ORIGIN, 16)
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """A real `manage.py run_witness` process on loopback, for the witness protocol's tests."""
 
+import io
 import os
 import queue
 import subprocess
@@ -15,9 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def init_witness_key(path: Path, name: str) -> str:
     """Create a witness key file the way an operator does; returns the printed vkey."""
-    from io import StringIO
-
-    out = StringIO()
+    out = io.StringIO()
     call_command("run_witness", "--name", name, "--init-key", str(path), stdout=out)
     return out.getvalue().strip()
 
