@@ -1,10 +1,13 @@
-"""GET /healthz: is the database up, the broker, and a worker on the queue?"""
+"""GET /healthz: is the database up, the broker, and a worker on the queue? And the ledger's
+witnesses: have they refused a checkpoint?"""
 
+from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from reviewapp.celery import app
+from reviewapp.ledger.cosigning import witness_report
 
 WORKER_PING_TIMEOUT_SECONDS = 1.0
 
@@ -64,13 +67,37 @@ def _names(consumed: list[dict]) -> set[str]:
     return {queue["name"] for queue in consumed or ()}
 
 
+def _witnesses() -> dict:
+    """Each configured C2SP witness: what it last cosigned, and any alert or outage.
+
+    An alert (a refusal, a fork) makes the status "degraded" but not the answer
+    503: the app still serves, and a load balancer should not take it out for
+    a witness's complaint.
+    """
+    try:
+        witnesses = witness_report()
+    except Exception as exc:  # any failure means "unknown"; the message says why
+        return {"ok": False, "error": str(exc), "witnesses": []}
+    alerts = [w["name"] for w in witnesses if w["alert"]]
+    if alerts:
+        return {
+            "ok": False,
+            "error": f"ledger witness alert: {', '.join(alerts)} (see each alert)",
+            "witnesses": witnesses,
+        }
+    return {"ok": True, "witnesses": witnesses}
+
+
 @require_GET
 def healthz(request):
     checks = {"database": _database(), "broker": _broker()}
     checks["worker"] = (
         _workers() if checks["broker"]["ok"] else {"ok": False, "error": "broker is down"}
     )
+    serving = all(check["ok"] for check in checks.values())
+    if settings.REVIEWAPP_LEDGER_WITNESSES and checks["database"]["ok"]:
+        checks["witnesses"] = _witnesses()
     healthy = all(check["ok"] for check in checks.values())
     return JsonResponse(
-        {"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503
+        {"status": "ok" if healthy else "degraded", **checks}, status=200 if serving else 503
     )

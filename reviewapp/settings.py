@@ -17,6 +17,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from environs import Env, EnvError
 
+from reviewapp.core.cosignature import CosignatureError, parse_witnesses
+from reviewapp.core.merkle import MAX_NOTE_SIGNATURES
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = Env()
@@ -407,11 +410,40 @@ _witness_url = _read(
     env.url, "REVIEWAPP_LEDGER_WITNESS_URL", default=None, schemes={"http", "https"}
 )
 REVIEWAPP_LEDGER_WITNESS_URL = _witness_url.geturl() if _witness_url else ""
+# C2SP tlog-witness witnesses that cosign every checkpoint: one per line, `<vkey> <url>`
+# (reviewapp/ledger/cosigning.py). Kept as (vkey, url) pairs; a bad line stops the start.
+try:
+    REVIEWAPP_LEDGER_WITNESSES = [
+        (witness.key.text(), witness.url)
+        for witness in parse_witnesses(_read(env.str, "REVIEWAPP_LEDGER_WITNESSES", default=""))
+    ]
+except CosignatureError as _exc:
+    raise ImproperlyConfigured(f"REVIEWAPP_LEDGER_WITNESSES: {_exc}") from _exc
+if len(REVIEWAPP_LEDGER_WITNESSES) > MAX_NOTE_SIGNATURES - 1:
+    # Served with the log's own signature, in one note verifiers must accept.
+    raise ImproperlyConfigured(
+        f"REVIEWAPP_LEDGER_WITNESSES: at most {MAX_NOTE_SIGNATURES - 1} witnesses"
+    )
+# How many of them must have cosigned the latest checkpoint for verifiers to pass (0: none).
+REVIEWAPP_LEDGER_WITNESS_QUORUM = _read(env.int, "REVIEWAPP_LEDGER_WITNESS_QUORUM", default=0)
+if not 0 <= REVIEWAPP_LEDGER_WITNESS_QUORUM <= len(REVIEWAPP_LEDGER_WITNESSES):
+    raise ImproperlyConfigured(
+        f"REVIEWAPP_LEDGER_WITNESS_QUORUM is {REVIEWAPP_LEDGER_WITNESS_QUORUM}, but "
+        f"REVIEWAPP_LEDGER_WITNESSES lists {len(REVIEWAPP_LEDGER_WITNESSES)} witnesses"
+    )
+# How often the scheduler brings witnesses that missed a checkpoint up to the latest one.
+REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS = _read(
+    env.float, "REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS", default=60.0
+)
 # Raw ledger entries and the ledger export need an authenticated reader unless this is true.
 REVIEWAPP_LEDGER_PUBLIC = _read(env.bool, "REVIEWAPP_LEDGER_PUBLIC", default=False)
 CELERY_BEAT_SCHEDULE["ledger-checkpoint"] = {
     "task": "reviewapp.ledger.tasks.ledger_checkpoint",
     "schedule": REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS,
+}
+CELERY_BEAT_SCHEDULE["ledger-witness-catch-up"] = {
+    "task": "reviewapp.ledger.tasks.ledger_witness_catch_up",
+    "schedule": REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS,
 }
 
 # --- Webhooks ---------------------------------------------------------------

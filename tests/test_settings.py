@@ -127,3 +127,29 @@ def test_production_refuses_a_short_secret_key():
 
 def test_debug_accepts_any_secret_key():
     assert _load_settings(SECRET_KEY="short").returncode == 0
+
+
+def test_a_malformed_ledger_witness_line_is_refused_naming_the_line():
+    result = _load_settings(
+        REVIEWAPP_LEDGER_WITNESSES="# ours\nw.example/w+00000000+AAAA https://w.example/\n"
+    )
+    assert result.returncode != 0
+    assert "REVIEWAPP_LEDGER_WITNESSES: line 2: verifier key w.example/w" in result.stderr
+
+
+def test_a_ledger_witness_quorum_beyond_the_witnesses_is_refused():
+    result = _load_settings(REVIEWAPP_LEDGER_WITNESS_QUORUM="1")
+    assert result.returncode != 0
+    assert "REVIEWAPP_LEDGER_WITNESS_QUORUM is 1, but REVIEWAPP_LEDGER_WITNESSES lists 0" in (
+        result.stderr
+    )
+
+
+def test_ledger_witnesses_load_as_vkey_and_url_pairs():
+    vkey = "w.example/w+7fac91ce+BAOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4"
+    result = _load_settings(
+        "from django.conf import settings; print(settings.REVIEWAPP_LEDGER_WITNESSES)",
+        REVIEWAPP_LEDGER_WITNESSES=f"{vkey} https://w.example/submit/\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == repr([(vkey, "https://w.example/submit")])

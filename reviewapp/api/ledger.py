@@ -36,13 +36,25 @@ class LedgerErrorOut(Schema):
     detail: str | list[dict]
 
 
+class CosignatureOut(Schema):
+    witness: str = Field(description="the witness's key name")
+    key_id: str = Field(description="hex, the signed-note key ID of the witness's key")
+    timestamp: int = Field(description="POSIX seconds, when the witness cosigned")
+
+
 class CheckpointOut(Schema):
     origin: str
     tree_size: int
     root_hash: str = Field(description="hex")
     timestamp: str
     key_id: str
-    checkpoint: str = Field(description="C2SP tlog-checkpoint signed note, verbatim")
+    checkpoint: str = Field(
+        description="C2SP tlog-checkpoint signed note: the log's signature line, then one "
+        "C2SP tlog-cosignature line (cosignature/v1, Ed25519) per witness that cosigned it"
+    )
+    cosignatures: list[CosignatureOut] = Field(
+        description="the witnesses whose cosignature lines the note carries"
+    )
 
 
 class EntryOut(Schema):
@@ -196,7 +208,7 @@ def build_router() -> Router:
         operation_id=_operation_id('checkpoint_latest'),
         auth=None,
         response={200: CheckpointOut, **ERRORS},
-        summary="The latest signed checkpoint",
+        summary="The latest signed checkpoint, with its witnesses' cosignatures",
     )(checkpoint_latest)
     router.get(
         "/proof/{entry}",

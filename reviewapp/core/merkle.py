@@ -29,6 +29,8 @@ from reviewapp_client.verify.merkle import (
     EMPTY_ROOT,
     ENTRY_KINDS,
     FORBIDDEN_NOTE_CHARS,
+    HASH_BYTES,
+    MAX_NOTE_SIGNATURES,
     NOTE_SIGNATURE_PREFIX,
     Checkpoint,
     CompactRange,
@@ -51,6 +53,9 @@ from reviewapp_client.verify.merkle import (
 __all__ = [
     "EMPTY_ROOT",
     "ENTRY_KINDS",
+    "HASH_BYTES",
+    "MAX_NOTE_SIGNATURES",
+    "NOTE_SIGNATURE_PREFIX",
     "Checkpoint",
     "CompactRange",
     "MemoryTree",

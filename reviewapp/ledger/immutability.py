@@ -34,7 +34,7 @@ it, so ``install`` is idempotent and runs again after every ``migrate`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 PROTECTED_TABLES = (
     "review_decision",
@@ -42,10 +42,13 @@ PROTECTED_TABLES = (
     "ledger_entry",
     "ledger_node",
     "ledger_checkpoint",
+    "ledger_cosignature",
     "ledger_lock",
     "review_signingkey",
     "review_chainhead",
 )
+# What migrations 0003 and 0004 protect: they run before ledger_cosignature exists (0005).
+TABLES_BEFORE_COSIGNATURES = tuple(t for t in PROTECTED_TABLES if t != "ledger_cosignature")
 # The one UPDATE each of these tables allows, as a condition on OLD and NEW
 # (written so that it means the same in PostgreSQL and SQLite).
 ALLOWED_UPDATE = {
@@ -121,10 +124,10 @@ def refusal_message(operation: str, table: str) -> str:
     )
 
 
-def _pg_install(execute: Callable[[str], None]) -> None:
+def _pg_install(execute: Callable[[str], None], tables: Iterable[str]) -> None:
     execute(_PG_FUNCTION_SQL)
     execute(_PG_TRUNCATE_FUNCTION_SQL)
-    for table in PROTECTED_TABLES:
+    for table in tables:
         function = PG_FUNCTION
         if table in ALLOWED_UPDATE:
             function, sql = _pg_guard_function(table)
@@ -141,8 +144,8 @@ def _pg_install(execute: Callable[[str], None]) -> None:
         )
 
 
-def _pg_uninstall(execute: Callable[[str], None]) -> None:
-    for table in PROTECTED_TABLES:
+def _pg_uninstall(execute: Callable[[str], None], tables: Iterable[str]) -> None:
+    for table in tables:
         execute(f'DROP TRIGGER IF EXISTS {TRIGGER_PREFIX} ON "{table}"')
         execute(f'DROP TRIGGER IF EXISTS {TRUNCATE_TRIGGER} ON "{table}"')
         if table in ALLOWED_UPDATE:
@@ -151,8 +154,8 @@ def _pg_uninstall(execute: Callable[[str], None]) -> None:
     execute(f"DROP FUNCTION IF EXISTS {PG_TRUNCATE_FUNCTION}()")
 
 
-def _sqlite_install(execute: Callable[[str], None]) -> None:
-    for table in PROTECTED_TABLES:
+def _sqlite_install(execute: Callable[[str], None], tables: Iterable[str]) -> None:
+    for table in tables:
         when = f"WHEN NOT ({ALLOWED_UPDATE[table]}) " if table in ALLOWED_UPDATE else ""
         execute(
             f"CREATE TRIGGER IF NOT EXISTS {TRIGGER_PREFIX}_update_{table} "
@@ -167,28 +170,32 @@ def _sqlite_install(execute: Callable[[str], None]) -> None:
         )
 
 
-def _sqlite_uninstall(execute: Callable[[str], None]) -> None:
-    for table in PROTECTED_TABLES:
+def _sqlite_uninstall(execute: Callable[[str], None], tables: Iterable[str]) -> None:
+    for table in tables:
         execute(f"DROP TRIGGER IF EXISTS {TRIGGER_PREFIX}_update_{table}")
         execute(f"DROP TRIGGER IF EXISTS {TRIGGER_PREFIX}_delete_{table}")
     execute(f'DROP TABLE IF EXISTS "{OLD_SQLITE_GUARD_TABLE}"')
 
 
-def install(vendor: str, execute: Callable[[str], None]) -> None:
+def install(
+    vendor: str, execute: Callable[[str], None], tables: Iterable[str] = PROTECTED_TABLES
+) -> None:
     """Create (or re-create) the append-only triggers. Idempotent."""
     if vendor == "postgresql":
-        _pg_install(execute)
+        _pg_install(execute, tables)
     elif vendor == "sqlite":
-        _sqlite_install(execute)
+        _sqlite_install(execute, tables)
     else:
         raise NotImplementedError(f"no append-only triggers for the {vendor} backend")
 
 
-def uninstall(vendor: str, execute: Callable[[str], None]) -> None:
+def uninstall(
+    vendor: str, execute: Callable[[str], None], tables: Iterable[str] = PROTECTED_TABLES
+) -> None:
     if vendor == "postgresql":
-        _pg_uninstall(execute)
+        _pg_uninstall(execute, tables)
     elif vendor == "sqlite":
-        _sqlite_uninstall(execute)
+        _sqlite_uninstall(execute, tables)
 
 
 def installed_triggers(connection) -> set[str]:

@@ -94,3 +94,61 @@ class LedgerLock(models.Model):
 
     def __str__(self) -> str:
         return "ledger append lock"
+
+
+class LedgerCosignature(models.Model):
+    """A witness's cosignature of a checkpoint (C2SP tlog-cosignature), as it answered it.
+
+    Insert-only, like the checkpoint it belongs to. Verifiers re-check ``line``
+    against the witness keys in their own configuration, never trusting this row.
+    """
+
+    checkpoint = models.ForeignKey(
+        LedgerCheckpoint, on_delete=models.PROTECT, related_name="cosignatures"
+    )
+    witness = models.CharField(max_length=200, help_text="the witness's key name")
+    key_id = models.CharField(max_length=8, help_text="hex, the signed-note key ID")
+    timestamp = models.BigIntegerField(help_text="POSIX seconds, when the witness cosigned")
+    line = models.TextField(help_text="the note signature line, verbatim, without its newline")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "ledger_cosignature"
+        ordering = ["witness", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkpoint", "witness", "key_id"], name="ledger_cosignature_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"cosignature by {self.witness} of checkpoint {self.checkpoint_id}"
+
+
+class LedgerWitness(models.Model):
+    """What this log knows of one configured witness: mutable state, not evidence.
+
+    The witnesses themselves are configured in REVIEWAPP_LEDGER_WITNESSES; a row
+    is created the first time a checkpoint is submitted to one.
+    """
+
+    vkey = models.CharField(max_length=300, unique=True)
+    name = models.CharField(max_length=200)
+    known_size = models.BigIntegerField(
+        default=0, help_text="the tree size the witness last cosigned for this log"
+    )
+    alert = models.TextField(
+        blank=True, help_text="set when the witness refused a checkpoint; what to do about it"
+    )
+    alert_at = models.DateTimeField(null=True, blank=True)
+    unreachable = models.TextField(blank=True, help_text="the last failure to reach it")
+    unreachable_since = models.DateTimeField(null=True, blank=True)
+    last_cosigned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "ledger_witness"
+        ordering = ["name"]
+        verbose_name_plural = "ledger witnesses"
+
+    def __str__(self) -> str:
+        return self.name

@@ -232,14 +232,29 @@ def latest_checkpoint() -> LedgerCheckpoint | None:
     return LedgerCheckpoint.objects.order_by("-tree_size", "-id").first()
 
 
+def checkpoint_note_with_cosignatures(checkpoint: LedgerCheckpoint) -> str:
+    """The signed note with every stored witness cosignature appended (C2SP tlog-cosignature).
+
+    Verifiers that know none of the witnesses ignore the extra lines, as
+    signed-note requires; the cosignatures are stored only once they verified. (``.all()``,
+    in the model's order, so an export's prefetched rows serve it.)
+    """
+    return checkpoint.note + "".join(c.line + "\n" for c in checkpoint.cosignatures.all())
+
+
 def checkpoint_json(checkpoint: LedgerCheckpoint) -> dict:
+    cosignatures = checkpoint.cosignatures.all()
     return {
         "origin": checkpoint.origin,
         "tree_size": checkpoint.tree_size,
         "root_hash": checkpoint.root_hash,
         "timestamp": checkpoint.timestamp.isoformat(),
         "key_id": checkpoint.key_id,
-        "checkpoint": checkpoint.note,
+        "checkpoint": checkpoint_note_with_cosignatures(checkpoint),
+        "cosignatures": [
+            {"witness": c.witness, "key_id": c.key_id, "timestamp": c.timestamp}
+            for c in cosignatures
+        ],
     }
 
 
@@ -289,6 +304,17 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
         return DecisionLedgerStatus(
             position, True, None, "signature verified; not yet covered by a checkpoint"
         )
+    # Imported here: cosigning builds on this module.
+    from .cosigning import cosigned_checkpoint_covering, witness_policy
+
+    witnessed = ""
+    if witness_policy() is not None:
+        cosigned, problem = cosigned_checkpoint_covering(position)
+        if cosigned is None:
+            return DecisionLedgerStatus(
+                position, False, checkpoint.tree_size, f"not in a witnessed checkpoint: {problem}"
+            )
+        checkpoint, witnessed = cosigned, ", cosigned by enough witnesses"
     try:
         signed = merkle.open_checkpoint(checkpoint.note, trusted_keys().values())
         proof = inclusion_proof(position, signed.size)
@@ -301,7 +327,10 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
             position, False, signed.size, "not included in the latest checkpoint"
         )
     return DecisionLedgerStatus(
-        position, True, signed.size, f"signature and inclusion in checkpoint {signed.size} verified"
+        position,
+        True,
+        signed.size,
+        f"signature and inclusion in checkpoint {signed.size}{witnessed} verified",
     )
 
 
@@ -366,14 +395,17 @@ def export_lines(after: int | None = None) -> Iterator[str]:
     }
     yield _line(header)
     checkpoints: dict[int, list[LedgerCheckpoint]] = {}
-    for cp in LedgerCheckpoint.objects.filter(tree_size__gte=start, tree_size__lte=size).order_by(
-        "tree_size", "id"
+    for cp in (
+        LedgerCheckpoint.objects.filter(tree_size__gte=start, tree_size__lte=size)
+        .prefetch_related("cosignatures")
+        .order_by("tree_size", "id")
     ):
         checkpoints.setdefault(cp.tree_size, []).append(cp)
 
     def checkpoint_lines(at: int) -> Iterator[str]:
         for cp in checkpoints.get(at, []):
-            yield _line({"tree_size": cp.tree_size, "checkpoint": cp.note})
+            note = checkpoint_note_with_cosignatures(cp)
+            yield _line({"tree_size": cp.tree_size, "checkpoint": note})
 
     yield from checkpoint_lines(start)
     entries = LedgerEntry.objects.filter(leaf_index__gte=start, leaf_index__lt=size).order_by(

@@ -2,6 +2,7 @@ import httpx
 from celery import shared_task
 from django.conf import settings
 
+from .cosigning import witness_submit, witnesses_behind
 from .models import LedgerCheckpoint
 from .services import checkpoint_create
 from .witness import POST_TIMEOUT_SECONDS
@@ -40,3 +41,19 @@ def ledger_witness_post(self, checkpoint_id: int) -> None:
         response.raise_for_status()
     except httpx.HTTPError as exc:
         raise self.retry(exc=exc, countdown=min(600, 10 * 2**self.request.retries)) from exc
+
+
+@shared_task(name="reviewapp.ledger.tasks.ledger_witness_submit", ignore_result=True)
+def ledger_witness_submit(checkpoint_id: int, witness_id: int) -> str:
+    """Submit a checkpoint to one C2SP witness (idempotent; bounded timeouts, never a sleep:
+    a witness that cannot be reached is tried again by ``ledger_witness_catch_up``)."""
+    return witness_submit(checkpoint_id=checkpoint_id, witness_id=witness_id)
+
+
+@shared_task(name="reviewapp.ledger.tasks.ledger_witness_catch_up", ignore_result=True)
+def ledger_witness_catch_up() -> int:
+    """Periodic (Celery beat): send the latest checkpoint to every witness that lacks it."""
+    behind = witnesses_behind()
+    for checkpoint_id, witness_id in behind:
+        ledger_witness_submit.delay(checkpoint_id, witness_id)
+    return len(behind)

@@ -21,7 +21,7 @@ from reviewapp.review.models import ApiClient
 from reviewapp.review.services.clients import api_client_for_token
 
 from .models import LedgerEntry, LedgerNode
-from .services import latest_checkpoint
+from .services import checkpoint_note_with_cosignatures, latest_checkpoint
 
 FOREVER = "max-age=31536000, immutable"
 
@@ -37,7 +37,10 @@ def checkpoint_view(request):
     checkpoint = latest_checkpoint()
     if checkpoint is None:
         return _text(404, "no checkpoint has been signed yet")
-    response = HttpResponse(checkpoint.note, content_type="text/plain; charset=utf-8")
+    # With its witnesses' cosignatures: a tile client checks its witness policy here too.
+    response = HttpResponse(
+        checkpoint_note_with_cosignatures(checkpoint), content_type="text/plain; charset=utf-8"
+    )
     # The spec: mutable, so no caching beyond a few seconds.
     response["Cache-Control"] = "public, max-age=5"
     return response

@@ -17,6 +17,9 @@ Checks, in ledger order, and stops at the first problem, naming the entry:
   with the checkpoints that covered them is caught;
 - every decision's signed evidence digests against the evidence entries
   before it (via ``reviewapp_client.verify``);
+- with a witness policy (REVIEWAPP_LEDGER_WITNESS_QUORUM), the latest
+  checkpoint's cosignatures, re-verified against the configured witness keys:
+  too few fails, naming the witnesses missing;
 
 then that every decision and piece of evidence is in the ledger at all.
 """
@@ -31,11 +34,11 @@ from django.conf import settings
 from reviewapp_client.verify.files import read_witness_file
 from reviewapp_client.verify.ledger import PARALLEL_THRESHOLD, Failure, LedgerVerifier, ordered_map
 
-from reviewapp.core import merkle
+from reviewapp.core import cosignature, merkle
 from reviewapp.review.keys import trusted_keys
 from reviewapp.review.models import Decision, Evidence, SigningKey
 
-from . import immutability
+from . import cosigning, immutability, services
 from .models import LedgerCheckpoint, LedgerEntry, LedgerNode
 from .rows import LEDGER_ROW_FIELDS, check_ledger_rows
 
@@ -60,6 +63,8 @@ class LedgerVerification:
     warnings: list[str] = field(default_factory=list)
     # Key rows in the database that are not trust anchors (harmless unless they signed).
     untrusted_rows: list[str] = field(default_factory=list)
+    # The witnesses whose cosignature of the latest checkpoint met the policy (if one is set).
+    cosigned_by: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -220,6 +225,7 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
             f"entries were removed from the end: their subtree hash (level {level}, index {index}) "
             f"is stored, but the ledger ends with entry {verifier.size - 1}",
         )
+    _check_witness_policy(result)
     missing = Decision.objects.filter(ledger_entry__isnull=True).order_by("id").first()
     if missing is not None:
         raise Failure(
@@ -231,6 +237,22 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
             f"evidence {missing.pk} (checker {missing.checker_name})", "is not in the ledger"
         )
     _warnings(result)
+
+
+def _check_witness_policy(result: LedgerVerification) -> None:
+    policy = cosigning.witness_policy()
+    latest = LedgerCheckpoint.objects.order_by("-tree_size", "-id").first()
+    if policy is None or latest is None:
+        return
+    problem = cosigning.checkpoint_policy_problem(latest, policy)
+    if problem:
+        raise Failure(
+            f"checkpoint {latest.pk} (size {latest.tree_size})",
+            f"{problem} (REVIEWAPP_LEDGER_WITNESS_QUORUM; a checkpoint signed seconds ago may "
+            "still await its witnesses: see the admin's ledger witnesses and /healthz)",
+        )
+    note = services.checkpoint_note_with_cosignatures(latest)
+    result.cosigned_by = cosignature.note_policy_check(policy, note).cosigned
 
 
 def _all_nodes(size: int) -> set[tuple[int, int]]:

@@ -16,7 +16,10 @@ Two sinks, either or both (settings):
   the witness keeps them and can hand them back for ``verify_ledger --witness``.
 
 Both happen after the checkpoint's transaction commits: a witness must never
-hold a checkpoint of a tree that was rolled back.
+hold a checkpoint of a tree that was rolled back. So does the submission to
+the C2SP witnesses of ``REVIEWAPP_LEDGER_WITNESSES``, which cosign it
+(``cosigning.py``): the file and the URL are this host's own, simpler anchor;
+the witnesses are other parties' and answer with signatures.
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ def _witness_after_commit(checkpoint_id: int, tree_size: int, note: str) -> None
         from .tasks import ledger_witness_post
 
         ledger_witness_post.delay(checkpoint_id)
+    if settings.REVIEWAPP_LEDGER_WITNESSES:
+        from .cosigning import witness_rows
+        from .tasks import ledger_witness_submit
+
+        for row in witness_rows():
+            ledger_witness_submit.delay(checkpoint_id, row.pk)
 
 
 def checkpoint_witness(*, checkpoint_id: int, tree_size: int, note: str) -> None:

@@ -63,6 +63,19 @@ class _CheckedTransport(httpx.HTTPTransport):
 _clients: dict[tuple, httpx.Client] = {}
 
 
+def checked_client(
+    policy: core_webhooks.AddressPolicy, *, connect: float, read: float, user_agent: str
+) -> httpx.Client:
+    """A client that connects only to addresses ``policy`` allows (webhooks, ledger witnesses)."""
+    return httpx.Client(
+        transport=_CheckedTransport(policy),
+        timeout=httpx.Timeout(read, connect=connect),
+        follow_redirects=False,  # a redirect could point anywhere; it counts as a failure
+        trust_env=False,  # no proxy from the environment: it would bypass the address check
+        headers={"User-Agent": user_agent},
+    )
+
+
 def http_client() -> httpx.Client:
     """One client per worker process (and per policy), reused so connections are kept."""
     policy = address_policy()
@@ -70,15 +83,11 @@ def http_client() -> httpx.Client:
            settings.REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS)  # fmt: skip
     client = _clients.get(key)
     if client is None:
-        client = _clients[key] = httpx.Client(
-            transport=_CheckedTransport(policy),
-            timeout=httpx.Timeout(
-                settings.REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS,
-                connect=settings.REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS,
-            ),
-            follow_redirects=False,  # a redirect could point anywhere; it counts as a failure
-            trust_env=False,  # no proxy from the environment: it would bypass the address check
-            headers={"User-Agent": USER_AGENT},
+        client = _clients[key] = checked_client(
+            policy,
+            connect=settings.REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS,
+            read=settings.REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS,
+            user_agent=USER_AGENT,
         )
     return client
 

@@ -8,7 +8,13 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from reviewapp.ledger import immutability, services
-from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
+from reviewapp.ledger.models import (
+    LedgerCheckpoint,
+    LedgerCosignature,
+    LedgerEntry,
+    LedgerLock,
+    LedgerNode,
+)
 from reviewapp.review.models import ChainHead, Decision, Evidence, SigningKey
 from tests.ledger.helpers import decide
 from tests.support.tamper import tampering
@@ -19,6 +25,7 @@ ROW_OF = {
     "ledger_entry": LedgerEntry,
     "ledger_node": LedgerNode,
     "ledger_checkpoint": LedgerCheckpoint,
+    "ledger_cosignature": LedgerCosignature,
     "ledger_lock": LedgerLock,
     "review_signingkey": SigningKey,
     "review_chainhead": ChainHead,
@@ -29,6 +36,7 @@ COLUMN_OF = {
     "ledger_entry": "leaf_hash",
     "ledger_node": "hash",
     "ledger_checkpoint": "root_hash",
+    "ledger_cosignature": "line",
     "ledger_lock": "singleton",
     "review_signingkey": "public_key",
     "review_chainhead": "last_hash",
@@ -43,7 +51,10 @@ def raw(sql, params=()):
 @pytest.fixture
 def rows(db):
     decide(2)
-    services.checkpoint_create()
+    checkpoint = services.checkpoint_create()
+    LedgerCosignature.objects.create(
+        checkpoint=checkpoint, witness="w.example/w", key_id="00000000", timestamp=1, line="x"
+    )
     return {table: model.objects.order_by("pk").first().pk for table, model in ROW_OF.items()}
 
 
@@ -81,7 +92,8 @@ def test_every_trigger_is_installed(rows):
 def test_the_tamper_helper_switches_them_off_for_the_block_only(rows):
     with tampering():
         per_table = 3 if connection.vendor == "postgresql" else 2
-        assert len(immutability.missing_triggers(connection)) == 8 * per_table
+        expected = len(immutability.PROTECTED_TABLES) * per_table
+        assert len(immutability.missing_triggers(connection)) == expected
         Decision.objects.filter(pk=rows["review_decision"]).update(rationale="edited")
     assert immutability.missing_triggers(connection) == []
     with pytest.raises(IntegrityError), transaction.atomic():

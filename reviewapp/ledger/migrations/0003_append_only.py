@@ -11,13 +11,17 @@ from reviewapp.ledger import immutability
 
 def install(apps, schema_editor):
     immutability.install(
-        schema_editor.connection.vendor, lambda sql: schema_editor.execute(sql, params=None)
+        schema_editor.connection.vendor,
+        lambda sql: schema_editor.execute(sql, params=None),
+        immutability.TABLES_BEFORE_COSIGNATURES,
     )
 
 
 def uninstall(apps, schema_editor):
     immutability.uninstall(
-        schema_editor.connection.vendor, lambda sql: schema_editor.execute(sql, params=None)
+        schema_editor.connection.vendor,
+        lambda sql: schema_editor.execute(sql, params=None),
+        immutability.TABLES_BEFORE_COSIGNATURES,
     )
 
 

@@ -9,8 +9,9 @@ class Command(BaseCommand):
     help = (
         "Recompute the ledger's Merkle tree from the database and check every signature, "
         "every stored row against what was signed, the decision chain, each decision's "
-        "evidence, every signed checkpoint and every witnessed one. Exits non-zero naming "
-        "the first bad entry."
+        "evidence, every signed checkpoint and every witnessed one, and the latest "
+        "checkpoint's witness cosignatures against REVIEWAPP_LEDGER_WITNESS_QUORUM. Exits "
+        "non-zero naming the first bad entry."
     )
 
     def add_arguments(self, parser):
@@ -36,10 +37,16 @@ class Command(BaseCommand):
             self.stderr.write(self.style.WARNING(f"warning: {warning}"))
         if result.problem:
             raise CommandError(f"ledger verification failed: {result.problem}")
+        witnessed = (
+            f" The latest checkpoint is cosigned by {', '.join(result.cosigned_by)}."
+            if result.cosigned_by
+            else ""
+        )
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.entries} ledger entries verified ({result.decisions} decisions, "
                 f"{result.evidence} evidence) and {result.checkpoints} signed checkpoints "
                 f"in {time.perf_counter() - started:.1f}s: signatures, rows, chain and tree intact."
+                + witnessed
             )
         )
