@@ -31,10 +31,9 @@ from reviewapp.core.judging import (
     PermanentTransportError,
     TransientTransportError,
     TransportError,
-    _answer_of,
-    _request_body,
     judge_steps,
 )
+from reviewapp.core.judging.transport import _answer_of, _request_body
 
 log = logging.getLogger(__name__)
 
