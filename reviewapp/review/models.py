@@ -90,6 +90,17 @@ class Lens(models.Model):
         default=10000,
         help_text="LLM only: calls started per minute at this endpoint, across all workers.",
     )
+    # What bounds a lens waiting out a busy provider (429s spend no transport
+    # attempt): see reviewapp/core/llm_calls.py. Not versioned, like the limits.
+    deadline_seconds = models.PositiveIntegerField(
+        default=240,
+        help_text=(
+            "LLM only: the most time this lens may take on one proposal, every call, retry "
+            "and wait for a busy provider (HTTP 429) included. Past it the lens fails and the "
+            "proposal escalates. The default, 240 s, is the worker's task time limit "
+            "(CELERY_TASK_SOFT_TIME_LIMIT); the site's REVIEWAPP_LLM_LENS_TIME_LIMIT caps it."
+        ),
+    )
     mandate = models.TextField(blank=True, help_text="Constraint text for the constraints backend.")
     # Who may answer for an external lens: holding `judge` is not enough.
     judge_clients = models.ManyToManyField(
@@ -684,3 +695,27 @@ class EndpointCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint[:8]} {self.token}"
+
+
+class EndpointControl(models.Model):
+    """An LLM endpoint's effective concurrency limit, as ``core.endpoint_control`` keeps it.
+
+    The embedded default's shared state, beside ``EndpointCall``; with Redis
+    it lives in Redis instead (reviewapp/review/endpoint_limits.py). Times are
+    epoch seconds.
+    """
+
+    endpoint = models.CharField(max_length=64, unique=True)  # sha256 of the base URL
+    base_url = models.CharField(max_length=200, blank=True)
+    limit = models.FloatField()
+    hold_until = models.FloatField(default=0.0)
+    cut_at = models.FloatField(default=0.0)
+    round_in_flight = models.PositiveIntegerField(default=0)
+    ceiling = models.FloatField(default=0.0)
+    # Answers 429 by minute (epoch minute -> count), the last few minutes only.
+    refusals = models.JSONField(default=dict)
+    # Calls waiting for a slot, by worker process: [count, when reported].
+    waiting = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return self.base_url or self.endpoint[:8]

@@ -6,7 +6,8 @@ when the answer is unusable. Three budgets bound the loop and never borrow
 from each other:
 
 - transport: ``transport_attempts`` calls for the whole run, spent by the
-  first call and by every retry after a transient error;
+  first call and by every retry after a transient error (a 429 spends none:
+  a busy provider is waited out, up to the caller's deadline);
 - repair: one re-ask after a malformed answer;
 - re-quote: ``REQUOTE_BUDGET`` re-asks for cites that did not ground (REJECT
   policy only).
@@ -34,6 +35,7 @@ from reviewapp.core.judging.prompt import _repair_request, _requote_request, bui
 from reviewapp.core.judging.transport import (
     ChatTransport,
     PermanentTransportError,
+    RateLimited,
     TransientTransportError,
     TransportError,
     UnusableCompletion,
@@ -94,16 +96,23 @@ class _Caller:
 
     def call(self, messages: list[dict], *, prepaid: bool):
         """``prepaid``: the first attempt is funded by a re-ask budget, not ours."""
-        failures = 0
+        failures = refusals = 0
         while True:
             # judge_steps guarantees budget >= 1 on entry, and a retry is only
             # taken while budget remains.
             if not prepaid:
                 self.budget -= 1
-            prepaid = False
             self.calls += 1
             try:
                 return (yield messages)
+            except RateLimited as exc:
+                # The same call again, funded as this one was: a 429 is a busy
+                # provider, and the attempts are for broken networks and 5xx.
+                if not prepaid:
+                    self.budget += 1
+                yield Backoff(self._delay(refusals, exc.retry_after))
+                refusals += 1
+                continue
             except UnusableCompletion as exc:
                 raise LensFailed(str(exc), self.calls, self.transcript) from exc
             except PermanentTransportError as exc:
@@ -111,6 +120,7 @@ class _Caller:
                     f"permanent transport error: {exc}", self.calls, self.transcript
                 ) from exc
             except TransientTransportError as exc:
+                prepaid = False
                 if self.budget <= 0:
                     raise LensFailed(
                         f"transport budget exhausted: {exc}", self.calls, self.transcript

@@ -32,8 +32,16 @@ class TransientTransportError(TransportError):
 
     def __init__(self, message: str, *, retry_after: float | None = None):
         super().__init__(message)
-        # Seconds the server asked us to wait (429 Retry-After), if it said.
+        # Seconds the server asked us to wait (Retry-After of a 429 or 503), if it said.
         self.retry_after = retry_after
+
+
+class RateLimited(TransientTransportError):
+    """HTTP 429: a busy provider, not a broken one.
+
+    The call waits its turn and is sent again without spending a transport
+    attempt; the lens's deadline is what bounds it.
+    """
 
 
 class PermanentTransportError(TransportError):
@@ -158,11 +166,14 @@ class OpenAIChatTransport:
 def _answer_of(status: int, retry_after: str | None, payload: bytes) -> str:
     """The answer text of a response, or the transport error its status means."""
     if status == 429:
-        raise TransientTransportError(
-            "HTTP 429 rate limited", retry_after=_parse_retry_after(retry_after)
-        )
+        raise RateLimited("HTTP 429 rate limited", retry_after=_parse_retry_after(retry_after))
     if status >= 500:
-        raise TransientTransportError(f"HTTP {status}: {payload[:200]!r}")
+        # A 503's Retry-After (a provider shedding load) is honoured like a 429's,
+        # but the call spends an attempt, as for any 5xx.
+        raise TransientTransportError(
+            f"HTTP {status}: {payload[:200]!r}",
+            retry_after=_parse_retry_after(retry_after) if status == 503 else None,
+        )
     if status >= 400:
         if status in (400, 422) and _REFUSED_FORMAT.search(payload[:2000]):
             # Retrying the same request cannot help, and the admin can fix it.
