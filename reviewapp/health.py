@@ -1,10 +1,15 @@
-"""GET /healthz: is the database up, the broker, and a worker on the queue?"""
+"""GET /healthz: is the database up, the broker, and a worker on the queue?
+
+Also, for information (never what makes it degraded: a busy provider is not a
+broken app), each LLM endpoint's effective limit, calls waiting and recent 429s.
+"""
 
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from reviewapp.celery import app
+from reviewapp.review.endpoint_limits import llm_endpoints
 
 WORKER_PING_TIMEOUT_SECONDS = 1.0
 
@@ -72,5 +77,13 @@ def healthz(request):
     )
     healthy = all(check["ok"] for check in checks.values())
     return JsonResponse(
-        {"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503
+        {"status": "ok" if healthy else "degraded", **checks, "llm_endpoints": _endpoints()},
+        status=200 if healthy else 503,
     )
+
+
+def _endpoints() -> list[dict] | dict:
+    try:
+        return llm_endpoints()
+    except Exception as exc:  # the store (Redis) down: the checks above say what matters
+        return {"error": str(exc)}

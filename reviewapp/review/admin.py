@@ -28,6 +28,7 @@ from reviewapp.audit.models import AuditEntry, Trial
 from reviewapp.audit.services import audit_change, audit_delete, audit_record, snapshot
 from reviewapp.core.quorum import allowed_needs_text
 
+from . import endpoint_limits
 from .admin_forms import (
     SEE_NEED,
     ApiClientChangeForm,
@@ -228,6 +229,7 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
         "recorded_responses",
         "used_by_panels",
         "judge_status",
+        "endpoint_now",
     )
     actions = ["deactivate", "activate", "delete_selected"]
     fieldsets = (
@@ -247,6 +249,8 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
                     "response_format",
                     "max_concurrent_calls",
                     "calls_per_minute",
+                    "endpoint_now",
+                    "deadline_seconds",
                 ),
             },
         ),
@@ -276,6 +280,16 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
         if obj is None or obj.pk is None:
             return "Name the environment variable and save: the page then says whether it is set."
         return api_key_status(obj)
+
+    @admin.display(description="Endpoint now")
+    def endpoint_now(self, obj):
+        if obj is None or obj.pk is None or not obj.base_url:
+            return "—"
+        try:
+            status = endpoint_limits.endpoint_status(obj.base_url, obj.max_concurrent_calls)
+        except Exception as exc:  # the page must show even when the shared store is down
+            return f"Unknown: the shared store did not answer ({exc.__class__.__name__})."
+        return endpoint_limits.describe(status)
 
     @admin.display(description="API key", boolean=True)
     def api_key(self, obj):

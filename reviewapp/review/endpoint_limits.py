@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from reviewapp.core import endpoint_control
 from reviewapp.core.endpoint_control import Control, Outcome
 
-from .models import EndpointCall, EndpointControl
+from .models import EndpointCall, EndpointControl, Lens
 
 # A slot whose call never reported back is reclaimed this long after the
 # lens's own timeout: long enough for any live call to have ended.
@@ -403,6 +403,29 @@ class EndpointStatus:
             "refusal_minutes": REFUSAL_MINUTES,
             "throttling": self.throttling,
         }
+
+
+def describe(status: EndpointStatus) -> str:
+    """One line for people: the effective limit, the calls waiting, the 429s, any hold."""
+    text = (
+        f"effective limit {status.effective_limit:,} of {status.maximum:,} calls at once "
+        f"({status.in_flight:,} in flight now), {status.waiting:,} waiting, "
+        f"{status.refusals_recent:,} answered 429 in the last {REFUSAL_MINUTES} minutes"
+    )
+    if status.held_for:
+        text += f"; its Retry-After holds every call for {status.held_for:.1f} s more"
+    if status.throttling:
+        return f"The provider is throttling: {text}."
+    return text[0].upper() + text[1:] + "."
+
+
+def llm_endpoints() -> list[dict]:
+    """Every active LLM lens's endpoint, as /healthz shows it."""
+    maxima: dict[str, int] = {}
+    lenses = Lens.objects.filter(backend=Lens.Backend.LLM, active=True).exclude(base_url="")
+    for base_url, maximum in lenses.values_list("base_url", "max_concurrent_calls"):
+        maxima[base_url] = max(maximum, maxima.get(base_url, 0))
+    return [endpoint_status(url, maximum).as_json() for url, maximum in sorted(maxima.items())]
 
 
 def endpoint_status(base_url: str, maximum: int) -> EndpointStatus:

@@ -156,6 +156,8 @@ class Lens(models.Model):
                 errors["max_concurrent_calls"] = "Allow at least one call at a time."
             if self.calls_per_minute < 1:
                 errors["calls_per_minute"] = "Allow at least one call per minute."
+            if self.deadline_seconds < 1:
+                errors["deadline_seconds"] = "Allow the lens at least a second."
             if errors:
                 raise ValidationError(errors)
         if self.backend == self.Backend.CONSTRAINTS:
