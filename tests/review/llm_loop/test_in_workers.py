@@ -122,7 +122,7 @@ def test_a_provider_answering_only_429_escalates_at_the_lens_deadline_naming_the
     start_worker, openai_server
 ):
     openai_server.respond = lambda request: RateLimited("1")
-    panel = _llm_panel(openai_server, deadline_seconds=6)
+    panel = _llm_panel(openai_server, deadline_seconds=10)
     _one_process_worker(start_worker)
     proposal = submit(panel, _content(1))
     failure = wait_for(lambda: LensFailure.objects.filter(proposal=proposal).first(), timeout=30)
