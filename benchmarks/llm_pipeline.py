@@ -360,6 +360,7 @@ def main() -> None:
     )
     s.line("load average at start", s.load_average())
     env = s.fresh_stack("llm-pipeline")
+    s.collectstatic()  # DEBUG=false: gunicorn refuses to start without the manifest
     from django.conf import settings
 
     provider = Provider(args.latency, args.fail_429)
@@ -494,6 +495,7 @@ def throttled(args) -> None:
     )
     s.line("load average at start", s.load_average())
     env = s.fresh_stack("llm-pipeline")
+    s.collectstatic()  # DEBUG=false: gunicorn refuses to start without the manifest
     from reviewapp.review.models import Lens
 
     provider = Provider(args.latency, 0)
