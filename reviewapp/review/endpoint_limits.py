@@ -205,7 +205,13 @@ class RedisLimits:
         """Give back `release` with their calls' `outcomes`, then up to `count`
         slots, atomically: the tokens granted, or none and when to ask again."""
         tokens = [new_token() for _ in range(count)]
-        for _ in range(CAS_ATTEMPTS):
+        rounds = 0
+        while True:
+            if rounds == CAS_ATTEMPTS:
+                # Another process won every round: this ask's outcomes are
+                # dropped (the next ones teach the same), its slots go back.
+                outcomes = ()
+            rounds += 1
             now = time.time()
             update: list = [""] * 7
             if endpoint in self._seen:
@@ -239,18 +245,6 @@ class RedisLimits:
             self._seen[endpoint] = (*_control_of(answer[2:8], max_concurrent), int(answer[8]))
             if granted >= 0:
                 return tokens[:granted], 0.0 if granted else max(0.0, wait)
-        # Another process won every round: this ask's outcomes are dropped
-        # (the next ones teach the same), its slots given back without them.
-        return await self.try_acquire(
-            endpoint,
-            count=count,
-            max_concurrent=max_concurrent,
-            per_minute=per_minute,
-            lease_seconds=lease_seconds,
-            release=release,
-            waiting=waiting,
-            base_url=base_url,
-        )
 
     async def release(self, endpoint: str, tokens: list[str]) -> None:
         await self.redis.zrem(self._keys(endpoint)[0], *tokens)

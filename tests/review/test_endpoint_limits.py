@@ -209,3 +209,20 @@ def test_an_endpoint_never_called_shows_its_configured_maximum(configured, endpo
     status = endpoint_status("http://provider.test/v1", 64)
     assert status.effective_limit == 64 and status.waiting == status.refusals_recent == 0
     assert not status.throttling
+
+
+@pytest.mark.skipif(redis_url() is None, reason="Redis store: run with CELERY_BROKER_URL=redis://…")
+def test_two_processes_updating_the_limit_at_once_both_count_in_redis(endpoint):
+    first, second = _OnALoop(RedisLimits(redis_url())), _OnALoop(RedisLimits(redis_url()))
+    options = {"max_concurrent": 10, "per_minute": 100, "lease_seconds": 30.0}
+    held, _ = first.try_acquire(endpoint, count=10, **options)
+    second.try_acquire(endpoint, count=0, **options)  # the second sees the control as it is
+    first.try_acquire(endpoint, count=0, release=held[:1], outcomes=[_refused()], **options)
+    # The second process last saw the control before the first cut it: its
+    # update conflicts, is computed again on the cut limit, and is applied.
+    later = Outcome(refused=True, sent_at=time.time() + 1)
+    second.try_acquire(endpoint, count=0, release=held[1:2], outcomes=[later], **options)
+    assert first.try_acquire(endpoint, count=10, **options)[0] == []  # 8 in flight
+    first.release(endpoint, held[2:])
+    # 10 × 0.7 × 0.7 = 4.9
+    assert len(first.try_acquire(endpoint, count=10, **options)[0]) == 4

@@ -182,35 +182,26 @@ class Runtime:
                 "base_url": lens.base_url,
             }
             limits = self.limits
-            if isinstance(limits, RedisLimits):
+            # Redis limits are awaited on the loop itself; limits kept in the
+            # database go through its thread.
+            in_redis = isinstance(limits, RedisLimits)
 
-                async def try_acquire(count, release, outcomes, waiting):
-                    return await limits.try_acquire(
-                        endpoint,
-                        count=count,
-                        release=release,
-                        outcomes=outcomes,
-                        waiting=waiting,
-                        **options,
-                    )
-
-            else:
-
-                async def try_acquire(count, release, outcomes, waiting):
-                    return await self.on_db(
-                        limits.try_acquire,
-                        endpoint,
-                        count=count,
-                        release=release,
-                        outcomes=outcomes,
-                        waiting=waiting,
-                        **options,
-                    )
+            async def try_acquire(count, release, outcomes, waiting):
+                ask = partial(
+                    limits.try_acquire,
+                    endpoint,
+                    count=count,
+                    release=release,
+                    outcomes=outcomes,
+                    waiting=waiting,
+                    **options,
+                )
+                return await (ask() if in_redis else self.on_db(ask))
 
             async def release(tokens, outcomes):
                 if outcomes:  # the provider's answers teach the endpoint's limit
                     await try_acquire(0, tokens, outcomes, 0)
-                elif isinstance(limits, RedisLimits):
+                elif in_redis:
                     await limits.release(endpoint, tokens)
                 else:
                     await self.on_db(limits.release, endpoint, tokens)
