@@ -125,21 +125,9 @@ def test_the_readme_token_and_first_submission_work_against_rundev(rundev):
 
     port, _, environment = rundev
     made = subprocess.run(
-        [
-            "make",
-            "-s",
-            "-o",
-            ".venv/.installed",
-            "token",
-            "NAME=my-agent",
-            "SCOPES=submit,read",
-            f"VENV={Path(sys.executable).parent.parent}",
-        ],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        ["make", "-s", "-o", ".venv/.installed", "token", "NAME=my-agent", "SCOPES=submit,read",
+         f"VENV={Path(sys.executable).parent.parent}"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
     )
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()

@@ -134,9 +134,7 @@ class Command(BaseCommand):
         try:
             _wait_until_ready(host, port, children)
             self.stdout.write("\n" + demo.getvalue(), ending="")
-            self.stdout.write(
-                self.style.SUCCESS(f"\nreviewapp is running at http://{host}:{port}/")
-            )
+            self.stdout.write(self.style.SUCCESS(f"\nreviewapp is running at http://{host}:{port}/"))
             self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
             while not stopping and all(child.poll() is None for child in children):
                 time.sleep(0.5)
