@@ -15,12 +15,20 @@ and Netflix's concurrency-limits' AIMD limit follows drops:
   while we used well under the limit cuts nothing: the provider refused a
   share of fewer calls than the limit, which a cut would not prevent (TCP's
   congestion window validation, RFC 7661, has the same reasoning).
-- While refusals of that round keep coming back and the calls still in flight
-  fall below ``BACKOFF`` of those in flight when it began, most of what we
-  sent was refused: the provider holds about what is still in flight, and the
-  limit drops to that at once. A flood of 1,024 calls at a provider holding 8
-  then converges in one round, not twenty. A provider refusing a share of
-  calls at random (a rate limit) leaves most in flight and costs one cut.
+- The cut never goes below the most calls of ours in flight at which the
+  provider served one since the previous round (``served_peak``, from each
+  call's count when it was sent): that concurrency is proven. A provider
+  that holds 8 serves calls sent at up to 8, so its limit settles at 8 and
+  a probe at 9 costs one refusal, not a third of the throughput; a provider
+  refusing a share of calls at random (a rate limit) serves calls sent at
+  every concurrency, so its refusals cost nothing but their ``Retry-After``
+  (a plain AIMD limit collapses there, as TCP does on a lossy link: every
+  round has a refusal, and a cut every round outruns one call of growth).
+- While refusals of that round keep coming back and fewer than
+  ``MOSTLY_REFUSED`` of the calls in flight when it began remain, most of
+  what we sent was refused: the provider holds about what is still in
+  flight, and the limit drops to that at once. A flood of 1,024 calls at a
+  provider holding 8 then converges in one round, not twenty.
 - A success means the provider serves the calls in flight with it: the limit
   is never below that count (so a cut does not stop calls the provider
   demonstrably takes), and it grows by ``1 / limit`` (one call per round of
@@ -42,6 +50,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 BACKOFF = 0.7
+MOSTLY_REFUSED = 0.5
 PROBE_SLOWDOWN = 32
 
 
@@ -58,6 +67,8 @@ class Control:
     round_in_flight: int = 0
     # Where the provider last refused: calls in flight then (0: never refused).
     ceiling: float = 0.0
+    # The most calls in flight at which a call sent since this round began was served.
+    served_peak: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,9 @@ class Outcome:
     refused: bool
     sent_at: float
     retry_after: float | None = None
+    # Our calls in flight at the endpoint when this one was sent, itself
+    # included (0: not known).
+    sent_in_flight: int = 0
 
 
 def start(maximum: int) -> Control:
@@ -99,7 +113,7 @@ def update(
         control = (
             _refused(control, outcome, in_flight, now)
             if outcome.refused
-            else _served(control, in_flight)
+            else _served(control, outcome, in_flight)
         )
     return replace(control, limit=min(float(maximum), max(1.0, control.limit)))
 
@@ -109,14 +123,16 @@ def _refused(control: Control, outcome: Outcome, in_flight: int, now: float) -> 
         control = replace(control, hold_until=max(control.hold_until, now + outcome.retry_after))
     if outcome.sent_at >= control.cut_at:
         used = in_flight >= BACKOFF * control.limit
+        cut = max(1.0, control.limit * BACKOFF) if used else control.limit
         return replace(
             control,
-            limit=max(1.0, control.limit * BACKOFF) if used else control.limit,
+            limit=max(cut, float(control.served_peak)),
             cut_at=now,
             round_in_flight=in_flight,
             ceiling=float(in_flight),
+            served_peak=0,
         )
-    if in_flight < BACKOFF * control.round_in_flight:
+    if in_flight < MOSTLY_REFUSED * control.round_in_flight:
         return replace(
             control,
             limit=max(1.0, min(control.limit, in_flight)),
@@ -125,12 +141,16 @@ def _refused(control: Control, outcome: Outcome, in_flight: int, now: float) -> 
     return control
 
 
-def _served(control: Control, in_flight: int) -> Control:
+def _served(control: Control, outcome: Outcome, in_flight: int) -> Control:
     limit = max(control.limit, float(in_flight))
     step = 1 / limit
     if control.ceiling and abs(limit - control.ceiling) <= 1:
         step /= PROBE_SLOWDOWN
-    return replace(control, limit=limit + step)
+    return replace(
+        control,
+        limit=limit + step,
+        served_peak=max(control.served_peak, outcome.sent_in_flight),
+    )
 
 
 def refusals_for(seconds: float) -> str:

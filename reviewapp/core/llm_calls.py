@@ -22,6 +22,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -54,8 +55,10 @@ class EndpointGate:
     the slots in ``release`` with the ``outcomes`` of their calls that the
     endpoint's effective limit learns from (``Outcome``: served or refused),
     tells it how many calls wait here, then asks it for up to ``n``: the tokens
-    it granted (as many as the limits allow now) and, when none, how long to
-    wait before asking again: a Retry-After holding the endpoint, or a full
+    it granted (as many as the limits allow now), when none how long to wait
+    before asking again, and optionally how many calls were in flight at the
+    endpoint after the grant (each call's outcome then says at what count it
+    was sent). The wait is a Retry-After holding the endpoint, or a full
     endpoint (a release in this process wakes the waiters sooner; one
     elsewhere is seen at the next ask). This process's calls that wait for the endpoint
     queue in order, and one ask at a time serves them all, so a burst of
@@ -86,6 +89,9 @@ class EndpointGate:
         # Slots given back and not yet sent, with their calls' outcomes:
         # resolved once the store has them.
         self._batch: tuple[asyncio.Future[None], list[str], list[Outcome]] | None = None
+        # Each granted slot's count of calls in flight at the endpoint when
+        # it was granted, itself included (the store says how many after a grant).
+        self._positions: dict[str, int] = {}
         # Since when (monotonic) the provider has refused every call of ours
         # that this process heard back from (None: it served the last one).
         self.throttled_since: float | None = None
@@ -112,9 +118,12 @@ class EndpointGate:
                 batch, self._batch = self._batch, None
                 released, outcomes = (batch[1], batch[2]) if batch else ([], [])
                 try:
-                    tokens, wait = await self._try_acquire(
+                    tokens, wait, *after = await self._try_acquire(
                         len(self._waiting), released, outcomes, len(self._waiting)
                     )
+                    if after and after[0]:
+                        first = after[0] - len(tokens)
+                        self._positions.update((t, first + i + 1) for i, t in enumerate(tokens))
                 except Exception:
                     # The shared store is briefly unreachable (Redis restarting,
                     # SQLite busy): ask again; the lens's time limit bounds it.
@@ -145,6 +154,10 @@ class EndpointGate:
             self._waiting.popleft()
         return bool(self._waiting)
 
+    def sent_in_flight(self, token: str) -> int:
+        """Our calls in flight at the endpoint when `token` was granted (0: not known)."""
+        return self._positions.get(token, 0)
+
     def give_back(self, token: str, outcome: Outcome | None = None) -> asyncio.Future[None]:
         """Give the slot back soon (see the class's docstring); resolved once the store has it.
 
@@ -156,6 +169,7 @@ class EndpointGate:
                 self.throttled_since = None
             elif self.throttled_since is None:
                 self.throttled_since = time.monotonic()
+        self._positions.pop(token, None)
         if self._batch is None:
             self._batch = (asyncio.get_running_loop().create_future(), [], [])
             if self._asker is None:
@@ -242,6 +256,8 @@ class AsyncChatTransport:
                     retry_after = response.headers.get("Retry-After")
                     content = await response.read()
             outcome = _outcome(status, retry_after, sent_at)
+            if outcome is not None and token is not None:
+                outcome = replace(outcome, sent_in_flight=self.gate.sent_in_flight(token))
         except TimeoutError as exc:
             raise TransientTransportError(f"response not complete within {self.timeout}s") from exc
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:

@@ -80,21 +80,22 @@ def new_token() -> str:
 
 # KEYS: slots, calls (the minute's), control, refusals (by minute), waiting (by process).
 # ARGV[1..8]: maximum, per minute, lease, count, full retry, the caller's
-# clock, process, calls waiting there. ARGV[9..15]: the control's expected
+# clock, process, calls waiting there. ARGV[9..16]: the control's expected
 # version ('' for no update), then its new limit, hold_until, cut_at,
-# round_in_flight, ceiling, and the 429s to count. ARGV[16]: the base URL.
-# ARGV[17]: how many slots to give back, in the ARGV after it; then the
-# tokens to grant. Sets the control only if its version is the one expected
+# round_in_flight, ceiling, served_peak, and the 429s to count. ARGV[17]: the
+# base URL. ARGV[18]: how many slots to give back, in the ARGV after it; then
+# the tokens to grant. Sets the control only if its version is the one expected
 # (else changes nothing and answers -1), gives the slots back, then grants up
 # to ARGV[4] slots unless a Retry-After holds the endpoint.
 # Answers {granted, wait, version, limit, hold_until, cut_at, round_in_flight,
-# ceiling, in flight}; the control's fields are strings ('' when unset).
+# ceiling, served_peak, in flight}; the control's fields are strings ('' when unset).
 _ACQUIRE = """
+local FIELDS = {'version', 'limit', 'hold_until', 'cut_at', 'round_in_flight', 'ceiling',
+                'served_peak'}
 local function reply(granted, wait)
-  local c = redis.call('HMGET', KEYS[3], 'version', 'limit', 'hold_until', 'cut_at',
-                       'round_in_flight', 'ceiling')
-  for i = 1, 6 do if not c[i] then c[i] = '' end end
-  return {granted, tostring(wait), c[1], c[2], c[3], c[4], c[5], c[6],
+  local c = redis.call('HMGET', KEYS[3], unpack(FIELDS))
+  for i = 1, #FIELDS do if not c[i] then c[i] = '' end end
+  return {granted, tostring(wait), c[1], c[2], c[3], c[4], c[5], c[6], c[7],
           redis.call('ZCARD', KEYS[1])}
 end
 local t = redis.call('TIME')
@@ -109,22 +110,22 @@ if ARGV[9] ~= '' then
   end
   redis.call('HSET', KEYS[3], 'version', tostring(tonumber(version) + 1), 'limit', ARGV[10],
              'hold_until', ARGV[11], 'cut_at', ARGV[12], 'round_in_flight', ARGV[13],
-             'ceiling', ARGV[14], 'url', ARGV[16])
-  if tonumber(ARGV[15]) > 0 then
-    redis.call('HINCRBY', KEYS[4], tostring(math.floor(clock / 60)), ARGV[15])
+             'ceiling', ARGV[14], 'served_peak', ARGV[15])
+  if tonumber(ARGV[16]) > 0 then
+    redis.call('HINCRBY', KEYS[4], tostring(math.floor(clock / 60)), ARGV[16])
     redis.call('EXPIRE', KEYS[4], 900)
   end
 end
-redis.call('HSET', KEYS[3], 'url', ARGV[16])
+redis.call('HSET', KEYS[3], 'url', ARGV[17])
 redis.call('EXPIRE', KEYS[3], 86400)
 redis.call('HSET', KEYS[5], ARGV[7], ARGV[8] .. ' ' .. ARGV[6])
 redis.call('EXPIRE', KEYS[5], 3600)
-local released = tonumber(ARGV[17])
+local released = tonumber(ARGV[18])
 -- In chunks: unpack() of too many values overflows Lua's stack.
-for i = 18, 17 + released, 1000 do
-  redis.call('ZREM', KEYS[1], unpack(ARGV, i, math.min(i + 999, 17 + released)))
+for i = 19, 18 + released, 1000 do
+  redis.call('ZREM', KEYS[1], unpack(ARGV, i, math.min(i + 999, 18 + released)))
 end
-local first = 17 + released
+local first = 18 + released
 local hold = tonumber(redis.call('HGET', KEYS[3], 'hold_until') or '0')
 if hold > clock then
   return reply(0, hold - clock)
@@ -157,7 +158,7 @@ return reply(granted, 0)
 
 def _control_of(fields: Sequence, maximum: int) -> tuple[int, Control]:
     """The control's version and value from the script's answer (fresh: at the maximum)."""
-    version, limit, hold_until, cut_at, round_in_flight, ceiling = (
+    version, limit, hold_until, cut_at, round_in_flight, ceiling, served_peak = (
         f.decode() if isinstance(f, bytes) else str(f) for f in fields
     )
     if not limit:
@@ -168,6 +169,7 @@ def _control_of(fields: Sequence, maximum: int) -> tuple[int, Control]:
         cut_at=float(cut_at or 0),
         round_in_flight=int(round_in_flight or 0),
         ceiling=float(ceiling or 0),
+        served_peak=int(served_peak or 0),
     )
 
 
@@ -213,7 +215,7 @@ class RedisLimits:
                 outcomes = ()
             rounds += 1
             now = time.time()
-            update: list = [""] * 7
+            update: list = [""] * 8
             if endpoint in self._seen:
                 version, control, in_flight = self._seen[endpoint]
             else:
@@ -242,15 +244,28 @@ class RedisLimits:
                 ],
             )
             granted, wait = int(answer[0]), float(answer[1])
-            self._seen[endpoint] = (*_control_of(answer[2:8], max_concurrent), int(answer[8]))
+            self._seen[endpoint] = (*_control_of(answer[2:9], max_concurrent), int(answer[9]))
             if granted >= 0:
                 return tokens[:granted], 0.0 if granted else max(0.0, wait)
+
+    def in_flight_seen(self, endpoint: str) -> int:
+        """Calls in flight at the endpoint after this process's last ask (0: none yet)."""
+        return self._seen[endpoint][2] if endpoint in self._seen else 0
 
     async def release(self, endpoint: str, tokens: list[str]) -> None:
         await self.redis.zrem(self._keys(endpoint)[0], *tokens)
 
 
 _REDIS_KEYS = ("slots", "calls", "control", "refusals", "waiting")
+CONTROL_FIELDS = (
+    "version",
+    "limit",
+    "hold_until",
+    "cut_at",
+    "round_in_flight",
+    "ceiling",
+    "served_peak",
+)
 
 
 def _fields(control: Control) -> list:
@@ -260,11 +275,20 @@ def _fields(control: Control) -> list:
         repr(control.cut_at),
         control.round_in_flight,
         repr(control.ceiling),
+        control.served_peak,
     ]
 
 
 class DatabaseLimits:
     """The same limits in the database, for the embedded default (no Redis)."""
+
+    def __init__(self) -> None:
+        # Calls in flight at each endpoint after this process's last grant there.
+        self._in_flight: dict[str, int] = {}
+
+    def in_flight_seen(self, endpoint: str) -> int:
+        """Calls in flight at the endpoint after this process's last ask (0: none yet)."""
+        return self._in_flight.get(endpoint, 0)
 
     def try_acquire(
         self,
@@ -311,6 +335,7 @@ class DatabaseLimits:
                 EndpointCall(endpoint=endpoint, token=token, started=now, ends=now + lease_seconds)
                 for token in tokens
             )
+        self._in_flight[endpoint] = in_flight + granted
         return tokens, 0.0
 
     def release(self, endpoint: str, tokens: list[str]) -> None:
@@ -371,6 +396,7 @@ def _control_from_row(row: EndpointControl) -> Control:
         cut_at=row.cut_at,
         round_in_flight=row.round_in_flight,
         ceiling=row.ceiling,
+        served_peak=row.served_peak,
     )
 
 
@@ -456,15 +482,7 @@ def _redis_status(url: str, endpoint: str, maximum: int, now: float):
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
         keys = dict(zip(_REDIS_KEYS, RedisLimits._keys(endpoint), strict=True))
-        fields = client.hmget(
-            keys["control"],
-            "version",
-            "limit",
-            "hold_until",
-            "cut_at",
-            "round_in_flight",
-            "ceiling",
-        )
+        fields = client.hmget(keys["control"], *CONTROL_FIELDS)
         in_flight = client.zcount(keys["slots"], now, "+inf")
         waiting = [entry.split() for entry in client.hvals(keys["waiting"])]
         refusals = client.hgetall(keys["refusals"])

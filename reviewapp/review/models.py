@@ -714,6 +714,7 @@ class EndpointControl(models.Model):
     cut_at = models.FloatField(default=0.0)
     round_in_flight = models.PositiveIntegerField(default=0)
     ceiling = models.FloatField(default=0.0)
+    served_peak = models.PositiveIntegerField(default=0)
     # Answers 429 by minute (epoch minute -> count), the last few minutes only.
     refusals = models.JSONField(default=dict)
     # Calls waiting for a slot, by worker process: [count, when reported].

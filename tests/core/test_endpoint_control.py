@@ -130,3 +130,30 @@ def test_a_lower_maximum_caps_a_limit_learnt_under_a_higher_one():
 )
 def test_how_long_refusals_lasted_reads_in_seconds_under_a_minute_then_minutes(seconds, said):
     assert refusals_for(seconds) == said
+
+
+def served_at(count, sent_at=NOW - 1):
+    return Outcome(refused=False, sent_at=sent_at, sent_in_flight=count)
+
+
+def test_a_cut_never_goes_below_the_concurrency_the_provider_served_since_the_last_round():
+    # A share refused at random: calls sent at up to 300 in flight were served.
+    control = update(Control(limit=300), [served_at(300)], in_flight=300, now=NOW, maximum=1024)
+    after = update(control, [refused(sent_at=NOW)], in_flight=300, now=NOW + 1, maximum=1024)
+    assert allowed(after, 1024) == 300
+
+
+def test_random_refusals_round_after_round_do_not_wear_the_limit_down():
+    control, now = Control(limit=300), NOW
+    for _ in range(20):
+        control = update(control, [served_at(300)], in_flight=250, now=now, maximum=1024)
+        control = update(control, [refused(sent_at=now)], in_flight=300, now=now + 1, maximum=1024)
+        now += 2
+    assert allowed(control, 1024) >= 300
+
+
+def test_a_probe_past_a_cap_settles_back_on_the_cap():
+    # Served at up to 8 in flight; the 9th call is refused.
+    control = update(Control(limit=9), [served_at(8)], in_flight=9, now=NOW, maximum=1024)
+    after = update(control, [refused(sent_at=NOW)], in_flight=9, now=NOW + 1, maximum=1024)
+    assert allowed(after, 1024) == 8

@@ -325,3 +325,16 @@ def test_a_503_with_retry_after_is_a_refusal_that_spends_an_attempt(openai_serve
     with pytest.raises(LensFailed, match="transport budget exhausted"):
         _judge(openai_server.base_url, gate, sleep=_no_wait)
     assert [o.refused for o in store.outcomes] == [True] * 3
+
+
+def test_each_outcome_says_how_many_calls_were_in_flight_when_it_was_sent(openai_server):
+    openai_server.script([Answer(PASS)])
+    store = CountingStore(5)
+
+    async def try_acquire(count, release, outcomes=(), waiting=0):
+        tokens, wait = await store.try_acquire(count, release, outcomes)
+        return tokens, wait, len(store.held) + 2  # two more held by another process
+
+    gate = EndpointGate(try_acquire=try_acquire, release=store.release)
+    _judge(openai_server.base_url, gate)
+    assert [o.sent_in_flight for o in store.outcomes] == [3]

@@ -196,7 +196,10 @@ class Runtime:
                     waiting=waiting,
                     **options,
                 )
-                return await (ask() if in_redis else self.on_db(ask))
+                tokens, wait = await (ask() if in_redis else self.on_db(ask))
+                # The calls in flight after the grant: each call's outcome says
+                # at what count it was sent (core.endpoint_control's served_peak).
+                return tokens, wait, limits.in_flight_seen(endpoint)
 
             async def release(tokens, outcomes):
                 if outcomes:  # the provider's answers teach the endpoint's limit
