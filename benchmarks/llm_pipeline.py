@@ -2,6 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/llm_pipeline.py [--latency 1] [--n 300]
           [--max-concurrency N] [--fail-429 K] [--recorded-n 300]
+          [--scenario ratio|cap|refusals|only-429]
 
 On a fresh bench PostgreSQL database and Redis (BENCH_DB, BENCH_BROKER_URL) it
 starts what docker-compose starts with the project's defaults — gunicorn (2
@@ -24,6 +25,21 @@ verbatim cite) after `--latency` seconds. Then, in one run:
    before the llm one measured the drift as much as the pipelines;
 4. the same `llm` pipeline paced at half the rate step 2 reached, for the
    latency a proposal sees below saturation.
+
+That is ``--scenario ratio``, the default. The others measure a provider
+that answers 429 (issue 31), with the lenses' limits at their defaults and
+no recorded or paced run:
+
+- ``cap``: the provider serves at most ``--cap`` calls in flight and answers
+  429 with ``Retry-After: 1`` beyond; prints proposals/s against
+  ``cap / (3 × latency)``, the escalations, and the most calls the provider
+  saw in flight after the first ``--settle`` seconds.
+- ``refusals``: the llm run without 429s, then the same run with
+  ``--refuse-percent`` of calls answered 429 with ``Retry-After:
+  --retry-after``; prints the ratio of the two rates and the escalations.
+- ``only-429``: every call answered 429, the lenses' deadline set to
+  ``--deadline``; prints whether every proposal ended escalated once naming
+  the lens and the 429s, and the slowest submit→final against the deadline.
 
 Prints proposals/s, p50/p95 submit→final, the CPU per proposal of each
 process (worker, web, PostgreSQL, the provider, this process's submitters),
@@ -77,6 +93,16 @@ class Provider:
         port = int(self.process.stdout.readline())
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self.pid = self.process.pid
+
+    def mode(self, **mode) -> dict:
+        """Switch the provider's refusals (``_provider.MODES``); what is left out is off."""
+        import httpx
+
+        return (
+            httpx.post(f"{self.base_url.removesuffix('/v1')}/mode", json=mode)
+            .raise_for_status()
+            .json()
+        )
 
     def stats(self, reset: bool = False) -> dict:
         import httpx
@@ -303,7 +329,29 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="py-spy the worker during the llm run"
     )
+    parser.add_argument(
+        "--scenario",
+        choices=("ratio", "cap", "refusals", "only-429"),
+        default="ratio",
+        help="what to measure (see the module's docstring)",
+    )
+    parser.add_argument("--cap", type=int, default=8, help="cap: calls the provider serves at once")
+    parser.add_argument(
+        "--settle", type=float, default=10.0, help="cap: seconds before in-flight is watched"
+    )
+    parser.add_argument(
+        "--refuse-percent", type=float, default=20.0, help="refusals: share of calls answered 429"
+    )
+    parser.add_argument(
+        "--retry-after", type=int, default=2, help="refusals: the 429s' Retry-After"
+    )
+    parser.add_argument(
+        "--deadline", type=int, default=30, help="only-429: the lenses' deadline, seconds"
+    )
     args = parser.parse_args()
+    if args.scenario != "ratio":
+        throttled(args)
+        return
 
     s.heading(
         f"llm pipeline: {args.n} proposals × 3 llm lenses, {args.latency:g} s per call"
@@ -312,6 +360,7 @@ def main() -> None:
     )
     s.line("load average at start", s.load_average())
     env = s.fresh_stack("llm-pipeline")
+    s.collectstatic()  # DEBUG=false: gunicorn refuses to start without the manifest
     from django.conf import settings
 
     provider = Provider(args.latency, args.fail_429)
@@ -436,6 +485,162 @@ def main() -> None:
         f"ratio={ratio:.2f} paced_p50_s={paced['p50']:.2f} max_inflight={max_inflight}",
         flush=True,
     )
+
+
+def throttled(args) -> None:
+    """The scenarios of a provider answering 429 (``--scenario cap|refusals|only-429``)."""
+    s.heading(
+        f"llm pipeline, scenario {args.scenario}: {args.n} proposals × 3 llm lenses, "
+        f"{args.latency:g} s per call, lens limits at their defaults"
+    )
+    s.line("load average at start", s.load_average())
+    env = s.fresh_stack("llm-pipeline")
+    s.collectstatic()  # DEBUG=false: gunicorn refuses to start without the manifest
+    from reviewapp.review.models import Lens
+
+    provider = Provider(args.latency, 0)
+    panel = llm_panel(provider.base_url, args.max_concurrency or None)
+    if args.scenario == "only-429":
+        Lens.objects.filter(name__in=LLM_LENSES).update(deadline_seconds=args.deadline)
+    limit = panel.lenses.first()
+    s.line(
+        "per-endpoint limits",
+        f"{limit.max_concurrent_calls} calls, {limit.calls_per_minute}/min, "
+        f"deadline {limit.deadline_seconds} s",
+    )
+    token = s.api_token("bench-llm", "submit,read")
+    web, port = s.start_gunicorn(env, workers=2)
+    worker = s.start_worker(env, concurrency=2, beat=True, name="worker")
+    meter = {"meter_roots": {"worker": worker.pid, "web": web.pid, "provider": provider.pid}}
+
+    def llm_run(tag: str) -> dict:
+        result = run(port, token, panel.name, contents(args.n, tag), clients=args.clients, **meter)
+        s.line("proposals/s", f"{result['rate']:.2f}")
+        s.line("submit→final p50 / p95", f"{result['p50']:.2f} s / {result['p95']:.2f} s")
+        s.line("outcomes", ", ".join(f"{k} {v}" for k, v in sorted(result["outcomes"].items())))
+        print_cpu(result)
+        return result
+
+    try:
+        if args.warm_up:
+            s.heading(f"warm-up: {args.warm_up} proposals, no 429 (not measured)")
+            run(
+                port,
+                token,
+                panel.name,
+                contents(args.warm_up, "warm-"),
+                clients=args.clients,
+                **meter,
+            )
+        if args.scenario == "cap":
+            result = capped(args, provider, llm_run)
+        elif args.scenario == "refusals":
+            result = refusals(args, provider, llm_run)
+        else:
+            result = only_429(args, provider, llm_run)
+    finally:
+        worker.stop()
+        web.stop()
+        provider.stop()
+    audit = s.outcome_audit()
+    s.line("audit", ", ".join(f"{k}={v}" for k, v in audit.items()))
+    if audit["exactly_once"] != audit["proposals"]:
+        raise SystemExit("exactly-once audit failed")
+    s.line("load average at end", s.load_average())
+    print("RESULT " + " ".join(f"{k}={v}" for k, v in result.items()), flush=True)
+
+
+def capped(args, provider: Provider, llm_run) -> dict:
+    provider.mode(cap=args.cap)
+    s.heading(f"provider capped at {args.cap} calls in flight, 429 (Retry-After: 1) beyond")
+    before = provider.stats(reset=True)
+    settled: dict = {}
+    timer = threading.Timer(args.settle, lambda: settled.update(provider.stats(reset=True)))
+    timer.start()
+    result = llm_run("cap-")
+    timer.cancel()
+    after = provider.stats()
+    ideal = args.cap / (3 * args.latency)
+    escalated = result["outcomes"].get("escalated", 0)
+    s.line(
+        "calls / answered 429",
+        f"{after['calls'] - before['calls']} / {after['rate_limited'] - before['rate_limited']}",
+    )
+    s.line("ideal: cap ÷ (3 × latency)", f"{ideal:.2f} proposals/s")
+    s.line("throughput ÷ ideal (target ≥ 0.85)", f"{result['rate'] / ideal:.2f}")
+    s.line(
+        f"most calls in flight after {args.settle:g} s (target ≤ 10)", str(after["max_in_flight"])
+    )
+    s.line("escalations (target 0)", str(escalated))
+    return {
+        "per_s": f"{result['rate']:.2f}",
+        "of_ideal": f"{result['rate'] / ideal:.2f}",
+        "max_inflight_settled": after["max_in_flight"] if settled else "n/a",
+        "escalated": escalated,
+    }
+
+
+def refusals(args, provider: Provider, llm_run) -> dict:
+    s.heading(f"llm pipeline without 429s: {args.n} proposals, all at once")
+    plain = llm_run("plain-")
+    provider.mode(refuse_percent=args.refuse_percent, retry_after=args.retry_after)
+    s.heading(
+        f"the same with {args.refuse_percent:g} % of calls answered 429, "
+        f"Retry-After: {args.retry_after}"
+    )
+    before = provider.stats(reset=True)
+    refused = llm_run("refused-")
+    after = provider.stats()
+    ratio = refused["rate"] / plain["rate"]
+    escalated = refused["outcomes"].get("escalated", 0)
+    s.line(
+        "calls / answered 429",
+        f"{after['calls'] - before['calls']} / {after['rate_limited'] - before['rate_limited']}",
+    )
+    s.line("ratio to the run without 429s (target ≥ 0.7)", f"{ratio:.2f}")
+    s.line("escalations (target 0)", str(escalated))
+    return {
+        "plain_per_s": f"{plain['rate']:.2f}",
+        "refused_per_s": f"{refused['rate']:.2f}",
+        "ratio": f"{ratio:.2f}",
+        "escalated": escalated,
+    }
+
+
+def only_429(args, provider: Provider, llm_run) -> dict:
+    from reviewapp.review.models import Escalation, LensFailure, Proposal
+
+    provider.mode(only_429=True)
+    s.heading(f"every call answered 429; the lenses' deadline {args.deadline} s")
+    started = Proposal.objects.count()
+    result = llm_run("only-429-")
+    ids = list(Proposal.objects.order_by("pk").values_list("pk", flat=True)[started:])
+    rows = Proposal.objects.filter(pk__in=ids).values_list("created_at", "finalized_at")
+    slowest = max((f - c).total_seconds() for c, f in rows)
+    escalations = Counter(
+        Escalation.objects.filter(proposal_id__in=ids).values_list("proposal_id", flat=True)
+    )
+    named = Escalation.objects.filter(
+        proposal_id__in=ids, reasons__contains=["lens_failed"]
+    ).values_list("proposal_id", "detail")
+    naming = sum(1 for _, detail in named if set(detail.get("failed_lenses", [])) & set(LLM_LENSES))
+    failures = LensFailure.objects.filter(proposal_id__in=ids)
+    saying_429 = failures.filter(error__contains="answered 429 for").count()
+    once = sum(1 for pid in ids if escalations[pid] == 1)
+    s.line("escalated exactly once (target all)", f"{once} of {len(ids)}")
+    s.line("escalations naming a failed llm lens", f"{naming} of {len(ids)}")
+    s.line("lens failures saying 'answered 429 for'", f"{saying_429} of {failures.count()}")
+    s.line("example", str(failures.values_list("lens_name", "error").first()))
+    s.line(
+        f"slowest submit→final (target ≤ deadline + 10 = {args.deadline + 10} s)",
+        f"{slowest:.1f} s",
+    )
+    return {
+        "escalated_once": f"{once}/{len(ids)}",
+        "naming_429": f"{saying_429}/{failures.count()}",
+        "slowest_s": f"{slowest:.1f}",
+        "per_s": f"{result['rate']:.2f}",
+    }
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """GET /healthz: is the database up, the broker, and a worker on the queue? And the ledger's
-witnesses: have they refused a checkpoint?"""
+witnesses: have they refused a checkpoint?
+
+Also, for information (never what makes it degraded: a busy provider is not a
+broken app), each LLM endpoint's effective limit, calls waiting and recent 429s.
+"""
 
 from django.conf import settings
 from django.db import connection
@@ -8,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from reviewapp.celery import app
 from reviewapp.ledger.cosigning import witness_report
+from reviewapp.review.evaluation.endpoint_limits import llm_endpoints
 
 WORKER_PING_TIMEOUT_SECONDS = 1.0
 
@@ -99,5 +104,13 @@ def healthz(request):
         checks["witnesses"] = _witnesses()
     healthy = all(check["ok"] for check in checks.values())
     return JsonResponse(
-        {"status": "ok" if healthy else "degraded", **checks}, status=200 if serving else 503
+        {"status": "ok" if healthy else "degraded", **checks, "llm_endpoints": _endpoints()},
+        status=200 if serving else 503,
     )
+
+
+def _endpoints() -> list[dict] | dict:
+    try:
+        return llm_endpoints()
+    except Exception as exc:  # the store (Redis) down: the checks above say what matters
+        return {"error": str(exc)}

@@ -1,4 +1,11 @@
+import time
+
 import pytest
+
+from reviewapp.core.endpoint_control import Outcome
+from reviewapp.review.evaluation.endpoint_limits import DatabaseLimits, endpoint_key
+from reviewapp.review.models import Lens
+from tests.factories import LensFactory
 
 
 @pytest.mark.worker
@@ -27,3 +34,34 @@ def test_healthz_reports_a_stopped_worker_as_down(client, worker):
     assert response.status_code == 503
     assert response.json()["worker"]["ok"] is False
     assert response.json()["database"]["ok"] is True
+
+
+@pytest.mark.django_db
+def test_healthz_shows_each_llm_endpoint_with_its_limit_waiting_calls_and_recent_429s(
+    client, settings
+):
+    settings.CACHE_URL = settings.CELERY_BROKER_URL = "memory://"  # the database store
+    url = "http://127.0.0.1:9/v1"
+    LensFactory(backend=Lens.Backend.LLM, base_url=url, model="m", max_concurrent_calls=10)
+    LensFactory(backend=Lens.Backend.LLM, base_url=url, model="m", max_concurrent_calls=4)
+    limits = DatabaseLimits()
+    options = {"max_concurrent": 10, "per_minute": 10_000, "lease_seconds": 60}
+    held, _ = limits.try_acquire(endpoint_key(url), count=10, **options)
+    refused = Outcome(refused=True, sent_at=time.time() - 0.1, retry_after=None)
+    limits.try_acquire(
+        endpoint_key(url), count=0, release=held[:1], outcomes=[refused], waiting=2, **options
+    )
+    body = client.get("/healthz").json()
+    assert body["llm_endpoints"] == [
+        {
+            "base_url": url,
+            "maximum": 10,
+            "effective_limit": 7,
+            "in_flight": 9,
+            "waiting": 2,
+            "refusals_recent": 1,
+            "refusal_minutes": 5,
+            "held_for": 0,
+            "throttling": True,
+        }
+    ]

@@ -4,7 +4,9 @@ Many proposals' calls are in flight at once on one event loop; a call holds
 an endpoint slot only while its HTTP exchange runs. A transient error
 (429 with Retry-After, 5xx, a timeout) gives the slot back and the retry is
 deferred on the loop: nothing sleeps, and other calls take the slot
-meanwhile. The budgets are ``judging.judge_steps``'s, unchanged.
+meanwhile. The budgets are ``judging.judge_steps``'s, unchanged; a 429 spends
+none of them, and is reported with its slot so the endpoint's effective limit
+follows the provider (``core.endpoint_control``).
 
 Pure Python: aiohttp for the calls, and whatever shared store the caller
 hands ``EndpointGate`` for the limits (Redis or the database, see
@@ -20,21 +22,23 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
 
+from reviewapp.core.endpoint_control import Outcome, refusals_for
 from reviewapp.core.judging import (
     Backoff,
     JudgeOutcome,
     LensFailed,
     PermanentTransportError,
+    RateLimited,
     TransientTransportError,
     TransportError,
-    _answer_of,
-    _request_body,
     judge_steps,
 )
+from reviewapp.core.judging.transport import _answer_of, _parse_retry_after, _request_body
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +51,22 @@ RELEASE_WAIT_SECONDS = 0.02
 class EndpointGate:
     """Waits, in turn, for call slots at one endpoint; holds nothing while waiting.
 
-    ``try_acquire(n, release)`` gives the shared store back the slots in
-    ``release``, then asks it for up to ``n``: the tokens it granted (as many as
-    the limits allow now) and, when none, how long to wait before asking
-    again (a release in this process wakes the waiters sooner; one elsewhere
-    is seen at the next ask). This process's calls that wait for the endpoint
+    ``try_acquire(n, release, outcomes, waiting)`` gives the shared store back
+    the slots in ``release`` with the ``outcomes`` of their calls that the
+    endpoint's effective limit learns from (``Outcome``: served or refused),
+    tells it how many calls wait here, then asks it for up to ``n``: the tokens
+    it granted (as many as the limits allow now), when none how long to wait
+    before asking again, and optionally how many calls were in flight at the
+    endpoint after the grant (each call's outcome then says at what count it
+    was sent). The wait is a Retry-After holding the endpoint, or a full
+    endpoint (a release in this process wakes the waiters sooner; one
+    elsewhere is seen at the next ask). This process's calls that wait for the endpoint
     queue in order, and one ask at a time serves them all, so a burst of
     calls costs one round trip to the store, not one each, and under a limit
     the calls are served in the order they asked.
 
     Slots given back ride on the next ask, or, if none comes within
-    ``RELEASE_WAIT_SECONDS``, go together on their own (``release(tokens)``):
+    ``RELEASE_WAIT_SECONDS``, go together on their own (``release(tokens, outcomes)``):
     a round trip to the store cost about 0.5 ms of the loop's CPU, and a
     proposal's calls end at about the time new ones ask. A waiter for a full
     endpoint asks at once, carrying them, so a slot freed here is never held
@@ -67,16 +76,25 @@ class EndpointGate:
     def __init__(
         self,
         *,
-        try_acquire: Callable[[int, list[str]], Awaitable[tuple[list[str], float]]],
-        release: Callable[[list[str]], Awaitable[None]],
+        try_acquire: Callable[
+            [int, list[str], list[Outcome], int], Awaitable[tuple[list[str], float]]
+        ],
+        release: Callable[[list[str], list[Outcome]], Awaitable[None]],
     ) -> None:
         self._try_acquire = try_acquire
         self._release = release
         self._waiting: deque[asyncio.Future[str]] = deque()
         self._freed = asyncio.Event()
         self._asker: asyncio.Task | None = None
-        # Slots given back and not yet sent: resolved once the store has them.
-        self._batch: tuple[asyncio.Future[None], list[str]] | None = None
+        # Slots given back and not yet sent, with their calls' outcomes:
+        # resolved once the store has them.
+        self._batch: tuple[asyncio.Future[None], list[str], list[Outcome]] | None = None
+        # Each granted slot's count of calls in flight at the endpoint when
+        # it was granted, itself included (the store says how many after a grant).
+        self._positions: dict[str, int] = {}
+        # Since when (monotonic) the provider has refused every call of ours
+        # that this process heard back from (None: it served the last one).
+        self.throttled_since: float | None = None
         # Running tasks must be referenced, or the loop may drop them.
         self._flushes: set[asyncio.Task] = set()
 
@@ -98,9 +116,14 @@ class EndpointGate:
             while self._live_waiters():
                 self._freed.clear()
                 batch, self._batch = self._batch, None
-                released = batch[1] if batch else []
+                released, outcomes = (batch[1], batch[2]) if batch else ([], [])
                 try:
-                    tokens, wait = await self._try_acquire(len(self._waiting), released)
+                    tokens, wait, *after = await self._try_acquire(
+                        len(self._waiting), released, outcomes, len(self._waiting)
+                    )
+                    if after and after[0]:
+                        first = after[0] - len(tokens)
+                        self._positions.update((t, first + i + 1) for i, t in enumerate(tokens))
                 except Exception:
                     # The shared store is briefly unreachable (Redis restarting,
                     # SQLite busy): ask again; the lens's time limit bounds it.
@@ -131,31 +154,47 @@ class EndpointGate:
             self._waiting.popleft()
         return bool(self._waiting)
 
-    def give_back(self, token: str) -> asyncio.Future[None]:
-        """Give the slot back soon (see the class's docstring); resolved once the store has it."""
+    def sent_in_flight(self, token: str) -> int:
+        """Our calls in flight at the endpoint when `token` was granted (0: not known)."""
+        return self._positions.get(token, 0)
+
+    def give_back(self, token: str, outcome: Outcome | None = None) -> asyncio.Future[None]:
+        """Give the slot back soon (see the class's docstring); resolved once the store has it.
+
+        ``outcome``: what the call taught about the provider, if anything (a
+        timeout or a 500 says nothing about its limits).
+        """
+        if outcome is not None:
+            if not outcome.refused:
+                self.throttled_since = None
+            elif self.throttled_since is None:
+                self.throttled_since = time.monotonic()
+        self._positions.pop(token, None)
         if self._batch is None:
-            self._batch = (asyncio.get_running_loop().create_future(), [])
+            self._batch = (asyncio.get_running_loop().create_future(), [], [])
             if self._asker is None:
                 self._flush_later(self._batch, RELEASE_WAIT_SECONDS)
-        done, tokens = self._batch
+        done, tokens, outcomes = self._batch
         tokens.append(token)
+        if outcome is not None:
+            outcomes.append(outcome)
         if self._asker is not None:
             self._freed.set()  # a waiter for a full endpoint asks now, carrying it
         return done
 
-    def _flush_later(self, batch: tuple[asyncio.Future[None], list[str]], delay: float) -> None:
+    def _flush_later(self, batch: tuple, delay: float) -> None:
         flush = asyncio.ensure_future(self._flush(batch, delay))
         self._flushes.add(flush)
         flush.add_done_callback(self._flushes.discard)
 
-    async def _flush(self, batch: tuple[asyncio.Future[None], list[str]], delay: float) -> None:
+    async def _flush(self, batch: tuple, delay: float) -> None:
         await asyncio.sleep(delay)  # slots given back meanwhile join the batch
         if self._batch is not batch:
             return  # an ask carried it
         self._batch = None
-        done, tokens = batch
+        done, tokens, outcomes = batch
         try:
-            await self._release(tokens)
+            await self._release(tokens, outcomes)
         except Exception:
             # The slots' leases expire on their own; the calls' answers stand.
             log.warning("could not release endpoint slots", exc_info=True)
@@ -181,7 +220,8 @@ class AsyncChatTransport:
         proxy: Any = None,
         proxy_auth: aiohttp.BasicAuth | None = None,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
         self.session = session
         self.proxy, self.proxy_auth = proxy, proxy_auth
         self.model = model
@@ -199,6 +239,8 @@ class AsyncChatTransport:
             response_format=self.response_format,
         )
         token = await self.gate.acquire() if self.gate is not None else None
+        sent_at = time.time()
+        outcome: Outcome | None = None
         try:
             # One deadline for the whole exchange, body included, so a server
             # trickling bytes cannot hold the call past it.
@@ -213,6 +255,9 @@ class AsyncChatTransport:
                     status = response.status
                     retry_after = response.headers.get("Retry-After")
                     content = await response.read()
+            outcome = _outcome(status, retry_after, sent_at)
+            if outcome is not None and token is not None:
+                outcome = replace(outcome, sent_in_flight=self.gate.sent_in_flight(token))
         except TimeoutError as exc:
             raise TransientTransportError(f"response not complete within {self.timeout}s") from exc
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:
@@ -224,8 +269,17 @@ class AsyncChatTransport:
                 # Given back before any retry is even considered (a retry's
                 # ask carries it); not awaited, so the answer does not wait
                 # for the store.
-                self.gate.give_back(token)
+                self.gate.give_back(token, outcome)
         return _answer_of(status, retry_after, content)
+
+
+def _outcome(status: int, retry_after: str | None, sent_at: float) -> Outcome | None:
+    """What an answer says about the provider's limits: served, refused, or nothing."""
+    if status == 429 or (status == 503 and retry_after):
+        return Outcome(refused=True, sent_at=sent_at, retry_after=_parse_retry_after(retry_after))
+    if status < 400:
+        return Outcome(refused=False, sent_at=sent_at)
+    return None
 
 
 async def run_judge_async(
@@ -240,12 +294,15 @@ async def run_judge_async(
     A ``Backoff`` is awaited, not slept: the retry is deferred on the loop and
     the slot it would hold is free meanwhile. Reaching the time limit — in a
     call or between calls — is a lens failure at once, never a task left
-    running or a proposal left to the sweeper.
+    running or a proposal left to the sweeper. When the provider was refusing
+    calls (429) as it was reached, the failure says so and for how long.
     """
     steps = judge_steps(**loop)
     calls = 0
     transcript: list[dict] = []
     started = time.monotonic()
+    # Since when this lens's own calls have been answered 429 (None: they were not).
+    refused_since: float | None = None
     reply: str | None = None
     error: TransportError | None = None
     try:
@@ -263,10 +320,28 @@ async def run_judge_async(
                 transcript = step
                 try:
                     reply = await transport.complete(step)
+                    refused_since = None
+                except RateLimited as exc:
+                    error = exc
+                    refused_since = refused_since or time.monotonic()
                 except TransportError as exc:
                     error = exc
+                    refused_since = None
     except TimeoutError as exc:
-        elapsed = time.monotonic() - started
+        now = time.monotonic()
+        throttled = [t for t in (refused_since, _throttled_since(transport)) if t is not None]
+        if throttled:
+            raise LensFailed(
+                f"the provider at {transport.base_url} answered 429 for "
+                f"{refusals_for(now - min(throttled))}",
+                calls,
+                transcript,
+            ) from exc
         raise LensFailed(
-            f"time limit of {time_limit:g}s reached after {elapsed:.1f}s", calls, transcript
+            f"time limit of {time_limit:g}s reached after {now - started:.1f}s", calls, transcript
         ) from exc
+
+
+def _throttled_since(transport: AsyncChatTransport) -> float | None:
+    """Since when the lens's endpoint has refused calls, for a lens still waiting its turn."""
+    return transport.gate.throttled_since if transport.gate is not None else None

@@ -88,6 +88,7 @@ def external_lens_data(**overrides) -> dict:
         "response_format": "json_schema",
         "max_concurrent_calls": "64",
         "calls_per_minute": "6000",
+        "deadline_seconds": "240",
         "_save": "Save",
     }
     data.update(overrides)

@@ -1,8 +1,12 @@
 """Lenses through the admin: versioning, backend fields, API keys by variable name."""
 
+import time
+
 import pytest
 
 from reviewapp.audit.models import AuditEntry
+from reviewapp.core.endpoint_control import Outcome
+from reviewapp.review.evaluation.endpoint_limits import DatabaseLimits, endpoint_key
 from reviewapp.review.models import Judgement, Lens
 from tests.factories import LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
@@ -27,6 +31,7 @@ def lens_data(**overrides) -> dict:
         "response_format": "json_schema",
         "max_concurrent_calls": "64",
         "calls_per_minute": "6000",
+        "deadline_seconds": "240",
         "mandate": "",
         "_save": "Save",
     }
@@ -192,3 +197,70 @@ def test_an_llm_lens_allowing_no_call_at_all_is_refused(admin_client_ada):
     response = admin_client_ada.post(add_url("lens"), lens_data(**llm, max_concurrent_calls="0"))
     assert response.status_code == 200
     assert "Allow at least one call at a time." in errors_of(response)
+
+
+def test_an_llm_lens_takes_its_deadline_from_the_admin(admin_client_ada):
+    llm = {"backend": "llm", "base_url": "http://127.0.0.1:11434/v1", "model": "m"}
+    response = admin_client_ada.post(add_url("lens"), lens_data(**llm, deadline_seconds="90"))
+    assert response.status_code == 302, errors_of(response)
+    assert Lens.objects.get(name="accuracy").deadline_seconds == 90
+
+
+def test_an_llm_lens_with_no_time_at_all_is_refused(admin_client_ada):
+    llm = {"backend": "llm", "base_url": "http://127.0.0.1:11434/v1", "model": "m"}
+    response = admin_client_ada.post(add_url("lens"), lens_data(**llm, deadline_seconds="0"))
+    assert "Allow the lens at least a second." in errors_of(response)
+
+
+def test_the_deadline_field_says_what_its_default_is(admin_client_ada):
+    page = admin_client_ada.get(add_url("lens")).content.decode()
+    assert "The default, 240 s, is the worker's task time limit" in page
+
+
+def _throttle(lens, *, refusals, waiting):
+    """The provider refuses `refusals` calls of ours, as the LLM loop reports them."""
+    limits = DatabaseLimits()
+    endpoint = endpoint_key(lens.base_url)
+    options = {"max_concurrent": lens.max_concurrent_calls, "per_minute": 10_000}
+    held, _ = limits.try_acquire(
+        endpoint, count=lens.max_concurrent_calls, lease_seconds=60, **options
+    )
+    sent = time.time() - 0.1
+    limits.try_acquire(
+        endpoint,
+        count=0,
+        lease_seconds=60,
+        release=held[:refusals],
+        outcomes=[Outcome(refused=True, sent_at=sent, retry_after=30)] * refusals,
+        waiting=waiting,
+        base_url=lens.base_url,
+        **options,
+    )
+
+
+def test_the_lens_page_says_when_its_provider_is_throttling(admin_client_ada, settings):
+    settings.CACHE_URL = settings.CELERY_BROKER_URL = "memory://"  # the database store
+    lens = LensFactory(
+        backend=Lens.Backend.LLM,
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        max_concurrent_calls=10,
+    )
+    _throttle(lens, refusals=2, waiting=5)
+    page = admin_client_ada.get(change_url("lens", lens.pk)).content.decode()
+    assert "The provider is throttling: effective limit 7 of 10 calls at once" in page
+    assert "5 waiting, 2 answered 429 in the last 5 minutes" in page
+    assert "holds every call for" in page
+
+
+def test_the_lens_page_of_a_quiet_provider_shows_its_full_limit(admin_client_ada, settings):
+    settings.CACHE_URL = settings.CELERY_BROKER_URL = "memory://"
+    lens = LensFactory(
+        backend=Lens.Backend.LLM,
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        max_concurrent_calls=10,
+    )
+    page = admin_client_ada.get(change_url("lens", lens.pk)).content.decode()
+    assert "Effective limit 10 of 10 calls at once (0 in flight now), 0 waiting" in page
+    assert "throttling" not in page

@@ -45,6 +45,7 @@ class RawCompletion:
 class HttpError:
     status: int
     body: str = '{"error": {"message": "scripted error"}}'
+    headers: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -255,8 +256,8 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                     body = completion("", model)
                     body["choices"][0].update(message=message, finish_reason=finish_reason)
                     self._send_json(200, body)
-                case HttpError(status, text):
-                    self._send(status, text.encode())
+                case HttpError(status, text, headers):
+                    self._send(status, text.encode(), headers)
                 case RateLimited(retry_after):
                     self._send(
                         429, b'{"error": {"message": "rate limited"}}', {"Retry-After": retry_after}

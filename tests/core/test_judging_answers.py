@@ -151,7 +151,7 @@ def test_a_proposal_cannot_close_the_fence_it_sits_in():
 
 def test_a_token_that_occurs_in_the_proposal_is_drawn_again(monkeypatch):
     tokens = iter(["aa" * 12, "bb" * 12])
-    monkeypatch.setattr("reviewapp.core.judging.secrets.token_hex", lambda n: next(tokens))
+    monkeypatch.setattr("reviewapp.core.judging.prompt.secrets.token_hex", lambda n: next(tokens))
 
     _, user = build_messages(
         instructions="i", lens_name="l", content="mentions " + "aa" * 12, thought_process=""

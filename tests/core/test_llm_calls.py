@@ -1,6 +1,7 @@
 """The async transport and loop against the real loopback server: deferral, slots, time limit."""
 
 import asyncio
+import time
 
 import aiohttp
 import pytest
@@ -24,8 +25,10 @@ class CountingStore:
 
     def __init__(self, size):
         self.size, self.held, self.most, self.log, self.asks = size, set(), 0, [], []
+        self.outcomes = []
 
-    async def try_acquire(self, count, release):
+    async def try_acquire(self, count, release, outcomes=(), waiting=0):
+        self.outcomes += outcomes
         self.asks.append(count)
         await self.release(release)
         granted = []
@@ -37,7 +40,8 @@ class CountingStore:
         self.most = max(self.most, len(self.held))
         return granted, 0.0 if granted else 0.01
 
-    async def release(self, tokens):
+    async def release(self, tokens, outcomes=()):
+        self.outcomes += outcomes
         for token in tokens:
             self.held.discard(token)
             self.log.append(("give", token))
@@ -55,24 +59,25 @@ def _judge(server_url, gate=None, *, sleep=asyncio.sleep, time_limit=30.0, timeo
                 timeout=timeout,
                 gate=gate,
             )
-            outcome = await run_judge_async(
-                transport=transport,
-                time_limit=time_limit,
-                sleep=sleep,
-                instructions="Judge.",
-                lens_name="lens",
-                content=CONTENT,
-                thought_process="",
-                policy=GroundingPolicy.REPAIR,
-                target_id="1",
-                transport_attempts=3,
-                rng=lambda: 0.0,
-            )
-        if gate is not None:
-            # The last slot goes back within the release wait: on a loop
-            # that runs on, as the LLM loop does, not one about to close.
-            await asyncio.sleep(2 * RELEASE_WAIT_SECONDS)
-        return outcome
+            try:
+                return await run_judge_async(
+                    transport=transport,
+                    time_limit=time_limit,
+                    sleep=sleep,
+                    instructions="Judge.",
+                    lens_name="lens",
+                    content=CONTENT,
+                    thought_process="",
+                    policy=GroundingPolicy.REPAIR,
+                    target_id="1",
+                    transport_attempts=3,
+                    rng=lambda: 0.0,
+                )
+            finally:
+                if gate is not None:
+                    # The last slot goes back within the release wait: on a loop
+                    # that runs on, as the LLM loop does, not one about to close.
+                    await asyncio.sleep(2 * RELEASE_WAIT_SECONDS)
 
     return asyncio.run(run())
 
@@ -140,13 +145,13 @@ def test_a_shared_store_that_fails_to_answer_is_asked_again_not_fatal(monkeypatc
     monkeypatch.setattr("reviewapp.core.llm_calls.STORE_RETRY_SECONDS", 0.01)
     answers = iter([ConnectionError("redis restarting"), (["slot"], 0.0)])
 
-    async def try_acquire(count, release):
+    async def try_acquire(count, release, outcomes=(), waiting=0):
         answer = next(answers)
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    async def release(tokens):
+    async def release(tokens, outcomes=()):
         raise ConnectionError("still restarting")
 
     async def run():
@@ -178,8 +183,8 @@ def test_a_slot_granted_to_a_call_that_gave_up_goes_back_to_the_store():
     store = CountingStore(1)
     granted = None
 
-    async def try_acquire(count, release):
-        tokens, wait = await store.try_acquire(count, release)
+    async def try_acquire(count, release, outcomes=(), waiting=0):
+        tokens, wait = await store.try_acquire(count, release, outcomes)
         if tokens:
             granted.set()  # wakes the test before the waiting call resumes
         return tokens, wait
@@ -205,9 +210,9 @@ def test_slots_given_back_ride_on_the_next_ask_of_the_store():
     releases = []
     store_release = store.release
 
-    async def counted_release(tokens):
+    async def counted_release(tokens, outcomes=()):
         releases.append(list(tokens))
-        await store_release(tokens)
+        await store_release(tokens, outcomes)
 
     store.release = counted_release
 
@@ -240,8 +245,8 @@ def test_a_slot_given_back_goes_at_once_to_a_call_waiting_for_the_full_endpoint(
     store = CountingStore(1)
     store_try_acquire = store.try_acquire
 
-    async def slow_to_ask_again(count, release):
-        tokens, _ = await store_try_acquire(count, release)
+    async def slow_to_ask_again(count, release, outcomes=(), waiting=0):
+        tokens, _ = await store_try_acquire(count, release, outcomes)
         return tokens, 5.0  # when full: "ask again in 5 s"
 
     gate = EndpointGate(try_acquire=slow_to_ask_again, release=store.release)
@@ -256,3 +261,80 @@ def test_a_slot_given_back_goes_at_once_to_a_call_waiting_for_the_full_endpoint(
     assert asyncio.run(run()) == "1"
     assert store.log == [("take", "0"), ("give", "0"), ("take", "1")]  # in one ask
     assert store.asks == [1, 1, 1]
+
+
+async def _no_wait(seconds):
+    return None
+
+
+def test_429s_spend_no_transport_attempt(openai_server):
+    # Three attempts, five 429s first: a busy provider, not a broken one.
+    openai_server.script([RateLimited("1")] * 5 + [Answer(PASS)])
+    outcome = _judge(openai_server.base_url, sleep=_no_wait)
+    assert outcome.verdict == "pass" and outcome.transport_calls == 6
+
+
+def test_429s_and_server_errors_keep_separate_accounts(openai_server):
+    openai_server.script([RateLimited("1"), HttpError(500), RateLimited("1"), HttpError(500)])
+    openai_server.script([HttpError(500)])
+    with pytest.raises(LensFailed, match="transport budget exhausted") as failed:
+        _judge(openai_server.base_url, sleep=_no_wait)
+    assert failed.value.attempts == 5  # three 500s spent the three attempts
+
+
+def test_a_provider_answering_only_429_fails_the_lens_at_its_deadline_naming_the_429s(
+    openai_server,
+):
+    openai_server.respond = lambda request: RateLimited("0")
+    with pytest.raises(LensFailed) as failed:
+        _judge(openai_server.base_url, time_limit=1.2, sleep=lambda s: asyncio.sleep(0.05))
+    assert failed.value.reason == (
+        f"the provider at {openai_server.base_url} answered 429 for 1 second"
+    )
+    assert failed.value.attempts > 3
+
+
+def test_a_lens_waiting_behind_a_throttled_endpoint_fails_naming_the_429s(openai_server):
+    held = EndpointGate(try_acquire=CountingStore(0).try_acquire, release=CountingStore(0).release)
+    held.throttled_since = time.monotonic() - 90  # refused by the provider 90 s ago, and since
+    with pytest.raises(LensFailed) as failed:
+        _judge(openai_server.base_url, held, time_limit=0.3)
+    assert failed.value.reason.endswith("answered 429 for 2 minutes")
+    assert not openai_server.requests
+
+
+def test_a_slow_provider_that_never_refused_fails_on_the_time_limit_as_before(openai_server):
+    openai_server.script([Slow(10, PASS)])
+    with pytest.raises(LensFailed, match="time limit of 0.5s reached"):
+        _judge(openai_server.base_url, time_limit=0.5)
+
+
+def test_the_gate_is_told_which_calls_the_provider_refused_and_which_it_served(openai_server):
+    openai_server.script([RateLimited("2"), HttpError(500), Answer(PASS)])
+    store = CountingStore(5)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+    _judge(openai_server.base_url, gate, sleep=_no_wait)
+    assert [(o.refused, o.retry_after) for o in store.outcomes] == [(True, 2.0), (False, None)]
+    assert gate.throttled_since is None  # served since
+
+
+def test_a_503_with_retry_after_is_a_refusal_that_spends_an_attempt(openai_server):
+    openai_server.script([HttpError(503, headers={"Retry-After": "1"})] * 3)
+    store = CountingStore(5)
+    gate = EndpointGate(try_acquire=store.try_acquire, release=store.release)
+    with pytest.raises(LensFailed, match="transport budget exhausted"):
+        _judge(openai_server.base_url, gate, sleep=_no_wait)
+    assert [o.refused for o in store.outcomes] == [True] * 3
+
+
+def test_each_outcome_says_how_many_calls_were_in_flight_when_it_was_sent(openai_server):
+    openai_server.script([Answer(PASS)])
+    store = CountingStore(5)
+
+    async def try_acquire(count, release, outcomes=(), waiting=0):
+        tokens, wait = await store.try_acquire(count, release, outcomes)
+        return tokens, wait, len(store.held) + 2  # two more held by another process
+
+    gate = EndpointGate(try_acquire=try_acquire, release=store.release)
+    _judge(openai_server.base_url, gate)
+    assert [o.sent_in_flight for o in store.outcomes] == [3]

@@ -12,6 +12,7 @@ from django.urls import reverse
 from reviewapp.audit.models import Trial
 from reviewapp.audit.services import audit_change
 
+from ..evaluation import endpoint_limits
 from ..models import Lens
 from ..services.lenses import (
     LENS_AUDIT_FIELDS,
@@ -47,6 +48,7 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
         "recorded_responses",
         "used_by_panels",
         "judge_status",
+        "endpoint_now",
     )
     actions = ["deactivate", "activate", "delete_selected"]
     fieldsets = (
@@ -66,6 +68,8 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
                     "response_format",
                     "max_concurrent_calls",
                     "calls_per_minute",
+                    "endpoint_now",
+                    "deadline_seconds",
                 ),
             },
         ),
@@ -95,6 +99,16 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
         if obj is None or obj.pk is None:
             return "Name the environment variable and save: the page then says whether it is set."
         return api_key_status(obj)
+
+    @admin.display(description="Endpoint now")
+    def endpoint_now(self, obj):
+        if obj is None or obj.pk is None or not obj.base_url:
+            return "—"
+        try:
+            status = endpoint_limits.endpoint_status(obj.base_url, obj.max_concurrent_calls)
+        except Exception as exc:  # the page must show even when the shared store is down
+            return f"Unknown: the shared store did not answer ({exc.__class__.__name__})."
+        return endpoint_limits.describe(status)
 
     @admin.display(description="API key", boolean=True)
     def api_key(self, obj):

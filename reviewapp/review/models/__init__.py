@@ -9,7 +9,7 @@ IntegrityError instead of a duplicate.
 from .checker import CheckerConfig
 from .client import ApiClient
 from .decision import ChainHead, Decision, SigningKey
-from .endpoint_call import EndpointCall
+from .endpoint_call import EndpointCall, EndpointControl
 from .escalation import Escalation
 from .evidence import Evidence
 from .judgement import Claim, Judgement, LensFailure
@@ -26,6 +26,7 @@ __all__ = [
     "Claim",
     "Decision",
     "EndpointCall",
+    "EndpointControl",
     "Escalation",
     "Evidence",
     "Judgement",

@@ -23,3 +23,28 @@ class EndpointCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint[:8]} {self.token}"
+
+
+class EndpointControl(models.Model):
+    """An LLM endpoint's effective concurrency limit, as ``core.endpoint_control`` keeps it.
+
+    The embedded default's shared state, beside ``EndpointCall``; with Redis
+    it lives in Redis instead (reviewapp/review/evaluation/endpoint_limits.py).
+    Times are epoch seconds.
+    """
+
+    endpoint = models.CharField(max_length=64, unique=True)  # sha256 of the base URL
+    base_url = models.CharField(max_length=200, blank=True)
+    limit = models.FloatField()
+    hold_until = models.FloatField(default=0.0)
+    cut_at = models.FloatField(default=0.0)
+    round_in_flight = models.PositiveIntegerField(default=0)
+    ceiling = models.FloatField(default=0.0)
+    served_peak = models.PositiveIntegerField(default=0)
+    # Answers 429 by minute (epoch minute -> count), the last few minutes only.
+    refusals = models.JSONField(default=dict)
+    # Calls waiting for a slot, by worker process: [count, when reported].
+    waiting = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return self.base_url or self.endpoint[:8]

@@ -77,6 +77,17 @@ class Lens(models.Model):
         default=10000,
         help_text="LLM only: calls started per minute at this endpoint, across all workers.",
     )
+    # What bounds a lens waiting out a busy provider (429s spend no transport
+    # attempt): see reviewapp/core/llm_calls.py. Not versioned, like the limits.
+    deadline_seconds = models.PositiveIntegerField(
+        default=240,
+        help_text=(
+            "LLM only: the most time this lens may take on one proposal, every call, retry "
+            "and wait for a busy provider (HTTP 429) included. Past it the lens fails and the "
+            "proposal escalates. The default, 240 s, is the worker's task time limit "
+            "(CELERY_TASK_SOFT_TIME_LIMIT); the site's REVIEWAPP_LLM_LENS_TIME_LIMIT caps it."
+        ),
+    )
     mandate = models.TextField(blank=True, help_text="Constraint text for the constraints backend.")
     # Who may answer for an external lens: holding `judge` is not enough.
     judge_clients = models.ManyToManyField(
@@ -132,6 +143,8 @@ class Lens(models.Model):
                 errors["max_concurrent_calls"] = "Allow at least one call at a time."
             if self.calls_per_minute < 1:
                 errors["calls_per_minute"] = "Allow at least one call per minute."
+            if self.deadline_seconds < 1:
+                errors["deadline_seconds"] = "Allow the lens at least a second."
             if errors:
                 raise ValidationError(errors)
         if self.backend == self.Backend.CONSTRAINTS:

@@ -25,6 +25,7 @@ class LensAdminForm(forms.ModelForm):
             "response_format",
             "max_concurrent_calls",
             "calls_per_minute",
+            "deadline_seconds",
             "mandate",
             "judge_clients",
             "allow_self_judgement",

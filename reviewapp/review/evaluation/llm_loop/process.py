@@ -179,25 +179,34 @@ class Runtime:
                 "max_concurrent": lens.max_concurrent_calls,
                 "per_minute": lens.calls_per_minute,
                 "lease_seconds": lease,
+                "base_url": lens.base_url,
             }
-            if isinstance(self.limits, RedisLimits):
-                limits = self.limits
+            limits = self.limits
+            # Redis limits are awaited on the loop itself; limits kept in the
+            # database go through its thread.
+            in_redis = isinstance(limits, RedisLimits)
 
-                async def try_acquire(count, release):
-                    return await limits.try_acquire(
-                        endpoint, count=count, release=release, **options
-                    )
+            async def try_acquire(count, release, outcomes, waiting):
+                ask = partial(
+                    limits.try_acquire,
+                    endpoint,
+                    count=count,
+                    release=release,
+                    outcomes=outcomes,
+                    waiting=waiting,
+                    **options,
+                )
+                tokens, wait = await (ask() if in_redis else self.on_db(ask))
+                # The calls in flight after the grant: each call's outcome says
+                # at what count it was sent (core.endpoint_control's served_peak).
+                return tokens, wait, limits.in_flight_seen(endpoint)
 
-                release = partial(self.limits.release, endpoint)
-            else:
-                limits = self.limits
-
-                async def try_acquire(count, release):
-                    return await self.on_db(
-                        limits.try_acquire, endpoint, count=count, release=release, **options
-                    )
-
-                async def release(tokens):
+            async def release(tokens, outcomes):
+                if outcomes:  # the provider's answers teach the endpoint's limit
+                    await try_acquire(0, tokens, outcomes, 0)
+                elif in_redis:
+                    await limits.release(endpoint, tokens)
+                else:
                     await self.on_db(limits.release, endpoint, tokens)
 
             gate = self.gates[key] = EndpointGate(try_acquire=try_acquire, release=release)
@@ -253,7 +262,7 @@ class Runtime:
         )
         return await run_judge_async(
             transport=transport,
-            time_limit=settings.REVIEWAPP_LLM_LENS_TIME_LIMIT,
+            time_limit=min(lens.deadline_seconds, settings.REVIEWAPP_LLM_LENS_TIME_LIMIT),
             instructions=lens.instructions,
             lens_name=lens.name,
             content=content,

@@ -1,5 +1,7 @@
 """LLM lenses on each worker process's event loop, against a real loopback server."""
 
+import time
+
 import pytest
 
 from reviewapp.review.models import Decision, Escalation, Judgement, Lens, LensFailure, Proposal
@@ -69,14 +71,16 @@ def test_the_endpoint_limit_holds_across_two_worker_processes(start_worker, open
     assert not LensFailure.objects.filter(proposal_id__in=ids).exists()
 
 
-def test_a_429_frees_the_slot_for_another_proposals_call(start_worker, openai_server):
+def test_a_429s_retry_after_holds_the_endpoint_for_every_proposals_calls(
+    start_worker, openai_server
+):
     first, second = _content(1), _content(2)
+    asked = []
 
     def respond(request):
         text = request.body["messages"][-1]["content"]
-        if first in text and not any(
-            first in r.body["messages"][-1]["content"] for r in openai_server.requests[:-1]
-        ):
+        asked.append(("a" if first in text else "b", time.monotonic()))
+        if [who for who, _ in asked] == ["a"]:
             return RateLimited("2")
         return Answer(judgement("pass", CITE))
 
@@ -87,12 +91,46 @@ def test_a_429_frees_the_slot_for_another_proposals_call(start_worker, openai_se
     wait_for(lambda: openai_server.requests, message="the first call never came")
     b = submit(panel, second)
     wait_for(lambda: _all_final([a.pk, b.pk]), timeout=60)
-    asked = [
-        "a" if first in r.body["messages"][-1]["content"] else "b" for r in openai_server.requests
-    ]
-    # The second proposal's call went through while the first waited out its Retry-After.
-    assert asked == ["a", "b", "a"]
-    assert Decision.objects.filter(proposal_id__in=[a.pk, b.pk]).count() == 2
+    # The second proposal's call waited out the first's Retry-After too, then
+    # the calls went in the order they asked; the 429 cost no lens anything.
+    assert [who for who, _ in asked] == ["a", "b", "a"]
+    assert asked[1][1] - asked[0][1] >= 1.9
+    assert Decision.objects.filter(proposal_id__in=[a.pk, b.pk], outcome="approved").count() == 2
+
+
+def test_a_provider_capping_calls_in_flight_slows_the_panel_down_and_escalates_nothing(
+    start_worker, openai_server
+):
+    # Two calls at once, 429 beyond: a limit the lenses (at 1,024) do not know.
+    def respond(request):
+        if openai_server.in_flight > 2:
+            return RateLimited("1")
+        return Slow(0.3, judgement("pass", CITE))
+
+    openai_server.respond = respond
+    panel = _llm_panel(openai_server, lenses=2)
+    _one_process_worker(start_worker)
+    _one_process_worker(start_worker)
+    ids = [submit(panel, _content(n)).pk for n in range(8)]
+    wait_for(lambda: _all_final(ids), timeout=90)
+    assert Decision.objects.filter(proposal_id__in=ids, outcome="approved").count() == 8
+    assert not LensFailure.objects.filter(proposal_id__in=ids).exists()
+    assert len(openai_server.requests) > 16  # some calls were refused, and waited their turn
+
+
+def test_a_provider_answering_only_429_escalates_at_the_lens_deadline_naming_the_429s(
+    start_worker, openai_server
+):
+    openai_server.respond = lambda request: RateLimited("1")
+    panel = _llm_panel(openai_server, deadline_seconds=10)
+    _one_process_worker(start_worker)
+    proposal = submit(panel, _content(1))
+    failure = wait_for(lambda: LensFailure.objects.filter(proposal=proposal).first(), timeout=30)
+    assert f"the provider at {openai_server.base_url} answered 429 for " in failure.error
+    assert len(openai_server.requests) > 4  # more than the 4 transport attempts allow
+    done = wait_for(lambda: _all_final([proposal.pk]) and Proposal.objects.get(pk=proposal.pk))
+    assert done.status == Proposal.Status.ESCALATED
+    assert Escalation.objects.filter(proposal=proposal).count() == 1
 
 
 def test_a_worker_killed_mid_call_still_ends_the_proposal_once(start_worker, openai_server):
