@@ -99,7 +99,7 @@ def lens_failure_out(failure: LensFailure) -> dict:
     return {
         "lens": failure.lens_name,
         "lens_version": failure.lens_version,
-        "error": failure.error,
+        "message": failure.error,
         "attempts": failure.attempts,
         "at": failure.created_at.isoformat(),
     }

@@ -170,6 +170,14 @@ class DecisionOut(Schema):
     hash: str
 
 
+class LensFailureOut(Schema):
+    lens: str
+    lens_version: int
+    message: str = Field(description="Why the lens gave no judgement: its last attempt's error.")
+    attempts: int = Field(description="Calls made to the lens's backend (0: it never answered).")
+    at: datetime = Field(description="When the failure was recorded.")
+
+
 class ProposalOut(Schema):
     id: int
     status: ProposalStatus
@@ -181,7 +189,14 @@ class ProposalOut(Schema):
     progress: ProgressOut
     tally: TallyOut | None
     judgements: list[JudgementOut]
-    evidence: list[EvidenceOut]
+    lens_failures: list[LensFailureOut] = Field(
+        description="Each lens that gave no judgement and why; a failed lens is not an "
+        "abstention, and names the escalation's lens_failed reason."
+    )
+    evidence: list[EvidenceOut] = Field(
+        description="Each checker's signed verdict; `reason` says why it failed or was "
+        "inconclusive."
+    )
     escalation: EscalationBriefOut | None
     decision: DecisionOut | None
 

@@ -1,9 +1,16 @@
 import pytest
 
+from reviewapp.api import api as api_app
+from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
 from reviewapp.review.models import ApiClient, Judgement, Proposal
-from reviewapp.review.services.proposals import proposal_submit
+from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
+from tests.factories import LensFactory, PanelFactory, recorded
 
-from .conftest import api_with
+from .conftest import api_with, lens_answer
+
+
+def api_schema() -> dict:
+    return api_app.get_openapi_schema()
 
 
 def submit_body(panel, **fields) -> dict:
@@ -140,6 +147,33 @@ def test_detail_of_an_escalated_proposal_names_its_escalation(api, escalated):
     assert body["escalation"]["status"] == "open"
     assert body["escalation"]["reasons"] == ["sign_off"]
     assert body["decision"] is None
+
+
+def test_detail_names_each_lens_that_failed_and_why(api):
+    # A recorded lens with nothing recorded for this text fails; the other one judges.
+    silent = LensFactory(name="silent")
+    judge = LensFactory()
+    recorded(judge, "Ship it.", lens_answer("pass", "Ship it."))
+    panel = PanelFactory(lenses=[silent, judge], need=2)
+    proposal, _ = proposal_submit(panel_name=panel.name, content="Ship it.")
+    for each in lenses_to_run(proposal):
+        run_lens(proposal.pk, each.pk)
+    finalize_proposal(proposal.pk)
+
+    body = api.get(f"/api/proposals/{proposal.pk}").json()
+
+    assert body["status"] == "escalated"
+    assert "lens_failed" in body["escalation"]["reasons"]
+    [failure] = body["lens_failures"]
+    assert (failure["lens"], failure["lens_version"]) == ("silent", silent.version)
+    assert "silent" not in [j["lens"] for j in body["judgements"]]
+    assert failure["message"] and failure["at"]
+
+
+def test_the_schema_documents_lens_failures():
+    properties = api_schema()["components"]["schemas"]["ProposalOut"]["properties"]
+
+    assert "lens_failures" in properties
 
 
 def test_detail_of_a_queued_proposal_has_no_tally_yet(api, panel):

@@ -131,7 +131,7 @@ def test_get_review_names_each_lens_that_failed_and_why(server, agent):
     assert review["judgements"] == []
     [failure] = review["lens_failures"]
     assert failure["lens"] == "silent"
-    assert failure["error"]
+    assert failure["message"]
 
 
 def test_get_review_of_a_review_that_does_not_exist_is_not_found(server, agent):

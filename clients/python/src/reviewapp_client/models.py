@@ -209,6 +209,8 @@ class LensFailure:
     kind: str
     message: str
     at: str | None  # when it failed, as the server wrote it
+    lens_version: int | None = None
+    attempts: int | None = None
 
     @classmethod
     def from_api(cls, data: Mapping, at: str) -> LensFailure:
@@ -217,6 +219,8 @@ class LensFailure:
             kind=opt(data, "kind", str, at=at, default=""),
             message=opt(data, "message", str, at=at, default=""),
             at=opt(data, "at", str, at=at) or opt(data, "when", str, at=at),
+            lens_version=opt(data, "lens_version", int, at=at),
+            attempts=opt(data, "attempts", int, at=at),
         )
 
 
