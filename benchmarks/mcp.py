@@ -32,7 +32,7 @@ from pathlib import Path
 # The repository root in place of benchmarks/, whose mcp.py would shadow the SDK.
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from benchmarks import _support as s  # noqa: E402
+from benchmarks import support as s  # noqa: E402
 
 DATABASE = "reviewapp_bench_mcp"
 BROKER = os.environ.get("BENCH_MCP_BROKER_URL", "redis://127.0.0.1:6379/12")

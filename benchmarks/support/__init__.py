@@ -23,7 +23,7 @@ from .measurement import (
 from .noop import noop_round_trips, noop_throughput
 from .outcomes import outcome_audit, verify_chain, wait_all_final
 from .private_servers import PrivatePostgres, PrivateRedis
-from .processes import Service, start_gunicorn, start_worker
+from .processes import Service, free_port, start_gunicorn, start_worker, wait_port
 from .reporting import heading, line, print_task_runtimes
 from .stack import (
     BENCH_DB,
@@ -58,6 +58,8 @@ __all__ = [
     "PrivatePostgres",
     "PrivateRedis",
     "Service",
+    "free_port",
+    "wait_port",
     "api_token",
     "bench_env",
     "collectstatic",
