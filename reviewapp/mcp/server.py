@@ -108,24 +108,16 @@ def build_server() -> MCPServer:
         ("queued" or "evaluating"); then call wait_for_review with the id. Needs the
         'submit' scope."""
         client_id = calling_client_id(ApiClient.Scope.SUBMIT)
-        _checked(
-            panel=panel,
-            content=content,
-            external_ref=external_ref,
-            metadata=metadata or {},
-            title=title,
-            thought_process=thought_process,
-        )
-        return await in_db(
-            tools.review_request,
-            client_id=client_id,
-            panel=panel,
-            content=content,
-            external_ref=external_ref,
-            metadata=metadata or {},
-            title=title,
-            thought_process=thought_process,
-        )
+        submission = {
+            "panel": panel,
+            "content": content,
+            "external_ref": external_ref,
+            "metadata": metadata or {},
+            "title": title,
+            "thought_process": thought_process,
+        }
+        _checked(**submission)
+        return await in_db(tools.review_request, client_id=client_id, **submission)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
     async def get_review(id: ReviewId) -> dict[str, Any]:  # noqa: A002 (the tool's argument name)
