@@ -7,48 +7,25 @@ specification, sharing no code with the verifier), and their lines are stored as
 server stores a witness's answer; the protocol itself is tested in test_cosigning.py.
 """
 
-import base64
 import json
 
 import pytest
 from django.test import Client
-from nacl.signing import SigningKey
 from reviewapp_client.verify import cli
 
 from reviewapp.ledger import services
-from reviewapp.ledger.models import LedgerCosignature
 from tests.api.conftest import make_token
-from tests.ledger.helpers import decide, export, public_key_b64, read_jsonl, write_jsonl
+from tests.ledger.helpers import (
+    Witness,
+    decide,
+    export,
+    public_key_b64,
+    read_jsonl,
+    write_jsonl,
+)
 from tests.ledger.test_offline_verifier import fails, run
-from tests.support import c2sp_cosignature as spec
 
 pytestmark = pytest.mark.django_db
-
-TIMESTAMP = 1767225600
-
-
-class Witness:
-    def __init__(self, name: str, seed: bytes):
-        self.name, self.seed = name, seed
-        self.vkey = spec.vkey(name, bytes(SigningKey(seed).verify_key))
-
-    def cosign(self, checkpoint, *, corrupt: bool = False) -> None:
-        """Store this witness's cosignature of ``checkpoint`` (``corrupt``: its signature's last
-        byte flipped, under this witness's name and key id)."""
-        line = spec.cosign(self.seed, self.name, spec.note_body(checkpoint.note), TIMESTAMP)
-        if corrupt:
-            prefix, blob = line.rsplit(" ", 1)
-            raw = bytearray(base64.b64decode(blob))
-            raw[-1] ^= 1
-            line = f"{prefix} {base64.b64encode(bytes(raw)).decode()}"
-        LedgerCosignature.objects.create(
-            checkpoint=checkpoint,
-            witness=self.name,
-            key_id=self.vkey.split("+")[1],
-            timestamp=TIMESTAMP,
-            line=line,
-        )
-
 
 W1 = Witness("w1.example/w", bytes([1]) * 32)
 W2 = Witness("w2.example/w", bytes([2]) * 32)
