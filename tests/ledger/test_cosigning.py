@@ -262,9 +262,9 @@ def test_a_witness_that_does_not_know_our_origin_is_a_404_alert(start_witness, c
     configure(witness)
     _, outcomes = signed()
     assert outcomes == ["alert"]
-    assert (
-        f"does not witness the origin {services.ledger_origin()} (HTTP 404)" in row(witness).alert
-    )
+    assert f"does not witness the origin {services.ledger_origin()} (HTTP 404)" in row(
+        witness
+    ).alert
 
 
 def test_an_alert_clears_once_the_witness_cosigns_again(
