@@ -80,6 +80,16 @@ def test_only_the_newest_checkpoint_of_an_export_needs_the_cosignatures(tmp_path
     assert "checkpoint for size 6 cosigned by w1.example/w" in out
 
 
+def test_entries_after_the_cosigned_checkpoint_are_named_unwitnessed(tmp_path):
+    cosigned_export(tmp_path, W1)
+    decide(1)
+    exported = export(tmp_path, checkpoint=False)
+    code, out, err = run(exported, "--public-key", public_key_b64(), "--witness-key", W1.vkey)
+    assert code == 0, err
+    assert "checkpoint for size 4 cosigned by w1.example/w" in out
+    assert "warning: entries 4–5 come after the cosigned checkpoint" in err
+
+
 def test_a_cosignature_that_does_not_verify_does_not_count(tmp_path):
     decide(2)
     checkpoint = services.checkpoint_create()

@@ -75,7 +75,7 @@ class Report:
     evidence: int = 0
     checkpoints: int = 0
     root: str | None = None
-    # What the witness policy found: "checkpoint for size 6 cosigned by w1, w2 (2 required)"
+    # The witness policy's verdict: "checkpoint for size 6 cosigned by w1, w2 (witness quorum …)"
     witnessed: str | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -235,6 +235,11 @@ def verify_export(
         if not newest[1]:
             raise Failure("export", "carries no checkpoint to hold to the witness policy")
         report.witnessed = witness_verdict(witness_policy, *newest)
+        if verifier.size > newest[0]:
+            report.warnings.append(
+                f"entries {newest[0]}–{verifier.size - 1} come after the cosigned checkpoint: "
+                "no witness vouches for them yet"
+            )
     return report
 
 
