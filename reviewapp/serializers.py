@@ -33,14 +33,21 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "public_key": public_keys.get(decision.key_id),
         "prev_hash": decision.prev_hash,
         "hash": decision.hash,
+        "ledger_index": _ledger_index(decision),
     }
+
+
+def _ledger_index(decision: Decision) -> int | None:
+    """The decision's leaf in the ledger, to ask its inclusion proof by; None before it is in."""
+    entry = getattr(decision, "ledger_entry", None)  # the reverse one-to-one raises when absent
+    return entry.leaf_index if entry else None
 
 
 def proposals_in_detail(client: ApiClient | None) -> QuerySet[Proposal]:
     """The proposals `client` may see, with what `proposal_out` reads fetched alongside."""
     return (
         proposals_visible_to(client)
-        .select_related("panel", "decision")
+        .select_related("panel", "decision__ledger_entry")
         .prefetch_related(
             Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
             "evidence",

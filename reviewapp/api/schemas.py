@@ -168,6 +168,10 @@ class DecisionOut(Schema):
     public_key: str | None = Field(description="base64; null only if the key is unknown.")
     prev_hash: str
     hash: str
+    ledger_index: int | None = Field(
+        description="The decision's entry in the ledger: `GET /api/ledger/proof/{ledger_index}` "
+        "proves it is included in a checkpoint. Null until it is appended."
+    )
 
 
 class LensFailureOut(Schema):

@@ -307,6 +307,7 @@ class Decision:
     hash: str
     prev_hash: str = ""
     public_key: str | None = None  # informative only: verify with keys you trust
+    ledger_index: int | None = None  # its ledger entry: GET /api/ledger/proof/{ledger_index}
 
     @property
     def approved(self) -> bool:
@@ -327,6 +328,7 @@ class Decision:
             hash=req(data, "hash", str, at=at),
             prev_hash=opt(data, "prev_hash", str, at=at, default=""),
             public_key=opt(data, "public_key", str, at=at),
+            ledger_index=opt(data, "ledger_index", int, at=at),
         )
 
 
