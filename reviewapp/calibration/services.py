@@ -138,8 +138,11 @@ def drift_evaluate(*, lens_ids: list[int], now: datetime | None = None) -> list[
         return []
     now = now or timezone.now()
     with transaction.atomic(savepoint=False):
-        for lens_id in sorted(set(lens_ids)):
-            LensFloor.objects.get_or_create(lens_id=lens_id)
+        # A lens nobody set a floor for gets the defaults; one statement for all.
+        LensFloor.objects.bulk_create(
+            [LensFloor(lens_id=lens_id) for lens_id in sorted(set(lens_ids))],
+            ignore_conflicts=True,
+        )
         floors = list(
             LensFloor.objects.select_for_update()
             .filter(lens_id__in=lens_ids)
