@@ -64,9 +64,16 @@ def both_wrong_q(*, lens_id: int, lens2_id: int, since=None, until=None) -> Q:
     )
 
 
-def overturned_q(*, since=None, until=None) -> Q:
-    """Audited automatic decisions the reviewer decided the other way."""
+AUDITED = {"all": Q(), "overturned": OVERTURNED_Q}
+AUDITED_WORDS = {
+    "all": "whose automatic decision a reviewer audited",
+    "overturned": "whose automatic decision a reviewer audited and overturned",
+}
+
+
+def audited_q(*, which: str, since=None, until=None) -> Q:
+    """Audited automatic decisions (AUDITED: all, or those the reviewer decided the other way)."""
     rows = HumanLabel.objects.filter(
-        OVERTURNED_Q, _window_q(since, until), audit=True, proposal=OuterRef("pk")
+        AUDITED[which], _window_q(since, until), audit=True, proposal=OuterRef("pk")
     )
     return Q(Exists(rows))

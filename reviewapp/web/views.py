@@ -265,9 +265,10 @@ def _calibration_drill_down(request, rows, words):
             f"judged by lens {names.get(lens_id, '?')}, "
             f"{calibration_drilldown.CELL_WORDS[cell]}" + (f" ({kind}s)" if kind else "")
         )
-    if request.GET.get("overturned") == "1":
-        rows = rows.filter(calibration_drilldown.overturned_q(since=since, until=until))
-        words.append("audited automatic decisions the reviewer overturned")
+    audited = _choice_param(request, "audited", calibration_drilldown.AUDITED)
+    if audited:
+        rows = rows.filter(calibration_drilldown.audited_q(which=audited, since=since, until=until))
+        words.append(calibration_drilldown.AUDITED_WORDS[audited])
     return rows, words
 
 
@@ -313,7 +314,7 @@ def proposal_list(request):
                 *("page", "set", "start", "end", "lens", "verdict", "lens2", "verdict2"),
                 *("lens_failed", "cites", "workload", "reviewer", "raters", "larger_side"),
                 *("decided_from", "decided_to", "agreement_lens", "agreement_lens2", "cell"),
-                *("kind", "overturned"),
+                *("kind", "audited"),
             ),
             "page_query": _query_without(request, "page"),
         },
