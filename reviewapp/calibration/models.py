@@ -110,3 +110,29 @@ class LensFloor(models.Model):
 
     def __str__(self) -> str:
         return f"floor {self.floor} over {self.window} for lens {self.lens_id}"
+
+
+class PairErrorDay(models.Model):
+    """Two lenses of a panel against the reviewer for one UTC day: how often each, and both, erred.
+
+    `first` is the lens with the lower id, so each pair has one row per day.
+    """
+
+    panel = models.ForeignKey(Panel, on_delete=models.CASCADE, related_name="+")
+    first = models.ForeignKey(Lens, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(Lens, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    items = models.PositiveIntegerField(default=0)
+    first_wrong = models.PositiveIntegerField(default=0)
+    second_wrong = models.PositiveIntegerField(default=0)
+    both_wrong = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["panel", "first", "second", "day"], name="pair_error_day_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"lenses {self.first_id}×{self.second_id} {self.day}"

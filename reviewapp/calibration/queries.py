@@ -7,13 +7,12 @@ admin. A window is a pair of UTC dates, both included, of the human decisions.
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 
 from reviewapp.core.calibration import CoErrors, HumanTable, LensAgreement, lens_agreement
-from reviewapp.review.models import Lens, Panel
+from reviewapp.review.models import Lens
 
-from .models import HumanLabel, LensAgreementDay, LensFloor, LensLabel
+from .models import HumanLabel, LensAgreementDay, LensFloor, PairErrorDay
 
 ESCALATION, AUDIT = "escalation", "audit"
 
@@ -168,53 +167,32 @@ def pair_co_errors(window: Window, *, panel_id: int | None = None) -> list[PairC
     """Per pair of lenses in a panel: both wrong on one proposal, against independence. One query.
 
     "Wrong" is the lens's verdict against the human label (pass on a reject,
-    fail on an approve), over the proposals both judged and a reviewer decided.
+    fail on an approve), over the proposals both judged and a reviewer decided;
+    summed from the pair's day rows.
     """
-    q = connection.ops.quote_name
-    label, lens, panel = (
-        q(LensLabel._meta.db_table),
-        q(Lens._meta.db_table),
-        q(Panel._meta.db_table),
-    )
-    where, params = ["1 = 1"], []
-    if window.since:
-        where.append("a.decided_at >= %s")
-        params.append(window.since)
-    if window.until:
-        where.append("a.decided_at < %s")
-        params.append(window.until + timedelta(days=1))
+    rows = PairErrorDay.objects.filter(window.days_q())
     if panel_id is not None:
-        where.append("a.panel_id = %s")
-        params.append(panel_id)
-    wrong_a, wrong_b = "(a.passed <> a.approved)", "(b.passed <> b.approved)"
-    sql = f"""
-        SELECT a.panel_id, pn.name, a.lens_id, la.name, b.lens_id, lb.name, COUNT(*),
-               SUM(CASE WHEN {wrong_a} THEN 1 ELSE 0 END),
-               SUM(CASE WHEN {wrong_b} THEN 1 ELSE 0 END),
-               SUM(CASE WHEN {wrong_a} AND {wrong_b} THEN 1 ELSE 0 END)
-        FROM {label} a
-        JOIN {label} b ON b.proposal_id = a.proposal_id AND b.lens_id > a.lens_id
-        JOIN {panel} pn ON pn.id = a.panel_id
-        JOIN {lens} la ON la.id = a.lens_id
-        JOIN {lens} lb ON lb.id = b.lens_id
-        WHERE {" AND ".join(where)}
-        GROUP BY a.panel_id, pn.name, a.lens_id, la.name, b.lens_id, lb.name
-        ORDER BY pn.name, la.name, lb.name
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        rows = rows.filter(panel_id=panel_id)
+    sums = (
+        rows.values(
+            "panel_id", "panel__name", "first_id", "first__name", "second_id", "second__name"
+        )
+        .annotate(
+            n=Sum("items"), a=Sum("first_wrong"), b=Sum("second_wrong"), both=Sum("both_wrong")
+        )
+        .order_by("panel__name", "first__name", "second__name")
+    )
     return [
         PairCoErrors(
-            panel_id=r[0],
-            panel=r[1],
-            first_id=r[2],
-            first=r[3],
-            second_id=r[4],
-            second=r[5],
-            errors=CoErrors(int(r[6]), int(r[7]), int(r[8]), int(r[9])),
+            panel_id=r["panel_id"],
+            panel=r["panel__name"],
+            first_id=r["first_id"],
+            first=r["first__name"],
+            second_id=r["second_id"],
+            second=r["second__name"],
+            errors=CoErrors(r["n"], r["a"], r["b"], r["both"]),
         )
-        for r in rows
+        for r in sums
     ]
 
 

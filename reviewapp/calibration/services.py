@@ -24,7 +24,7 @@ from reviewapp.review.models import Decision, Escalation, Judgement, Lens
 from reviewapp.webhooks.events import webhook_record_lens_drift
 from reviewapp.webhooks.models import Event
 
-from .models import HumanLabel, LensAgreementDay, LensFloor, LensLabel
+from .models import HumanLabel, LensAgreementDay, LensFloor, LensLabel, PairErrorDay
 
 AUDIT_REASON = "audit"
 MACHINE_APPROVED = {"reached_pass": True, "reached_fail": False}
@@ -74,6 +74,12 @@ def labels_record(*, decision: Decision) -> None:
             audit=audit,
             approved=approved,
         )
+        _add_to_pair_days(
+            sorted((lens_id, verdict == Judgement.Verdict.PASS) for lens_id, verdict in verdicts),
+            panel_id=proposal.panel_id,
+            day=decision.created_at.date(),
+            approved=approved,
+        )
         drift_evaluate(lens_ids=[lens_id for lens_id, _ in verdicts])
 
 
@@ -94,6 +100,29 @@ def _add_to_days(verdicts: list[tuple[int, bool]], *, day, audit: bool, approved
             f"INSERT INTO {table} (lens_id, day, audit, {', '.join(columns)}) "
             f"VALUES {', '.join(rows)} "
             f"ON CONFLICT (lens_id, day, audit) DO UPDATE SET {updates}",
+            params,
+        )
+
+
+def _add_to_pair_days(verdicts: list[tuple[int, bool]], *, panel_id: int, day, approved: bool):
+    """Add this proposal to each pair of its lenses' day (lens ids ascending); one upsert."""
+    pairs = [(a, b) for i, a in enumerate(verdicts) for b in verdicts[i + 1 :]]
+    if not pairs:
+        return
+    table = _q(PairErrorDay._meta.db_table)
+    columns = ("items", "first_wrong", "second_wrong", "both_wrong")
+    rows, params = [], []
+    for (first, first_passed), (second, second_passed) in pairs:
+        first_wrong, second_wrong = first_passed != approved, second_passed != approved
+        rows.append("(%s, %s, %s, %s, %s, %s, %s, %s)")
+        params += [panel_id, first, second, day, 1, int(first_wrong), int(second_wrong)]
+        params.append(int(first_wrong and second_wrong))
+    updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (panel_id, first_id, second_id, day, {', '.join(columns)}) "
+            f"VALUES {', '.join(rows)} "
+            f"ON CONFLICT (panel_id, first_id, second_id, day) DO UPDATE SET {updates}",
             params,
         )
 
@@ -212,15 +241,17 @@ def labels_rebuild() -> int:
         _q("review_proposal"),
         _q(Judgement._meta.db_table),
     )
-    human, lens_label, day = (
+    human, lens_label, day, pair_day = (
         _q(HumanLabel._meta.db_table),
         _q(LensLabel._meta.db_table),
         _q(LensAgreementDay._meta.db_table),
+        _q(PairErrorDay._meta.db_table),
     )
     audit = "CAST(e.reasons AS TEXT) LIKE '%%\"audit\"%%'"
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {lens_label}")
         cursor.execute(f"DELETE FROM {day}")
+        cursor.execute(f"DELETE FROM {pair_day}")
         cursor.execute(f"DELETE FROM {human}")
         cursor.execute(
             f"""
@@ -255,6 +286,20 @@ def labels_rebuild() -> int:
                    SUM(CASE WHEN NOT passed AND approved THEN 1 ELSE 0 END),
                    SUM(CASE WHEN NOT passed AND NOT approved THEN 1 ELSE 0 END)
             FROM {lens_label} GROUP BY lens_id, {_utc_day("decided_at")}, audit
+            """
+        )
+        wrong_a, wrong_b = "(a.passed <> a.approved)", "(b.passed <> b.approved)"
+        cursor.execute(
+            f"""
+            INSERT INTO {pair_day} (panel_id, first_id, second_id, day, items, first_wrong,
+                                    second_wrong, both_wrong)
+            SELECT a.panel_id, a.lens_id, b.lens_id, {_utc_day("a.decided_at")}, COUNT(*),
+                   SUM(CASE WHEN {wrong_a} THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN {wrong_b} THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN {wrong_a} AND {wrong_b} THEN 1 ELSE 0 END)
+            FROM {lens_label} a
+            JOIN {lens_label} b ON b.proposal_id = a.proposal_id AND b.lens_id > a.lens_id
+            GROUP BY a.panel_id, a.lens_id, b.lens_id, {_utc_day("a.decided_at")}
             """
         )
         cursor.execute(f"SELECT COUNT(*) FROM {human}")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from reviewapp.calibration.models import HumanLabel, LensAgreementDay, LensLabel
+from reviewapp.calibration.models import HumanLabel, LensAgreementDay, LensLabel, PairErrorDay
 from reviewapp.calibration.queries import AUDIT, ESCALATION, Window, lens_figures
 from reviewapp.calibration.services import labels_rebuild
 from reviewapp.core.calibration import HumanTable
@@ -36,39 +36,51 @@ def test_the_day_table_sums_the_cells_of_each_decision():
     assert figures.by_kind[ESCALATION] == HumanTable(pass_approved=2, fail_approved=1)
 
 
-def test_rebuilding_from_the_decisions_gives_the_same_labels_and_days():
-    panel, (a, b) = panel_of("alpha", "beta")
-    adjudicated(panel, {a: "pass", b: "fail"}, "rejected", audit=True, tally_outcome="reached_pass")
-    adjudicated(panel, {a: "fail", b: "fail"}, "approved")
+def _state() -> tuple:
+    def rows(model, *fields):
+        return sorted(model.objects.values_list(*fields))
 
-    def state():
-        return (
-            sorted(
-                LensLabel.objects.values_list(
-                    "lens_id", "proposal_id", "passed", "approved", "audit"
-                )
-            ),
-            sorted(
-                LensAgreementDay.objects.values_list(
-                    "lens_id",
-                    "day",
-                    "audit",
-                    "pass_approved",
-                    "pass_rejected",
-                    "fail_approved",
-                    "fail_rejected",
-                )
-            ),
-            sorted(
-                HumanLabel.objects.values_list(
-                    "proposal_id", "approved", "audit", "machine_approved"
-                )
-            ),
-        )
+    return (
+        rows(LensLabel, "lens_id", "proposal_id", "passed", "approved", "audit"),
+        rows(
+            LensAgreementDay,
+            "lens_id",
+            "day",
+            "audit",
+            "pass_approved",
+            "pass_rejected",
+            "fail_approved",
+            "fail_rejected",
+        ),
+        rows(
+            PairErrorDay,
+            "panel_id",
+            "first_id",
+            "second_id",
+            "day",
+            "items",
+            "first_wrong",
+            "second_wrong",
+            "both_wrong",
+        ),
+        rows(HumanLabel, "proposal_id", "approved", "audit", "machine_approved"),
+    )
 
-    before = state()
+
+def test_rebuilding_from_the_decisions_gives_the_same_labels_and_sums():
+    panel, (a, b, c) = panel_of("alpha", "beta", "gamma")
+    adjudicated(
+        panel,
+        {a: "pass", b: "fail", c: "pass"},
+        "rejected",
+        audit=True,
+        tally_outcome="reached_pass",
+    )
+    adjudicated(panel, {a: "fail", b: "fail", c: "pass"}, "approved")
+    before = _state()
+    assert len(before[2]) == 3  # three pairs, one day
     assert labels_rebuild() == 2
-    assert state() == before
+    assert _state() == before
 
 
 def test_a_system_decision_is_no_human_label():
