@@ -215,3 +215,15 @@ def agreement_out(figures: LensFigures, window: Window) -> dict:
         "drifting": figures.drifting,
         "window": window.as_dict(),
     }
+
+
+def drifting_judges(judgements) -> list[LensFloor]:
+    """Of a proposal's judgements, the lenses below their floor that judged it since drifting.
+
+    One query, over the lenses of the judgements given (already loaded by the page).
+    """
+    when = {j.lens_id: j.created_at for j in judgements}
+    if not when:
+        return []
+    floors = LensFloor.objects.filter(lens_id__in=when, drifting=True).select_related("lens")
+    return [f for f in floors if f.drifted_at and when[f.lens_id] >= f.drifted_at]

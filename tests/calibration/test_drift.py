@@ -101,3 +101,16 @@ def test_evaluating_drift_costs_the_same_queries_however_many_adjudications():
     with CaptureQueriesContext(connection) as more:
         drift_evaluate(lens_ids=[lens.pk, other.pk])
     assert len(more) == len(few)
+
+
+def test_every_proposal_the_lens_judged_since_drifting_is_flagged_and_none_before(client):
+    from tests.factories import ReviewerFactory
+
+    client.force_login(ReviewerFactory())
+    panel, lens = _drifting_lens()
+    before = many(panel, lens, agreeing(WINDOW))
+    many(panel, lens, disagreeing(WINDOW))
+    assert LensFloor.objects.get(lens=lens).drifting
+    since = adjudicated(panel, {lens: "pass"}, "rejected")
+    assert 'data-drifting="alpha"' in client.get(f"/proposals/{since.pk}").content.decode()
+    assert 'data-drifting="alpha"' not in client.get(f"/proposals/{before[0].pk}").content.decode()
