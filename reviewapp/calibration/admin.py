@@ -50,7 +50,8 @@ class LensFloorAdmin(admin.ModelAdmin):
         return form
 
     def save_model(self, request, obj, form, change):
-        floor_update(lens=obj.lens, floor=obj.floor, window=obj.window)
+        # Through the service: it locks the floor's row, so a drift check meanwhile waits.
+        obj.pk = floor_update(lens=obj.lens, floor=obj.floor, window=obj.window).pk
         audit_record(
             actor=request.user,
             action=AuditEntry.Action.UPDATE if change else AuditEntry.Action.CREATE,
@@ -59,10 +60,10 @@ class LensFloorAdmin(admin.ModelAdmin):
             changes={
                 name: {"old": form.initial.get(name), "new": form.cleaned_data[name]}
                 for name in form.changed_data
+                if name in ("floor", "window")
             },
             note="agreement floor",
         )
-        obj.refresh_from_db()
 
 
 def _pct(value: float | None) -> str:

@@ -77,3 +77,13 @@ def test_the_panel_page_flags_lenses_that_fail_together(admin_client):
     html = admin_client.get(f"/admin/review/panel/{panel.pk}/change/").content.decode()
     assert 'data-fail-together="alpha|beta"' in html
     assert "These lenses fail together" in html
+
+
+def test_a_floor_is_added_in_the_admin_for_a_lens_without_one(admin_client):
+    panel, (lens,) = panel_of("alpha")
+    response = admin_client.post(
+        "/admin/calibration/lensfloor/add/", {"lens": lens.pk, "floor": "0.5", "window": "20"}
+    )
+    assert response.status_code == 302
+    floor = LensFloor.objects.get(lens=lens)
+    assert (floor.floor, floor.window) == (0.5, 20)
