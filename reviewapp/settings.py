@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "reviewapp.ledger",
     "reviewapp.insights",
     "reviewapp.webhooks",
+    "reviewapp.calibration",
 ]
 
 MIDDLEWARE = [

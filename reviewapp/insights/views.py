@@ -20,7 +20,7 @@ from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.proposal_sets import drilldown
 from reviewapp.review.proposal_sets.scope import PROPOSAL_SETS, Scope
 
-from . import charts, queries
+from . import calibration, charts, queries
 from .agreement import PairAgreement
 from .charts import BarRow, Series
 
@@ -422,6 +422,10 @@ def dashboard(request):
         "tables": _tables(data),
         "outcome_series": queries.OUTCOME_SERIES,
         "kappa_undefined": KAPPA_UNDEFINED,
+        # Decided in the range (the rest of the dashboard counts by submission date).
+        "calibration": calibration.calibration(
+            since=scope.start, until=scope.end, panel_id=scope.panel_id
+        ),
         "export_csv": reverse("export_proposals_csv")
         + (f"?{export_query}" if export_query else ""),
         "export_jsonl": reverse("export_proposals_jsonl")
@@ -432,3 +436,29 @@ def dashboard(request):
     # The same URL answers with a fragment or the whole page: caches must keep them apart.
     patch_vary_headers(response, ["HX-Request"])
     return response
+
+
+class WindowForm(forms.Form):
+    since = forms.DateField(required=False, label="Decided from")
+    until = forms.DateField(required=False, label="To")
+
+    def clean(self):
+        cleaned = super().clean()
+        since, until = cleaned.get("since"), cleaned.get("until")
+        if since and until and since > until:
+            self.add_error("until", "The end date is before the start date.")
+        return cleaned
+
+
+@require_GET
+@reviewer_required
+def lens_agreement(request):
+    """Each lens against the reviewers over a window of decisions; a fixed number of queries."""
+    form = WindowForm(request.GET)
+    if not form.is_valid():
+        # Figures for another window than the one asked would be read as the answer.
+        return render(request, "insights/lens_agreement.html", {"form": form}, status=400)
+    data = calibration.calibration(
+        since=form.cleaned_data["since"], until=form.cleaned_data["until"], panel_id=None
+    )
+    return render(request, "insights/lens_agreement.html", {"form": form, "calibration": data})

@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from reviewapp.calibration.queries import drifting_judges
 from reviewapp.ledger.services import ledger_position_for_decision
 from reviewapp.review.models import Decision, Escalation, Proposal
 from reviewapp.review.page_access import reviewer_required
@@ -118,6 +119,7 @@ def _proposal_page(request, proposal: Proposal, *, status: int = 200, **adjudica
         "running": not proposal.is_final,
         "poll_seconds": PROGRESS_POLL_SECONDS,
         "progress": _progress(proposal, judgements, failures),
+        "drifting_judges": drifting_judges(judgements),
     }
     return render(request, "web/proposal_detail.html", context, status=status)
 

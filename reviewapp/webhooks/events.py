@@ -121,6 +121,17 @@ def webhook_record_judgement_requested(*, proposal: Proposal) -> None:
         _record(Event.JUDGEMENT_REQUESTED, data, targets, proposal=proposal)
 
 
+def webhook_record_lens_drift(*, lens: Lens, event_type: str, data: dict) -> None:
+    """A lens's agreement with the reviewers crossed its floor (lens.drift) or came back.
+
+    Every subscribed endpoint hears it: it is about a lens, not a proposal, and
+    any read token may ask the same figures of GET /api/lenses/{name}/agreement.
+    """
+    endpoints = _subscribed(event_type)
+    lens_part = {"id": lens.pk, "name": lens.name, "version": lens.version}
+    _record(event_type, {"lens": lens_part, **data}, endpoints, proposal=None)
+
+
 def webhook_record_ping(*, endpoint: Endpoint) -> Delivery:
     data = {"endpoint": {"id": endpoint.pk, "url": endpoint.url}}
     return _record(PING, data, [endpoint], proposal=None)[0]

@@ -16,6 +16,8 @@ class Event(models.TextChoices):
     JUDGEMENT_REQUESTED = "judgement.requested"
     ESCALATION_CLAIMED = "escalation.claimed"
     ESCALATION_RELEASED = "escalation.released"
+    LENS_DRIFT = "lens.drift"
+    LENS_RECOVERED = "lens.recovered"
 
 
 # Sent by `POST /api/webhooks/{id}/test`; not subscribable.

@@ -174,6 +174,8 @@ def op_url(path: str, ids: dict) -> str:
         path.replace("{proposal_id}", str(ids["proposals"]))
         .replace("{escalation_id}", str(ids["escalations"]))
         .replace("{decision_id}", str(ids["decisions"]))
+        # GET /api/lenses/{name}/agreement: a lens of the world's panel, so a 404 hides nothing.
+        .replace("{name}", "accuracy")
     )
 
 

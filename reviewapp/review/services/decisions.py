@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from reviewapp_client.verify.ledger import decision_facts
 
+from reviewapp.calibration.services import labels_record
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
 from reviewapp.ledger.rows import DECISION_ROW_COLUMNS, decision_row_mismatches
 from reviewapp.ledger.services import (
@@ -139,6 +140,8 @@ def decision_append(
         head.last_hash = decision.hash
         head.save(update_fields=["last_hash"])
         webhook_record_decided(decision=decision)  # the outbox row commits with the decision
+        # A reviewer's decision is the human label each lens is measured against.
+        labels_record(decision=decision)
     return decision
 
 
