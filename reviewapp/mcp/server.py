@@ -124,8 +124,10 @@ def build_server() -> MCPServer:
         """Read a review: status ("queued", "evaluating", "decided" or "escalated"), outcome
         ("approved"/"rejected" once decided), the reasons it was escalated, each lens's
         verdict with its claims (cites grounded to UTF-16 offsets of the content), each lens
-        that failed with its error, the checkers' signed evidence and the signed decision.
-        Needs the 'read' scope."""
+        that failed with its kind ("timeout", "rate_limited", "deadline", ...) and message,
+        the checkers' signed evidence (an inconclusive one says why) and the signed decision.
+        An escalated review's "escalation" explains why, naming the failed lenses and the
+        inconclusive checkers. Needs the 'read' scope."""
         client_id = calling_client_id(ApiClient.Scope.READ)
         return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
 
