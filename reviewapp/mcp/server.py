@@ -149,8 +149,8 @@ def build_server() -> MCPServer:
         Needs the 'read' scope."""
         client_id = await calling_client_id(ApiClient.Scope.READ)
         status = await in_db(tools.review_status, client_id=client_id, proposal_id=id)
-        if status not in tools.FINAL:
-            await watch.until_final(id, timeout_s)
+        if status not in tools.FINAL and (review := await watch.until_final(id, timeout_s)):
+            return review  # read by the watch for every call it woke
         return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
