@@ -143,8 +143,8 @@ def lens_failures_out(failures: Iterable[LensFailure], failed_names: Iterable[st
 
 
 def escalation_why(escalation: Escalation, failures: Iterable[LensFailure]) -> dict:
-    """Why a proposal went to a person: the routing's explanation, each failed lens with
-    its kind and message, and each checker that was inconclusive with its reason.
+    """Why a proposal went to a person: a sentence per reason naming what failed, each
+    failed lens with its kind and message, and each inconclusive checker with its reason.
 
     `failures`: the proposal's lens failures, fetched by the caller (in bulk for a list).
     """
@@ -176,9 +176,10 @@ def _explanation(escalation: Escalation, lens_failures: list, checkers: list) ->
             said.append("The lenses that answered did not reach the panel's quorum.")
         elif each == reason.SIGN_OFF:
             said.append("The panel approves only with a person's sign-off.")
-    if not said or escalation.Reason.FINAL_STEP_FAILED in escalation.reasons:
+    stored = (escalation.detail or {}).get("explanation", "").rstrip(".")
+    if stored and (not said or reason.FINAL_STEP_FAILED in escalation.reasons):
         # A reason with nothing to name (or the final step's own account): as stored.
-        said.insert(0, (escalation.detail or {}).get("explanation", "").rstrip(".") + ".")
+        said.insert(0, stored + ".")
     return " ".join(said)
 
 
