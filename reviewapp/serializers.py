@@ -5,10 +5,21 @@ with the same shapes, so both take them from here; the API's schemas say
 which of these fields it publishes.
 """
 
+from collections.abc import Iterable
+
 from django.db.models import Prefetch, QuerySet
 
+from reviewapp.core.judging import FailureKind
 from reviewapp.review.keys import public_keys_b64, trusted_keys
-from reviewapp.review.models import ApiClient, Claim, Decision, Judgement, LensFailure, Proposal
+from reviewapp.review.models import (
+    ApiClient,
+    Claim,
+    Decision,
+    Escalation,
+    Judgement,
+    LensFailure,
+    Proposal,
+)
 from reviewapp.review.services.visibility import proposals_visible_to
 
 
@@ -71,9 +82,10 @@ def proposal_out(proposal: Proposal) -> dict:
         "progress": {"answered": proposal.lenses_answered, "asked": proposal.lenses_asked},
         "tally": proposal.tally,
         "judgements": [judgement_out(j) for j in proposal.judgements.all()],
-        "lens_failures": [
-            lens_failure_out(f) for f in sorted(proposal.lens_failures.all(), key=_by_lens)
-        ],
+        "lens_failures": lens_failures_out(
+            proposal.lens_failures.all(),
+            (escalation.detail or {}).get("failed_lenses", ()) if escalation else (),
+        ),
         "evidence": [
             {
                 "checker": e.checker_name,
@@ -87,7 +99,12 @@ def proposal_out(proposal: Proposal) -> dict:
             for e in sorted(proposal.evidence.all(), key=lambda e: e.checker_name)
         ],
         "escalation": (
-            {"id": escalation.pk, "status": escalation.status, "reasons": escalation.reasons}
+            {
+                "id": escalation.pk,
+                "status": escalation.status,
+                "reasons": escalation.reasons,
+                **escalation_why(escalation, proposal.lens_failures.all()),
+            }
             if escalation
             else None
         ),
@@ -106,9 +123,91 @@ def lens_failure_out(failure: LensFailure) -> dict:
     return {
         "lens": failure.lens_name,
         "lens_version": failure.lens_version,
+        "kind": failure.kind,
         "message": failure.error,
         "attempts": failure.attempts,
         "at": failure.created_at.isoformat(),
+    }
+
+
+def lens_failures_out(failures: Iterable[LensFailure], failed_names: Iterable[str] = ()) -> list:
+    """Each failed lens by name: its recorded failure, or, for a name among `failed_names`
+    with none (a lens deleted after submission, which no row can point to), that it never ran."""
+    recorded = sorted(failures, key=_by_lens)
+    named = {f.lens_name for f in recorded}
+    deleted = [
+        {
+            "lens": name,
+            "lens_version": None,
+            "kind": FailureKind.DELETED.value,
+            "message": "the lens was deleted after submission, so it never ran",
+            "attempts": 0,
+            "at": None,
+        }
+        for name in sorted(set(failed_names) - named)
+    ]
+    return sorted([*map(lens_failure_out, recorded), *deleted], key=lambda f: f["lens"])
+
+
+def escalation_why(escalation: Escalation, failures: Iterable[LensFailure]) -> dict:
+    """Why a proposal went to a person: a sentence per reason naming what failed, each
+    failed lens with its kind and message, and each inconclusive checker with its reason.
+
+    `failures`: the proposal's lens failures, fetched by the caller (in bulk for a list).
+    """
+    detail = escalation.detail or {}
+    lens_failures = lens_failures_out(failures, detail.get("failed_lenses", ()))
+    checkers = [
+        {"checker": c["checker"], "reason": c["reason"]}
+        for c in detail.get("inconclusive_checkers", ())
+    ]
+    return {
+        "explanation": _explanation(escalation, lens_failures, checkers),
+        "lens_failures": lens_failures,
+        "inconclusive_checkers": checkers,
+    }
+
+
+def _explanation(escalation: Escalation, lens_failures: list, checkers: list) -> str:
+    """One sentence per reason, naming the lenses and checkers (the lists say why each)."""
+    reason = Escalation.Reason
+    said = []
+    for each in escalation.reasons:
+        if each == reason.INCONCLUSIVE and checkers:
+            names = ", ".join(c["checker"] for c in checkers)
+            said.append(f"Could not say pass or fail: checker {names}.")
+        elif each == reason.LENS_FAILED and lens_failures:
+            names = ", ".join(f"{f['lens']} ({f['kind'].replace('_', ' ')})" for f in lens_failures)
+            said.append(f"Gave no judgement: lens {names}.")
+        elif each == reason.NO_QUORUM:
+            said.append("The lenses that answered did not reach the panel's quorum.")
+        elif each == reason.SIGN_OFF:
+            said.append("The panel approves only with a person's sign-off.")
+    stored = (escalation.detail or {}).get("explanation", "").rstrip(".")
+    if stored and (not said or reason.FINAL_STEP_FAILED in escalation.reasons):
+        # A reason with nothing to name (or the final step's own account): as stored.
+        said.insert(0, stored + ".")
+    return " ".join(said)
+
+
+def failures_by_proposal(proposal_ids: Iterable[int]) -> dict[int, list[LensFailure]]:
+    """The lens failures of many proposals in one query, by proposal id."""
+    by_proposal: dict[int, list[LensFailure]] = {}
+    for failure in LensFailure.objects.filter(proposal_id__in=set(proposal_ids)).order_by():
+        by_proposal.setdefault(failure.proposal_id, []).append(failure)
+    return by_proposal
+
+
+def escalation_out(escalation: Escalation, failures: Iterable[LensFailure]) -> dict:
+    """An escalation as the inbox lists it, with why it was raised."""
+    return {
+        "id": escalation.pk,
+        "proposal": escalation.proposal_id,
+        "status": escalation.status,
+        "reasons": escalation.reasons,
+        "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
+        "created_at": escalation.created_at,
+        **escalation_why(escalation, failures),
     }
 
 

@@ -8,6 +8,7 @@ from pydantic import AfterValidator, ConfigDict, Field
 
 from reviewapp.core.blank import shows_nothing
 from reviewapp.core.json_values import string_problem
+from reviewapp.core.judging import FailureKind
 
 
 def _storable(value: str) -> str:
@@ -149,12 +150,6 @@ class EvidenceOut(Schema):
     payload: str = Field(description="The exact signed RFC 8785 JSON.")
 
 
-class EscalationBriefOut(Schema):
-    id: int
-    status: EscalationStatus
-    reasons: list[str]
-
-
 class DecisionOut(Schema):
     id: int
     proposal: int
@@ -176,10 +171,43 @@ class DecisionOut(Schema):
 
 class LensFailureOut(Schema):
     lens: str
-    lens_version: int
+    lens_version: int | None = Field(description="null only for a lens deleted before it ran.")
+    kind: FailureKind = Field(
+        description="What failed: `timeout` (the lens's or the worker's time limit), "
+        "`rate_limited` (the provider answered 429 until the time limit), `transport_error` "
+        "(network errors or 5xx used up the attempts), `http_error` (a 4xx other than 429, "
+        "or an unreadable response), `invalid_answer` (no judgement could be read from the "
+        "answer), `misconfigured` (the lens cannot run as configured), `undecidable` (a "
+        "constraint could not be evaluated on this text), `deadline` (an external lens did "
+        "not answer before the panel's deadline), `deleted` (the lens was deleted after "
+        "submission and never ran)."
+    )
     message: str = Field(description="Why the lens gave no judgement: its last attempt's error.")
     attempts: int = Field(description="Calls made to the lens's backend (0: it never answered).")
-    at: datetime = Field(description="When the failure was recorded.")
+    at: datetime | None = Field(
+        description="When the failure was recorded; null for a lens deleted before it ran."
+    )
+
+
+class InconclusiveCheckerOut(Schema):
+    checker: str
+    reason: str = Field(description="Why the checker could not say pass or fail.")
+
+
+class EscalationWhyOut(Schema):
+    explanation: str = Field(description="Why the proposal went to a person, in a sentence.")
+    lens_failures: list[LensFailureOut] = Field(
+        description="Each lens that gave no judgement, and why (the `lens_failed` reason)."
+    )
+    inconclusive_checkers: list[InconclusiveCheckerOut] = Field(
+        description="Each checker that was inconclusive, and why (`checker_inconclusive`)."
+    )
+
+
+class EscalationBriefOut(EscalationWhyOut):
+    id: int
+    status: EscalationStatus
+    reasons: list[str]
 
 
 class ProposalOut(Schema):
@@ -236,7 +264,7 @@ class JudgementIn(Strict):
 # ─── Escalations and decisions ───────────────────────────────────────────────
 
 
-class EscalationOut(Schema):
+class EscalationOut(EscalationWhyOut):
     id: int
     proposal: int
     status: EscalationStatus

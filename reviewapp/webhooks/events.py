@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from reviewapp.review.models import Decision, Escalation, Lens, Proposal
 from reviewapp.review.services.visibility import client_may_see, sees_everything
+from reviewapp.serializers import escalation_why
 
 from .models import PING, Delivery, Endpoint, Event
 
@@ -52,9 +53,10 @@ def webhook_record_escalated(*, escalation: Escalation) -> None:
         return
     data = {
         "proposal": _proposal_part(proposal),
+        # Why, as the API's escalation says it: a receiver need not call back to learn it.
         "escalation": {
             **_escalation_part(escalation),
-            "explanation": (escalation.detail or {}).get("explanation", ""),
+            **escalation_why(escalation, proposal.lens_failures.all()),
         },
     }
     _record(Event.PROPOSAL_ESCALATED, data, watchers, proposal=proposal)

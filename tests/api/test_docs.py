@@ -9,6 +9,7 @@ def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
         "/api/proposals/{proposal_id}",
         "/api/proposals/{proposal_id}/judgements",
         "/api/escalations",
+        "/api/escalations/{escalation_id}",
         "/api/escalations/{escalation_id}/decision",
         "/api/decisions",
         "/api/decisions/{decision_id}",

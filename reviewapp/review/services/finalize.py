@@ -7,6 +7,7 @@ from django.db.models import Value
 from django.utils import timezone
 
 from reviewapp.core import checkers as core_checkers
+from reviewapp.core.judging import FailureKind
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import route
 from reviewapp.core.signing import Signer
@@ -251,6 +252,7 @@ def _record_missing_lenses(proposal: Proposal) -> None:
             lens_name=lens.name,
             lens_version=lens.version,
             error="no judgement arrived before the panel's external deadline",
+            kind=FailureKind.DEADLINE,
             attempts=0,
         )
     proposal.lenses_answered = proposal.lenses_asked

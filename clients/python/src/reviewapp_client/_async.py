@@ -223,6 +223,13 @@ class AsyncClient:
             )
         )
 
+    async def get_escalation(
+        self, escalation_id: int, *, timeout: float | None = None
+    ) -> Escalation:
+        """An escalation and why it was raised: the explanation, each lens that failed
+        (with its kind and message) and each checker that was inconclusive (with why)."""
+        return await self._send(self._core.get_escalation(escalation_id), timeout)
+
     async def decide(
         self, escalation_id: int, outcome: str, rationale: str, *, timeout: float | None = None
     ) -> Decision:

@@ -292,6 +292,10 @@ class Core:
             params=_params(status=status, cursor=cursor, limit=page_size),
         )
 
+    def get_escalation(self, escalation_id: int) -> Request[Escalation]:
+        path = f"/api/escalations/{_id(escalation_id)}"
+        return Request("GET", path, lambda a: Escalation.from_api(_object(a)), idempotent=True)
+
     def decide(self, escalation_id: int, *, outcome: str, rationale: str) -> Request[Decision]:
         return Request(
             "POST",

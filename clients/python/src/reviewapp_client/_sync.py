@@ -210,6 +210,11 @@ class Client:
             )
         )
 
+    def get_escalation(self, escalation_id: int, *, timeout: float | None = None) -> Escalation:
+        """An escalation and why it was raised: the explanation, each lens that failed
+        (with its kind and message) and each checker that was inconclusive (with why)."""
+        return self._send(self._core.get_escalation(escalation_id), timeout)
+
     def decide(
         self, escalation_id: int, outcome: str, rationale: str, *, timeout: float | None = None
     ) -> Decision:

@@ -250,12 +250,28 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class InconclusiveChecker:
+    """A checker that could say neither pass nor fail, and why."""
+
+    checker: str
+    reason: str
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str) -> InconclusiveChecker:
+        return cls(checker=req(data, "checker", str, at=at), reason=req(data, "reason", str, at=at))
+
+
+@dataclass(frozen=True)
 class EscalationBrief:
-    """The escalation of a proposal: its id is what `decide()` takes."""
+    """The escalation of a proposal: its id is what `decide()` takes; the rest says why."""
 
     id: int
     status: str  # "open" | "claimed" | "resolved"
     reasons: list[str]
+    # Servers before issue 32 do not send these: empty then.
+    explanation: str = ""
+    lens_failures: list[LensFailure] = field(default_factory=list)
+    inconclusive_checkers: list[InconclusiveChecker] = field(default_factory=list)
 
     @classmethod
     def from_api(cls, data: Mapping, at: str) -> EscalationBrief:
@@ -263,12 +279,17 @@ class EscalationBrief:
             id=req(data, "id", int, at=at),
             status=req(data, "status", str, at=at),
             reasons=[_check(r, (str,), f"{at}.reasons") for r in req(data, "reasons", list, at=at)],
+            explanation=opt(data, "explanation", str, at=at, default=""),
+            lens_failures=items(data, "lens_failures", LensFailure.from_api, at=at, required=False),
+            inconclusive_checkers=items(
+                data, "inconclusive_checkers", InconclusiveChecker.from_api, at=at, required=False
+            ),
         )
 
 
 @dataclass(frozen=True)
 class Escalation:
-    """An escalation in the human inbox."""
+    """An escalation in the human inbox, and why it was raised."""
 
     id: int
     proposal: int
@@ -276,6 +297,9 @@ class Escalation:
     reasons: list[str]
     claimed_by: str | None
     created_at: datetime
+    explanation: str = ""
+    lens_failures: list[LensFailure] = field(default_factory=list)
+    inconclusive_checkers: list[InconclusiveChecker] = field(default_factory=list)
 
     @classmethod
     def from_api(cls, data: Mapping, at: str = "escalation") -> Escalation:
@@ -287,6 +311,9 @@ class Escalation:
             reasons=brief.reasons,
             claimed_by=req(data, "claimed_by", str, type(None), at=at),
             created_at=when(data, "created_at", at=at),
+            explanation=brief.explanation,
+            lens_failures=brief.lens_failures,
+            inconclusive_checkers=brief.inconclusive_checkers,
         )
 
 
