@@ -5,6 +5,8 @@ with the same shapes, so both take them from here; the API's schemas say
 which of these fields it publishes.
 """
 
+import json
+
 from django.db.models import Prefetch, QuerySet
 
 from reviewapp.review.keys import public_keys_b64, trusted_keys
@@ -18,8 +20,22 @@ def public_keys_for(key_ids) -> dict[str, str]:
     return {k: trusted[k] for k in set(key_ids) if k in trusted}
 
 
+def _signed(payload: str) -> dict:
+    # A tampered row may hold anything; the verifier says so, this must not crash.
+    try:
+        signed = json.loads(payload)
+    except ValueError:
+        return {}
+    return signed if isinstance(signed, dict) else {}
+
+
 def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
-    """A decision as verifiable by itself: the signed bytes, signature and public key."""
+    """A decision as verifiable by itself: the signed bytes, signature and public key.
+
+    The reviewer's annotations are read from the signed bytes, so they say
+    exactly what was signed (absent keys: none given).
+    """
+    signed = _signed(decision.payload)
     return {
         "id": decision.pk,
         "proposal": decision.proposal_id,
@@ -33,6 +49,9 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "public_key": public_keys.get(decision.key_id),
         "prev_hash": decision.prev_hash,
         "hash": decision.hash,
+        "claims": signed.get("claims", []),
+        "tags": signed.get("tags", []),
+        "wrong_reason": signed.get("wrong_reason", []),
     }
 
 

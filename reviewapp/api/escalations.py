@@ -5,6 +5,7 @@ from ninja import Router, Status
 from ninja.errors import HttpError
 
 from reviewapp.review.models import Escalation
+from reviewapp.review.services.annotations import AnnotationError
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
@@ -67,7 +68,9 @@ def escalation_list(
     auth=ApiAuth("review"),
     response={201: DecisionOut, **errors(404, 409)},
     summary="Decide an escalation; the decision is signed",
-    description="409 if it is already decided, or a reviewer holds a live claim on it.",
+    description="409 if it is already decided, or a reviewer holds a live claim on it. "
+    "422 names any claim id, tag or lens in `claims`, `tags` or `wrong_reason` that does "
+    "not fit this proposal.",
 )
 def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
     caller = request.auth
@@ -81,7 +84,12 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
             rationale=payload.rationale,
             user=caller.user,
             decided_by_name=caller.name,
+            marks=[(m.claim, m.mark) for m in payload.claims],
+            tags=payload.tags,
+            wrong_reason=payload.wrong_reason,
         )
+    except AnnotationError as exc:
+        raise HttpError(422, str(exc)) from exc
     except Escalation.DoesNotExist as exc:
         raise Http404("no such escalation") from exc
     except (EscalationClosed, ClaimHeldByOther) as exc:

@@ -34,6 +34,7 @@ Assessment = Literal["verified", "contested", "refuted"]
 ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]
 EscalationStatus = Literal["open", "claimed", "resolved"]
 Outcome = Literal["approved", "rejected"]
+Mark = Literal["correct", "incorrect", "irrelevant"]
 
 
 class Strict(Schema):
@@ -155,6 +156,12 @@ class EscalationBriefOut(Schema):
     reasons: list[str]
 
 
+class ClaimMarkOut(Schema):
+    claim: int
+    lens: str
+    mark: Mark
+
+
 class DecisionOut(Schema):
     id: int
     proposal: int
@@ -168,6 +175,9 @@ class DecisionOut(Schema):
     public_key: str | None = Field(description="base64; null only if the key is unknown.")
     prev_hash: str
     hash: str
+    claims: list[ClaimMarkOut] = Field(description="The reviewer's marks, as signed.")
+    tags: list[str] = Field(description="The reviewer's tags, as signed.")
+    wrong_reason: list[str] = Field(description="Lenses right for the wrong reason, as signed.")
 
 
 class LensFailureOut(Schema):
@@ -246,6 +256,11 @@ class EscalationPageOut(Schema):
     next_cursor: str | None
 
 
+class ClaimMarkIn(Strict):
+    claim: int
+    mark: Mark
+
+
 class DecisionIn(Strict):
     model_config = ConfigDict(
         json_schema_extra={
@@ -255,6 +270,15 @@ class DecisionIn(Strict):
 
     outcome: Outcome
     rationale: NonBlank
+    claims: list[ClaimMarkIn] = Field(
+        default_factory=list,
+        description="Marks on the proposal's cited claims (ids from the proposal's judgements).",
+    )
+    tags: list[str] = Field(default_factory=list, description="Names of admin-defined tags.")
+    wrong_reason: list[str] = Field(
+        default_factory=list,
+        description="Lenses whose verdict matches the outcome but for the wrong reason.",
+    )
 
 
 class DecisionPageOut(Schema):

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from reviewapp.ledger.services import ledger_position_for_decision
 from reviewapp.review.models import Decision, Escalation, Proposal
 from reviewapp.review.page_access import reviewer_required
+from reviewapp.review.services.annotations import AnnotationError
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
@@ -28,6 +29,7 @@ from reviewapp.review.services.escalations import (
     escalation_release,
 )
 
+from .annotations import annotation_form, posted_annotations, signed_annotations
 from .presenters import (
     claim_state,
     claim_ttl,
@@ -86,7 +88,12 @@ def _adjudication_context(
     escalation = _current_escalation(proposal)
     decision = Decision.objects.filter(proposal=proposal).first()
     queue = _queue(request)
+    deciding = escalation is not None and decision is None
+    # What was chosen in the card comes back with it, like the rationale.
+    post = request.POST if request.method == "POST" else None
     return {
+        **(annotation_form(proposal, post) if deciding else {}),
+        "annotations": signed_annotations(decision) if decision else None,
         "proposal": proposal,
         "escalation": escalation,
         "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
@@ -287,11 +294,15 @@ def escalation_decide_view(request, pk: int):
             rationale=rationale.strip(),
             user=request.user,
             decided_by_name=request.user.get_username(),
+            **posted_annotations(request.POST),
         )
     except ClaimHeldByOther as exc:
         return _refused(request, escalation, f"Claimed by {exc.holder}: only they can decide it.")
     except (EscalationClosed, IntegrityError):
         return _refused(request, escalation, "This escalation is already decided.")
+    except AnnotationError as exc:
+        message = str(exc)
+        return _refused(request, escalation, message[0].upper() + message[1:] + ".", status=422)
     except ValueError as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=400)
     notice = f"Decision signed: {outcome}."

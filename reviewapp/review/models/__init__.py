@@ -6,6 +6,7 @@ cannot fork), so a re-delivered task or a double click ends in an
 IntegrityError instead of a duplicate.
 """
 
+from .annotation import ClaimMark, DecisionTag, Tag, WrongReason
 from .checker import CheckerConfig
 from .client import ApiClient
 from .decision import ChainHead, Decision, SigningKey
@@ -24,7 +25,9 @@ __all__ = [
     "ChainHead",
     "CheckerConfig",
     "Claim",
+    "ClaimMark",
     "Decision",
+    "DecisionTag",
     "EndpointCall",
     "EndpointControl",
     "Escalation",
@@ -37,4 +40,6 @@ __all__ = [
     "Proposal",
     "RecordedResponse",
     "SigningKey",
+    "Tag",
+    "WrongReason",
 ]

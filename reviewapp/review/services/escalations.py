@@ -15,6 +15,7 @@ from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_rel
 
 from ..access import may_sign_decisions
 from ..models import Decision, Escalation, Proposal
+from .annotations import annotations_validate
 from .decisions import decision_append
 
 
@@ -161,8 +162,16 @@ def escalation_decide(
     rationale: str,
     user=None,
     decided_by_name: str,
+    marks: list[tuple[object, object]] | None = None,
+    tags: list[object] | None = None,
+    wrong_reason: list[object] | None = None,
 ) -> Decision:
-    """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open)."""
+    """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open).
+
+    ``marks`` ((claim id, mark) pairs), ``tags`` and ``wrong_reason`` (lens
+    names) are checked by services.annotations and signed with it; an
+    ``AnnotationError`` names what does not fit, and nothing is written.
+    """
     if user is not None:  # a `review` token has no user; its scope was checked
         _ensure_may_sign(user)
     if shows_nothing(rationale):
@@ -183,6 +192,13 @@ def escalation_decide(
         )
         if claim_live and (user is None or escalation.claimed_by_id != user.pk):
             raise ClaimHeldByOther(_holder_name(escalation))
+        annotations = annotations_validate(
+            proposal=escalation.proposal,
+            outcome=outcome,
+            marks=marks,
+            tags=tags,
+            wrong_reason=wrong_reason,
+        )
         escalation.status = Escalation.Status.RESOLVED
         escalation.resolved_at = timezone.now()
         escalation.search = None  # only open escalations are searched
@@ -198,4 +214,5 @@ def escalation_decide(
             decided_by_user=user,
             decided_by_name=decided_by_name,
             escalation=escalation,
+            annotations=annotations,
         )
