@@ -168,3 +168,20 @@ def test_an_edited_annotation_fails_the_offline_check(
         write_jsonl(tmp_path / "d.jsonl", [item]),
         match=rf"differs from its signed bytes in {field}",
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_python_client_sends_and_reads_annotations(live_server, token, escalation, claim, tags):
+    from reviewapp_client import ClaimMark, Client
+
+    with Client(live_server.url, token) as client:
+        decision = client.decide(
+            escalation.pk,
+            "approved",
+            "Sound.",
+            claims={claim.pk: "correct"},
+            tags=["tone"],
+        )
+
+    assert decision.claims == [ClaimMark(claim.pk, claim.judgement.lens_name, "correct")]
+    assert (decision.tags, decision.wrong_reason) == (["tone"], [])
