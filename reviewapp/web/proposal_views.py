@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from reviewapp.ledger.services import ledger_position_for_decision
-from reviewapp.review.models import Decision, Escalation, Proposal
+from reviewapp.review.models import ClaimMark, Decision, Escalation, Proposal
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.annotations import AnnotationError
 from reviewapp.review.services.escalations import (
@@ -116,9 +116,12 @@ def _proposal_page(request, proposal: Proposal, *, status: int = 200, **adjudica
     judgements = list(proposal.judgements.prefetch_related("claims").order_by("id"))
     failures = list(proposal.lens_failures.order_by("id"))
     evidence = list(proposal.evidence.order_by("checker_name"))
+    marks = dict(
+        ClaimMark.objects.filter(decision__proposal=proposal).values_list("claim_id", "mark")
+    )
     context = {
         **_adjudication_context(request, proposal, **adjudication),
-        "view": proposal_view(proposal, judgements, failures),
+        "view": proposal_view(proposal, judgements, failures, marks),
         "evidence": evidence,
         "tally_text": tally_text(proposal.tally),
         "tally_outcome": tally_outcome(proposal.tally),
