@@ -77,6 +77,12 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
     visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
     if not visible.filter(pk=escalation_id).exists():
         raise Http404("no such escalation")
+    if visible.filter(pk=escalation_id, reasons__icontains='"audit"').exists():
+        raise HttpError(
+            409,
+            "this escalation audits an automatic decision, which stands: "
+            "give the audit verdict in the reviewer desk",
+        )
     try:
         decision = escalation_decide(
             escalation_id=escalation_id,

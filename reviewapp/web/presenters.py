@@ -23,6 +23,7 @@ REASON_LABELS = {
     Escalation.Reason.INCONCLUSIVE: "Inconclusive",
     Escalation.Reason.LENS_FAILED: "Lens failed",
     Escalation.Reason.SIGN_OFF: "Sign-off",
+    Escalation.Reason.AUDIT: "Audit",
 }
 OUTCOME_LABELS = {
     "no_quorum": "no quorum",

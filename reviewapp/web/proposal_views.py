@@ -17,9 +17,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from reviewapp.ledger.services import ledger_position_for_decision
-from reviewapp.review.models import ClaimMark, Decision, Escalation, Proposal
+from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Escalation, Proposal
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.annotations import AnnotationError
+from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
@@ -88,12 +89,21 @@ def _adjudication_context(
     escalation = _current_escalation(proposal)
     decision = Decision.objects.filter(proposal=proposal).first()
     queue = _queue(request)
+    auditing = (
+        escalation is not None
+        and is_audit(escalation)
+        and escalation.status != Escalation.Status.RESOLVED
+    )
     deciding = escalation is not None and decision is None
     # What was chosen in the card comes back with it, like the rationale.
     post = request.POST if request.method == "POST" else None
     return {
         **(annotation_form(proposal, post) if deciding else {}),
         "annotations": signed_annotations(decision) if decision else None,
+        "auditing": auditing,
+        "decision_audit": DecisionAudit.objects.filter(decision=decision).first()
+        if decision
+        else None,
         "proposal": proposal,
         "escalation": escalation,
         "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
@@ -291,7 +301,7 @@ def escalation_decide_view(request, pk: int):
             )
         return _refused(request, escalation, error)
     try:
-        escalation_decide(
+        signed = escalation_decide(
             escalation_id=escalation.pk,
             outcome=outcome,
             rationale=rationale.strip(),
@@ -309,6 +319,10 @@ def escalation_decide_view(request, pk: int):
     except ValueError as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=400)
     notice = f"Decision signed: {outcome}."
+    if isinstance(signed, DecisionAudit):
+        notice = f"Audit verdict signed: {outcome}." + (
+            "" if signed.agrees else " It disputes the automatic decision, which stands."
+        )
     if request.POST.get("then") == "next":
         return _go_next(request, escalation, notice)
     return _done(request, escalation, notice)

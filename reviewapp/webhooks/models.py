@@ -16,6 +16,7 @@ class Event(models.TextChoices):
     JUDGEMENT_REQUESTED = "judgement.requested"
     ESCALATION_CLAIMED = "escalation.claimed"
     ESCALATION_RELEASED = "escalation.released"
+    DECISION_DISPUTED = "decision.disputed"
 
 
 # Sent by `POST /api/webhooks/{id}/test`; not subscribable.

@@ -60,6 +60,7 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
+        ("Audits", {"fields": ("audit_rate",)}),
         ("Configurations proposals were judged with", {"fields": ("judged_configurations",)}),
     )
 

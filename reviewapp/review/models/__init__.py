@@ -10,6 +10,7 @@ from .annotation import ClaimMark, DecisionTag, Tag, WrongReason
 from .checker import CheckerConfig
 from .client import ApiClient
 from .decision import ChainHead, Decision, SigningKey
+from .decision_audit import DecisionAudit
 from .endpoint_call import EndpointCall, EndpointControl
 from .escalation import Escalation
 from .evidence import Evidence
@@ -27,6 +28,7 @@ __all__ = [
     "Claim",
     "ClaimMark",
     "Decision",
+    "DecisionAudit",
     "DecisionTag",
     "EndpointCall",
     "EndpointControl",

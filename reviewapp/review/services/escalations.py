@@ -14,8 +14,9 @@ from reviewapp.core.blank import shows_nothing
 from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
 
 from ..access import may_sign_decisions
-from ..models import Decision, Escalation, Proposal
+from ..models import Decision, DecisionAudit, Escalation, Proposal
 from .annotations import annotations_validate
+from .audits import audit_verdict_sign, is_audit
 from .decisions import decision_append
 
 
@@ -165,12 +166,14 @@ def escalation_decide(
     marks: list[tuple[object, object]] | None = None,
     tags: list[object] | None = None,
     wrong_reason: list[object] | None = None,
-) -> Decision:
+) -> Decision | DecisionAudit:
     """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open).
 
     ``marks`` ((claim id, mark) pairs), ``tags`` and ``wrong_reason`` (lens
     names) are checked by services.annotations and signed with it; an
     ``AnnotationError`` names what does not fit, and nothing is written.
+    An audit escalation is answered with a signed ``DecisionAudit`` instead
+    (services.audits): the automatic decision it audits stands.
     """
     if user is not None:  # a `review` token has no user; its scope was checked
         _ensure_may_sign(user)
@@ -192,6 +195,15 @@ def escalation_decide(
         )
         if claim_live and (user is None or escalation.claimed_by_id != user.pk):
             raise ClaimHeldByOther(_holder_name(escalation))
+        if is_audit(escalation):
+            # The machine's decision stands: the verdict is signed beside it.
+            return audit_verdict_sign(
+                escalation=escalation,
+                outcome=outcome,
+                rationale=rationale,
+                user=user,
+                decided_by_name=decided_by_name,
+            )
         annotations = annotations_validate(
             proposal=escalation.proposal,
             outcome=outcome,
