@@ -430,7 +430,7 @@ def test_htmx_gets_only_the_dashboard_body_and_the_url_is_pushed(reviewer_client
 
 # --- query count ---------------------------------------------------------------------------------
 
-DASHBOARD_QUERIES = 15  # session, user, reviewer group + panels + 11 aggregates
+DASHBOARD_QUERIES = 16  # session, user, reviewer group + panels + 12 aggregates
 
 
 def _mixed_proposals(count: int, reviewer) -> None:
