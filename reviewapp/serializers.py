@@ -10,7 +10,15 @@ import json
 from django.db.models import Prefetch, QuerySet
 
 from reviewapp.review.keys import public_keys_b64, trusted_keys
-from reviewapp.review.models import ApiClient, Claim, Decision, Judgement, LensFailure, Proposal
+from reviewapp.review.models import (
+    ApiClient,
+    Claim,
+    Decision,
+    DecisionAudit,
+    Judgement,
+    LensFailure,
+    Proposal,
+)
 from reviewapp.review.services.visibility import proposals_visible_to
 
 
@@ -52,6 +60,23 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "claims": signed.get("claims", []),
         "tags": signed.get("tags", []),
         "wrong_reason": signed.get("wrong_reason", []),
+    }
+
+
+def audit_out(audit: DecisionAudit) -> dict:
+    """An audit verdict as verifiable by itself: its signed bytes, signature and key id."""
+    return {
+        "id": audit.pk,
+        "proposal": audit.escalation.proposal_id,
+        "decision": audit.decision_id,
+        "outcome": audit.outcome,
+        "agrees": audit.agrees,
+        "decided_by": audit.decided_by_name,
+        "rationale": audit.rationale,
+        "payload": audit.payload,
+        "signature": audit.signature,
+        "key_id": audit.key_id,
+        "hash": audit.hash,
     }
 
 

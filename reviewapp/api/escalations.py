@@ -6,17 +6,20 @@ from ninja.errors import HttpError
 
 from reviewapp.review.models import Escalation
 from reviewapp.review.services.annotations import AnnotationError
+from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
     escalation_decide,
 )
 from reviewapp.review.services.visibility import visible_q
-from reviewapp.serializers import decision_out, public_keys_for
+from reviewapp.serializers import audit_out, decision_out, public_keys_for
 
 from .auth import ApiAuth
 from .cursors import keyset_page
 from .schemas import (
+    AuditIn,
+    AuditOut,
     DecisionIn,
     DecisionOut,
     EscalationPageOut,
@@ -75,13 +78,14 @@ def escalation_list(
 def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
     caller = request.auth
     visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
-    if not visible.filter(pk=escalation_id).exists():
+    escalation = visible.filter(pk=escalation_id).only("reasons").first()
+    if escalation is None:
         raise Http404("no such escalation")
-    if visible.filter(pk=escalation_id, reasons__icontains='"audit"').exists():
+    if is_audit(escalation):
         raise HttpError(
             409,
             "this escalation audits an automatic decision, which stands: "
-            "give the audit verdict in the reviewer desk",
+            f"POST the verdict to /api/escalations/{escalation_id}/audit",
         )
     try:
         decision = escalation_decide(
@@ -101,3 +105,37 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
     except (EscalationClosed, ClaimHeldByOther) as exc:
         raise HttpError(409, str(exc)) from exc
     return Status(201, decision_out(decision, public_keys_for([decision.key_id])))
+
+
+@router.post(
+    "/escalations/{escalation_id}/audit",
+    auth=ApiAuth("review"),
+    response={201: AuditOut, **errors(404, 409)},
+    summary="Give an audit verdict on an automatic decision; the verdict is signed",
+    description="Only for escalations with reason `audit`. The audited decision stands; a "
+    "verdict that differs from it disputes it (`decision.disputed`). 409 if the audit is "
+    "already answered, a reviewer holds a live claim on it, or it is not an audit.",
+)
+def escalation_audit_create(request, escalation_id: ObjectId, payload: AuditIn):
+    caller = request.auth
+    visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
+    escalation = visible.filter(pk=escalation_id).only("reasons").first()
+    if escalation is None:
+        raise Http404("no such escalation")
+    if not is_audit(escalation):
+        raise HttpError(
+            409,
+            "not an audit: decide it with POST "
+            f"/api/escalations/{escalation_id}/decision",
+        )
+    try:
+        audit = escalation_decide(
+            escalation_id=escalation_id,
+            outcome=payload.outcome,
+            rationale=payload.rationale,
+            user=caller.user,
+            decided_by_name=caller.name,
+        )
+    except (EscalationClosed, ClaimHeldByOther) as exc:
+        raise HttpError(409, str(exc)) from exc
+    return Status(201, audit_out(audit))

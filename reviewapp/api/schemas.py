@@ -281,6 +281,31 @@ class DecisionIn(Strict):
     )
 
 
+class AuditIn(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"outcome": "rejected", "rationale": "The figure is wrong."}]
+        }
+    )
+
+    outcome: Outcome
+    rationale: NonBlank
+
+
+class AuditOut(Schema):
+    id: int
+    proposal: int
+    decision: int = Field(description="The automatic decision audited; it stands.")
+    outcome: Outcome = Field(description="The reviewer's verdict.")
+    agrees: bool = Field(description="False: the decision is disputed (`decision.disputed`).")
+    decided_by: str
+    rationale: str
+    payload: str = Field(description="The exact signed RFC 8785 JSON (reviewapp.audit/v1).")
+    signature: str = Field(description="base64 ed25519 signature over `payload`.")
+    key_id: str
+    hash: str
+
+
 class DecisionPageOut(Schema):
     items: list[DecisionOut]
     next_after: int | None = Field(

@@ -105,5 +105,39 @@ def test_the_api_refuses_to_decide_an_audit_and_says_why(audit):
     )
 
     assert response.status_code == 409
-    assert "audits an automatic decision" in response.json()["detail"]
+    assert f"/api/escalations/{audit.pk}/audit" in response.json()["detail"]
     assert Decision.objects.count() == 1
+
+
+def test_the_api_signs_an_audit_verdict(audit):
+    api = api_with("review", "read:all", "read")
+
+    response = api.post(
+        f"/api/escalations/{audit.pk}/audit", {"outcome": "rejected", "rationale": "No."}
+    )
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["outcome"], body["agrees"]) == ("rejected", False)
+    assert body["decision"] == Decision.objects.get().pk
+    assert body["payload"] == DecisionAudit.objects.get().payload
+
+
+def test_the_api_audit_route_refuses_an_ordinary_escalation(db):
+    escalation = Escalation.objects.get(proposal=split_panel_proposal())
+    api = api_with("review", "read:all", "read")
+
+    response = api.post(
+        f"/api/escalations/{escalation.pk}/audit", {"outcome": "approved", "rationale": "Ok."}
+    )
+
+    assert response.status_code == 409
+    assert "not an audit" in response.json()["detail"]
+
+
+def test_a_second_api_verdict_on_an_audit_is_409(audit):
+    api = api_with("review", "read:all", "read")
+    body = {"outcome": "approved", "rationale": "Fine."}
+    api.post(f"/api/escalations/{audit.pk}/audit", body)
+
+    assert api.post(f"/api/escalations/{audit.pk}/audit", body).status_code == 409
