@@ -5,6 +5,7 @@ with the same shapes, so both take them from here; the API's schemas say
 which of these fields it publishes.
 """
 
+import json
 from collections.abc import Iterable
 
 from django.db.models import Prefetch, QuerySet
@@ -15,6 +16,7 @@ from reviewapp.review.models import (
     ApiClient,
     Claim,
     Decision,
+    DecisionAudit,
     Escalation,
     Judgement,
     LensFailure,
@@ -29,8 +31,22 @@ def public_keys_for(key_ids) -> dict[str, str]:
     return {k: trusted[k] for k in set(key_ids) if k in trusted}
 
 
+def _signed(payload: str) -> dict:
+    # A tampered row may hold anything; the verifier says so, this must not crash.
+    try:
+        signed = json.loads(payload)
+    except ValueError:
+        return {}
+    return signed if isinstance(signed, dict) else {}
+
+
 def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
-    """A decision as verifiable by itself: the signed bytes, signature and public key."""
+    """A decision as verifiable by itself: the signed bytes, signature and public key.
+
+    The reviewer's annotations are read from the signed bytes, so they say
+    exactly what was signed (absent keys: none given).
+    """
+    signed = _signed(decision.payload)
     return {
         "id": decision.pk,
         "proposal": decision.proposal_id,
@@ -45,6 +61,26 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "prev_hash": decision.prev_hash,
         "hash": decision.hash,
         "ledger_index": _ledger_index(decision),
+        "claims": signed.get("claims", []),
+        "tags": signed.get("tags", []),
+        "wrong_reason": signed.get("wrong_reason", []),
+    }
+
+
+def audit_out(audit: DecisionAudit) -> dict:
+    """An audit verdict as verifiable by itself: its signed bytes, signature and key id."""
+    return {
+        "id": audit.pk,
+        "proposal": audit.escalation.proposal_id,
+        "decision": audit.decision_id,
+        "outcome": audit.outcome,
+        "agrees": audit.agrees,
+        "decided_by": audit.decided_by_name,
+        "rationale": audit.rationale,
+        "payload": audit.payload,
+        "signature": audit.signature,
+        "key_id": audit.key_id,
+        "hash": audit.hash,
     }
 
 

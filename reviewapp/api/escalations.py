@@ -5,6 +5,8 @@ from ninja import Router, Status
 from ninja.errors import HttpError
 
 from reviewapp.review.models import Escalation, LensFailure
+from reviewapp.review.services.annotations import AnnotationError
+from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
@@ -12,6 +14,7 @@ from reviewapp.review.services.escalations import (
 )
 from reviewapp.review.services.visibility import visible_q
 from reviewapp.serializers import (
+    audit_out,
     decision_out,
     escalation_out,
     failures_by_proposal,
@@ -21,6 +24,8 @@ from reviewapp.serializers import (
 from .auth import ApiAuth
 from .cursors import keyset_page
 from .schemas import (
+    AuditIn,
+    AuditOut,
     DecisionIn,
     DecisionOut,
     EscalationOut,
@@ -85,13 +90,22 @@ def escalation_detail(request, escalation_id: ObjectId):
     auth=ApiAuth("review"),
     response={201: DecisionOut, **errors(404, 409)},
     summary="Decide an escalation; the decision is signed",
-    description="409 if it is already decided, or a reviewer holds a live claim on it.",
+    description="409 if it is already decided, or a reviewer holds a live claim on it. "
+    "422 names any claim id, tag or lens in `claims`, `tags` or `wrong_reason` that does "
+    "not fit this proposal.",
 )
 def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
     caller = request.auth
     visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
-    if not visible.filter(pk=escalation_id).exists():
+    escalation = visible.filter(pk=escalation_id).only("reasons").first()
+    if escalation is None:
         raise Http404("no such escalation")
+    if is_audit(escalation):
+        raise HttpError(
+            409,
+            "this escalation audits an automatic decision, which stands: "
+            f"POST the verdict to /api/escalations/{escalation_id}/audit",
+        )
     try:
         decision = escalation_decide(
             escalation_id=escalation_id,
@@ -99,9 +113,48 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
             rationale=payload.rationale,
             user=caller.user,
             decided_by_name=caller.name,
+            marks=[(m.claim, m.mark) for m in payload.claims],
+            tags=payload.tags,
+            wrong_reason=payload.wrong_reason,
         )
+    except AnnotationError as exc:
+        raise HttpError(422, str(exc)) from exc
     except Escalation.DoesNotExist as exc:
         raise Http404("no such escalation") from exc
     except (EscalationClosed, ClaimHeldByOther) as exc:
         raise HttpError(409, str(exc)) from exc
     return Status(201, decision_out(decision, public_keys_for([decision.key_id])))
+
+
+@router.post(
+    "/escalations/{escalation_id}/audit",
+    auth=ApiAuth("review"),
+    response={201: AuditOut, **errors(404, 409)},
+    summary="Give an audit verdict on an automatic decision; the verdict is signed",
+    description="Only for escalations with reason `audit`. The audited decision stands; a "
+    "verdict that differs from it disputes it (`decision.disputed`). 409 if the audit is "
+    "already answered, a reviewer holds a live claim on it, or it is not an audit.",
+)
+def escalation_audit_create(request, escalation_id: ObjectId, payload: AuditIn):
+    caller = request.auth
+    visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
+    escalation = visible.filter(pk=escalation_id).only("reasons").first()
+    if escalation is None:
+        raise Http404("no such escalation")
+    if not is_audit(escalation):
+        raise HttpError(
+            409,
+            "not an audit: decide it with POST "
+            f"/api/escalations/{escalation_id}/decision",
+        )
+    try:
+        audit = escalation_decide(
+            escalation_id=escalation_id,
+            outcome=payload.outcome,
+            rationale=payload.rationale,
+            user=caller.user,
+            decided_by_name=caller.name,
+        )
+    except (EscalationClosed, ClaimHeldByOther) as exc:
+        raise HttpError(409, str(exc)) from exc
+    return Status(201, audit_out(audit))

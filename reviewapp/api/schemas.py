@@ -35,6 +35,7 @@ Assessment = Literal["verified", "contested", "refuted"]
 ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]
 EscalationStatus = Literal["open", "claimed", "resolved"]
 Outcome = Literal["approved", "rejected"]
+Mark = Literal["correct", "incorrect", "irrelevant"]
 
 
 class Strict(Schema):
@@ -150,6 +151,12 @@ class EvidenceOut(Schema):
     payload: str = Field(description="The exact signed RFC 8785 JSON.")
 
 
+class ClaimMarkOut(Schema):
+    claim: int
+    lens: str
+    mark: Mark
+
+
 class DecisionOut(Schema):
     id: int
     proposal: int
@@ -167,6 +174,9 @@ class DecisionOut(Schema):
         description="The decision's entry in the ledger: `GET /api/ledger/proof/{ledger_index}` "
         "proves it is included in a checkpoint. Null until it is appended."
     )
+    claims: list[ClaimMarkOut] = Field(description="The reviewer's marks, as signed.")
+    tags: list[str] = Field(description="The reviewer's tags, as signed.")
+    wrong_reason: list[str] = Field(description="Lenses right for the wrong reason, as signed.")
 
 
 class LensFailureOut(Schema):
@@ -278,6 +288,11 @@ class EscalationPageOut(Schema):
     next_cursor: str | None
 
 
+class ClaimMarkIn(Strict):
+    claim: int
+    mark: Mark
+
+
 class DecisionIn(Strict):
     model_config = ConfigDict(
         json_schema_extra={
@@ -287,6 +302,40 @@ class DecisionIn(Strict):
 
     outcome: Outcome
     rationale: NonBlank
+    claims: list[ClaimMarkIn] = Field(
+        default_factory=list,
+        description="Marks on the proposal's cited claims (ids from the proposal's judgements).",
+    )
+    tags: list[str] = Field(default_factory=list, description="Names of admin-defined tags.")
+    wrong_reason: list[str] = Field(
+        default_factory=list,
+        description="Lenses whose verdict matches the outcome but for the wrong reason.",
+    )
+
+
+class AuditIn(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"outcome": "rejected", "rationale": "The figure is wrong."}]
+        }
+    )
+
+    outcome: Outcome
+    rationale: NonBlank
+
+
+class AuditOut(Schema):
+    id: int
+    proposal: int
+    decision: int = Field(description="The automatic decision audited; it stands.")
+    outcome: Outcome = Field(description="The reviewer's verdict.")
+    agrees: bool = Field(description="False: the decision is disputed (`decision.disputed`).")
+    decided_by: str
+    rationale: str
+    payload: str = Field(description="The exact signed RFC 8785 JSON (reviewapp.audit/v1).")
+    signature: str = Field(description="base64 ed25519 signature over `payload`.")
+    key_id: str
+    hash: str
 
 
 class DecisionPageOut(Schema):

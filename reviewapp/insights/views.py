@@ -9,13 +9,14 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 from django import forms
+from django.db.models import Count, Q
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from reviewapp.review.models import Panel
+from reviewapp.review.models import DecisionAudit, Panel
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.proposal_sets import drilldown
 from reviewapp.review.proposal_sets.scope import PROPOSAL_SETS, Scope
@@ -375,6 +376,33 @@ def _tables(data: queries.Dashboard) -> dict:
     }
 
 
+DISPUTED_SHOWN = 10
+
+
+def _audits(scope: Scope) -> dict:
+    """Audits of automatic decisions in scope: how many, how many disputed, the latest disputed.
+
+    One aggregate query; the list is read only when something is disputed.
+    """
+    audits = DecisionAudit.objects.filter(scope.q("decision__proposal__"))
+    totals = audits.aggregate(done=Count("id"), disputed=Count("id", filter=Q(agrees=False)))
+    disputed = []
+    if totals["disputed"]:
+        disputed = list(
+            audits.filter(agrees=False)
+            .select_related("decision")
+            .only(
+                "outcome",
+                "decided_by_name",
+                "created_at",
+                "decision__outcome",
+                "decision__proposal_id",
+            )
+            .order_by("-created_at")[:DISPUTED_SHOWN]
+        )
+    return {**totals, "latest_disputed": disputed}
+
+
 @require_GET
 @reviewer_required
 def dashboard(request):
@@ -431,6 +459,7 @@ def dashboard(request):
         "export_jsonl": reverse("export_proposals_jsonl")
         + (f"?{export_query}" if export_query else ""),
     }
+    context["audits"] = _audits(scope)
     template = "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
     response = render(request, template, context)
     # The same URL answers with a fragment or the whole page: caches must keep them apart.

@@ -18,8 +18,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reviewapp.calibration.queries import drifting_judges
 from reviewapp.ledger.services import ledger_position_for_decision
-from reviewapp.review.models import Decision, Escalation, Proposal
+from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Escalation, Proposal
 from reviewapp.review.page_access import reviewer_required
+from reviewapp.review.services.annotations import AnnotationError
+from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     EscalationClosed,
@@ -29,6 +31,7 @@ from reviewapp.review.services.escalations import (
     escalation_release,
 )
 
+from .annotations import annotation_form, posted_annotations, signed_annotations
 from .presenters import (
     claim_state,
     claim_ttl,
@@ -87,7 +90,21 @@ def _adjudication_context(
     escalation = _current_escalation(proposal)
     decision = Decision.objects.filter(proposal=proposal).first()
     queue = _queue(request)
+    auditing = (
+        escalation is not None
+        and is_audit(escalation)
+        and escalation.status != Escalation.Status.RESOLVED
+    )
+    deciding = escalation is not None and decision is None
+    # What was chosen in the card comes back with it, like the rationale.
+    post = request.POST if request.method == "POST" else None
     return {
+        **(annotation_form(proposal, post) if deciding else {}),
+        "annotations": signed_annotations(decision) if decision else None,
+        "auditing": auditing,
+        "decision_audit": DecisionAudit.objects.filter(decision=decision).first()
+        if decision
+        else None,
         "proposal": proposal,
         "escalation": escalation,
         "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
@@ -110,9 +127,12 @@ def _proposal_page(request, proposal: Proposal, *, status: int = 200, **adjudica
     judgements = list(proposal.judgements.prefetch_related("claims").order_by("id"))
     failures = list(proposal.lens_failures.order_by("id"))
     evidence = list(proposal.evidence.order_by("checker_name"))
+    marks = dict(
+        ClaimMark.objects.filter(decision__proposal=proposal).values_list("claim_id", "mark")
+    )
     context = {
         **_adjudication_context(request, proposal, **adjudication),
-        "view": proposal_view(proposal, judgements, failures),
+        "view": proposal_view(proposal, judgements, failures, marks),
         "evidence": evidence,
         "tally_text": tally_text(proposal.tally),
         "tally_outcome": tally_outcome(proposal.tally),
@@ -283,20 +303,28 @@ def escalation_decide_view(request, pk: int):
             )
         return _refused(request, escalation, error)
     try:
-        escalation_decide(
+        signed = escalation_decide(
             escalation_id=escalation.pk,
             outcome=outcome,
             rationale=rationale.strip(),
             user=request.user,
             decided_by_name=request.user.get_username(),
+            **posted_annotations(request.POST),
         )
     except ClaimHeldByOther as exc:
         return _refused(request, escalation, f"Claimed by {exc.holder}: only they can decide it.")
     except (EscalationClosed, IntegrityError):
         return _refused(request, escalation, "This escalation is already decided.")
+    except AnnotationError as exc:
+        message = str(exc)
+        return _refused(request, escalation, message[0].upper() + message[1:] + ".", status=422)
     except ValueError as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=400)
     notice = f"Decision signed: {outcome}."
+    if isinstance(signed, DecisionAudit):
+        notice = f"Audit verdict signed: {outcome}." + (
+            "" if signed.agrees else " It disputes the automatic decision, which stands."
+        )
     if request.POST.get("then") == "next":
         return _go_next(request, escalation, notice)
     return _done(request, escalation, notice)

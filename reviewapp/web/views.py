@@ -22,7 +22,7 @@ from reviewapp.review.search_queries import proposal_text_q, search_typed
 from reviewapp.review.services.decisions import decision_check
 
 from . import inbox as inbox_queries
-from .inbox import inbox_counts, inbox_filters, inbox_page_rows
+from .inbox import inbox_audits, inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
     claim_state,
@@ -32,6 +32,8 @@ from .presenters import (
 )
 
 INBOX_PAGE_SIZE = 25
+# Audits shown below the default list; the "Audit" filter lists them all.
+INBOX_AUDITS_SHOWN = 10
 LIST_PAGE_SIZE = 50
 INBOX_POLL_SECONDS = 5
 # Columns a list never shows; a 1 MB proposal must not be read to list its title.
@@ -99,7 +101,19 @@ def inbox(request):
         escalation.claim = claim_state(escalation, request.user, now)
 
     panel_query = _query_without(request, "reason", "page")
+    audits = []
+    if not filters.reason and counts["audit"].n:
+        audits = list(
+            inbox_audits(filters, request.user)
+            .select_related("proposal", "proposal__panel", "claimed_by")
+            .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
+        )
+        for escalation in audits:
+            escalation.claim = claim_state(escalation, request.user, now)
     context = {
+        "audits": audits,
+        "audit_count": counts["audit"].label,
+        "audit_query": "&".join(filter(None, [panel_query, "reason=audit"])),
         "page": page,
         "reason": filters.reason,
         "panel_id": filters.panel_id,

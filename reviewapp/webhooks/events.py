@@ -14,7 +14,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from reviewapp.review.models import Decision, Escalation, Lens, Proposal
+from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Proposal
 from reviewapp.review.services.visibility import client_may_see, sees_everything
 from reviewapp.serializers import escalation_why
 
@@ -44,6 +44,36 @@ def webhook_record_decided(*, decision: Decision) -> None:
         },
     }
     _record(Event.PROPOSAL_DECIDED, data, watchers, proposal=proposal)
+
+
+def webhook_record_disputed(*, audit: DecisionAudit) -> None:
+    """A reviewer's audit disagrees with an automatic decision (which stands)."""
+    decision = audit.decision
+    proposal = decision.proposal
+    watchers = _watchers(Event.DECISION_DISPUTED, proposal)
+    if not watchers:
+        return
+    data = {
+        "proposal": _proposal_part(proposal),
+        "decision": {
+            "id": decision.pk,
+            "outcome": decision.outcome,
+            "basis": decision.basis,
+            "hash": decision.hash,
+        },
+        # The audit verdict's signed bytes: a receiver verifies it with the public key.
+        "audit": {
+            "id": audit.pk,
+            "outcome": audit.outcome,
+            "decided_by": audit.decided_by_name,
+            "rationale": audit.rationale,
+            "payload": audit.payload,
+            "signature": audit.signature,
+            "key_id": audit.key_id,
+            "hash": audit.hash,
+        },
+    }
+    _record(Event.DECISION_DISPUTED, data, watchers, proposal=proposal)
 
 
 def webhook_record_escalated(*, escalation: Escalation) -> None:

@@ -18,6 +18,7 @@ class Event(models.TextChoices):
     ESCALATION_RELEASED = "escalation.released"
     LENS_DRIFT = "lens.drift"
     LENS_RECOVERED = "lens.recovered"
+    DECISION_DISPUTED = "decision.disputed"
 
 
 # Sent by `POST /api/webhooks/{id}/test`; not subscribable.

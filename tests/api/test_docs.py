@@ -11,6 +11,7 @@ def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
         "/api/escalations",
         "/api/escalations/{escalation_id}",
         "/api/escalations/{escalation_id}/decision",
+        "/api/escalations/{escalation_id}/audit",
         "/api/decisions",
         "/api/decisions/{decision_id}",
         "/api/keys",

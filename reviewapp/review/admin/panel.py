@@ -61,6 +61,7 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
+        ("Audits", {"fields": ("audit_rate",)}),
         ("Configurations proposals were judged with", {"fields": ("judged_configurations",)}),
         ("Lenses against the reviewers", {"fields": ("lenses_against_reviewers",)}),
     )

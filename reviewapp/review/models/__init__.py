@@ -6,9 +6,11 @@ cannot fork), so a re-delivered task or a double click ends in an
 IntegrityError instead of a duplicate.
 """
 
+from .annotation import ClaimMark, DecisionTag, Tag, WrongReason
 from .checker import CheckerConfig
 from .client import ApiClient
 from .decision import ChainHead, Decision, SigningKey
+from .decision_audit import DecisionAudit
 from .endpoint_call import EndpointCall, EndpointControl
 from .escalation import Escalation
 from .evidence import Evidence
@@ -24,7 +26,10 @@ __all__ = [
     "ChainHead",
     "CheckerConfig",
     "Claim",
+    "ClaimMark",
     "Decision",
+    "DecisionAudit",
+    "DecisionTag",
     "EndpointCall",
     "EndpointControl",
     "Escalation",
@@ -37,4 +42,6 @@ __all__ = [
     "Proposal",
     "RecordedResponse",
     "SigningKey",
+    "Tag",
+    "WrongReason",
 ]

@@ -21,6 +21,7 @@ class Escalation(models.Model):
         LENS_FAILED = "lens_failed", "Lens failed"
         SIGN_OFF = "sign_off", "Sign-off"
         FINAL_STEP_FAILED = "final_step_failed", "Final step kept failing"
+        AUDIT = "audit", "Audit of an automatic decision"
 
     class Status(models.TextChoices):
         OPEN = "open"

@@ -1,5 +1,6 @@
 """A panel: the lenses and checkers a proposal is judged by, and the quorum it needs."""
 
+from django.core.validators import MaxValueValidator
 from django.db import models
 
 from reviewapp.core.cite import GroundingPolicy
@@ -24,6 +25,11 @@ class Panel(models.Model):
     )
     external_deadline_seconds = models.PositiveIntegerField(
         default=3600, help_text="How long to wait for external judgements."
+    )
+    audit_rate = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Percent (0–100) of automatic decisions also sent to the inbox as an audit.",
     )
     active = models.BooleanField(default=True)
     version = models.PositiveIntegerField(default=1, editable=False)

@@ -21,6 +21,7 @@ from reviewapp.webhooks.events import webhook_record_decided
 
 from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
+from .annotations import Annotations, annotations_payload, annotations_store
 
 GENESIS_HASH = "0" * 64
 DECISION_PAYLOAD_TYPE = "reviewapp.decision/v1"
@@ -38,11 +39,13 @@ def decision_payload(
     decided_at: str,
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
+    annotations: Annotations | None = None,
 ) -> dict:
     """Everything a decision is bound to, as the dict that gets canonicalised and signed.
 
     `evidence` and `lenses` (lens_name, lens_version) are read from the
-    proposal unless the caller already holds them.
+    proposal unless the caller already holds them. A reviewer's annotations
+    add their keys only when there are any (see services.annotations).
     """
     snapshot = proposal.panel_snapshot
     if evidence is None:
@@ -78,6 +81,7 @@ def decision_payload(
         "rationale": rationale,
         "decided_at": decided_at,
         "prev_hash": prev_hash,
+        **annotations_payload(annotations),
     }
 
 
@@ -94,6 +98,7 @@ def decision_append(
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
     evidence_is_new: bool = False,
+    annotations: Annotations | None = None,
 ) -> Decision:
     """Sign and store a decision. Raises IntegrityError if the proposal already has one.
 
@@ -118,6 +123,7 @@ def decision_append(
             decided_at=timezone.now().isoformat(),
             evidence=evidence,
             lenses=lenses,
+            annotations=annotations,
         )
         signed = signer.sign(payload)
         decision = Decision.objects.create(
@@ -134,6 +140,7 @@ def decision_append(
             prev_hash=head.last_hash,
             hash=sha256_hex(signed.payload_bytes),
         )
+        annotations_store(decision=decision, annotations=annotations)
         # Same transaction: a decision exists exactly when its ledger entry does.
         new_entries = [evidence_entry(e) for e in evidence] if evidence_is_new else []
         ledger_append([*new_entries, decision_entry(decision)])

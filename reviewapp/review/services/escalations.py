@@ -14,7 +14,9 @@ from reviewapp.core.blank import shows_nothing
 from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
 
 from ..access import may_sign_decisions
-from ..models import Decision, Escalation, Proposal
+from ..models import Decision, DecisionAudit, Escalation, Proposal
+from .annotations import annotations_validate
+from .audits import audit_verdict_sign, is_audit
 from .decisions import decision_append
 
 
@@ -161,8 +163,18 @@ def escalation_decide(
     rationale: str,
     user=None,
     decided_by_name: str,
-) -> Decision:
-    """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open)."""
+    marks: list[tuple[object, object]] | None = None,
+    tags: list[object] | None = None,
+    wrong_reason: list[object] | None = None,
+) -> Decision | DecisionAudit:
+    """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open).
+
+    ``marks`` ((claim id, mark) pairs), ``tags`` and ``wrong_reason`` (lens
+    names) are checked by services.annotations and signed with it; an
+    ``AnnotationError`` names what does not fit, and nothing is written.
+    An audit escalation is answered with a signed ``DecisionAudit`` instead
+    (services.audits): the automatic decision it audits stands.
+    """
     if user is not None:  # a `review` token has no user; its scope was checked
         _ensure_may_sign(user)
     if shows_nothing(rationale):
@@ -183,6 +195,22 @@ def escalation_decide(
         )
         if claim_live and (user is None or escalation.claimed_by_id != user.pk):
             raise ClaimHeldByOther(_holder_name(escalation))
+        if is_audit(escalation):
+            # The machine's decision stands: the verdict is signed beside it.
+            return audit_verdict_sign(
+                escalation=escalation,
+                outcome=outcome,
+                rationale=rationale,
+                user=user,
+                decided_by_name=decided_by_name,
+            )
+        annotations = annotations_validate(
+            proposal=escalation.proposal,
+            outcome=outcome,
+            marks=marks,
+            tags=tags,
+            wrong_reason=wrong_reason,
+        )
         escalation.status = Escalation.Status.RESOLVED
         escalation.resolved_at = timezone.now()
         escalation.search = None  # only open escalations are searched
@@ -198,4 +226,5 @@ def escalation_decide(
             decided_by_user=user,
             decided_by_name=decided_by_name,
             escalation=escalation,
+            annotations=annotations,
         )

@@ -17,6 +17,7 @@ from reviewapp.webhooks.events import webhook_record_escalated
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from ..search import escalation_search_vector
+from .audits import audit_open_maybe
 from .decisions import decision_append
 from .in_flight import gone_from_snapshot
 from .judgements import LensAnswer, answered_lens_ids, answers_write, proposal_lock_counter
@@ -192,7 +193,7 @@ def proposal_finalize(
             ledger_append(evidence_entry(row) for row in evidence)
             webhook_record_escalated(escalation=escalation)  # commits with the escalation
         else:
-            decision_append(
+            decision = decision_append(
                 proposal=proposal,
                 outcome=decided.outcome,
                 basis="system",
@@ -202,6 +203,7 @@ def proposal_finalize(
                 lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
                 evidence_is_new=True,
             )
+            audit_open_maybe(proposal=proposal, decision=decision)
     return proposal
 
 

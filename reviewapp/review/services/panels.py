@@ -28,11 +28,18 @@ def panel_configure(
     grounding_policy: str = "reject",
     requires_sign_off: bool = False,
     external_deadline_seconds: int = 3600,
+    audit_rate: int | None = None,
 ) -> Panel:
-    """Create or update a panel; refuses what `core.quorum` refuses, writing nothing."""
+    """Create or update a panel; refuses what `core.quorum` refuses, writing nothing.
+
+    `audit_rate` (percent of automatic decisions audited) is kept as it is when
+    None; it does not change how proposals are judged, so no new version.
+    """
     refusal = panel_quorum_error(need=need, lenses=lenses)
     if refusal:
         raise ValidationError({"need": refusal})
+    if audit_rate is not None and not 0 <= audit_rate <= 100:
+        raise ValidationError({"audit_rate": "the audit rate is a percentage, 0 to 100"})
     panel = Panel.objects.select_for_update().filter(name=name).first() or Panel(name=name)
     changed = panel.pk is None or (
         panel.need != need
@@ -48,6 +55,8 @@ def panel_configure(
     panel.grounding_policy = grounding_policy
     panel.requires_sign_off = requires_sign_off
     panel.external_deadline_seconds = external_deadline_seconds
+    if audit_rate is not None:
+        panel.audit_rate = audit_rate
     if changed and panel.pk:
         panel.version += 1
     panel.save()

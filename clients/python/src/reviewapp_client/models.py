@@ -318,6 +318,23 @@ class Escalation:
 
 
 @dataclass(frozen=True)
+class ClaimMark:
+    """A reviewer's mark on one cited claim: "correct", "incorrect" or "irrelevant"."""
+
+    claim: int
+    lens: str
+    mark: str
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str = "claim") -> ClaimMark:
+        return cls(
+            claim=req(data, "claim", int, at=at),
+            lens=req(data, "lens", str, at=at),
+            mark=req(data, "mark", str, at=at),
+        )
+
+
+@dataclass(frozen=True)
 class Decision:
     """A signed decision. `payload` is the exact signed bytes (RFC 8785 JSON);
     check it with `verify_decision(decision, keys)` against keys you pinned."""
@@ -335,6 +352,10 @@ class Decision:
     prev_hash: str = ""
     public_key: str | None = None  # informative only: verify with keys you trust
     ledger_index: int | None = None  # its ledger entry: GET /api/ledger/proof/{ledger_index}
+    # A reviewer's annotations, as signed (empty for older servers and system decisions).
+    claims: list[ClaimMark] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    wrong_reason: list[str] = field(default_factory=list)
 
     @property
     def approved(self) -> bool:
@@ -356,6 +377,9 @@ class Decision:
             prev_hash=opt(data, "prev_hash", str, at=at, default=""),
             public_key=opt(data, "public_key", str, at=at),
             ledger_index=opt(data, "ledger_index", int, at=at),
+            claims=items(data, "claims", ClaimMark.from_api, at=at, required=False),
+            tags=opt(data, "tags", list, at=at, default=[]),
+            wrong_reason=opt(data, "wrong_reason", list, at=at, default=[]),
         )
 
 

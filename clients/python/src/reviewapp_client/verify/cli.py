@@ -18,10 +18,11 @@ Two inputs are understood, told apart by their first line:
 - **decisions** as ``GET /api/decisions`` serves them: one decision object per
   line, or the API's pages (``{"items": [...], "next_after": ...}``) one per
   line. Every signature, every hash, the hash chain, and that the readable
-  fields (outcome, basis, rationale, decided_by, proposal) say what the signed
-  bytes say. With ``--checkpoint``, each decision must also come with an
-  inclusion proof (``--proofs``: JSONL of ``GET /api/ledger/proof/{entry}``
-  answers) that verifies against that checkpoint.
+  fields (outcome, basis, rationale, decided_by, proposal, and a reviewer's
+  claims, tags and wrong_reason) say what the signed bytes say. With
+  ``--checkpoint``, each decision must also come with an inclusion proof
+  (``--proofs``: JSONL of ``GET /api/ledger/proof/{entry}`` answers) that
+  verifies against that checkpoint.
 
 ``--checkpoint`` is a signed checkpoint (the note text, or the JSON of
 ``GET /api/ledger/checkpoint``) the records must be included in.

@@ -19,6 +19,7 @@ from . import merkle
 from .cosignature import WitnessPolicy, note_policy_check
 from .files import BadLine, json_lines, read_checkpoint_file, read_proofs, read_witness_file
 from .ledger import (
+    ANNOTATION_KEYS,
     ENTRY_KEYS,
     GENESIS_HASH,
     PARALLEL_THRESHOLD,
@@ -249,6 +250,8 @@ def _chain(first: list, rest: Iterable) -> Iterator:
 
 
 DECISION_FIELDS = ("payload", "signature", "key_id", "prev_hash", "hash")
+# The fields of a decision object that restate its signed bytes.
+READABLE_FIELDS = ("outcome", "basis", "rationale", "decided_by", "proposal", *ANNOTATION_KEYS)
 
 
 def check_api_decisions(
@@ -280,9 +283,7 @@ def check_api_decisions(
             results.append((checked, "prev_hash differs from the signed bytes"))
         else:
             mismatched = [
-                name
-                for name in ("outcome", "basis", "rationale", "decided_by", "proposal")
-                if name in obj and obj[name] != facts[name]
+                name for name in READABLE_FIELDS if name in obj and obj[name] != facts[name]
             ]
             problem = (
                 f"differs from its signed bytes in {', '.join(mismatched)}" if mismatched else None
