@@ -9,10 +9,9 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.views.decorators.http import require_POST
 
 from reviewapp.review.models import Proposal
 
@@ -86,12 +85,12 @@ class ReplayAdmin(admin.ModelAdmin):
             ),
             path(
                 "<path:object_id>/start/",
-                view(require_POST(self.start_view)),
+                view(self.start_view),
                 name="replay_replay_start",
             ),
             path(
                 "<path:object_id>/cancel/",
-                view(require_POST(self.cancel_view)),
+                view(self.cancel_view),
                 name="replay_replay_cancel",
             ),
             *super().get_urls(),
@@ -192,6 +191,8 @@ class ReplayAdmin(admin.ModelAdmin):
 
     def start_view(self, request, object_id):
         replay = self._replay(request, object_id, change=True)
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
         if not replay_start(replay=replay, user=request.user):
             self.message_user(
                 request,
@@ -202,6 +203,8 @@ class ReplayAdmin(admin.ModelAdmin):
 
     def cancel_view(self, request, object_id):
         replay = self._replay(request, object_id, change=True)
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
         if not replay_cancel(replay=replay, user=request.user):
             self.message_user(
                 request, f"This replay had already ended ({replay.status}).", messages.WARNING
@@ -218,8 +221,8 @@ class RegressionCaseAdmin(admin.ModelAdmin):
     def get_urls(self):
         return [
             path(
-                "add-proposal/<int:proposal_id>/",
-                self.admin_site.admin_view(require_POST(self.add_proposal_view)),
+                "proposals/<int:proposal_id>/add/",
+                self.admin_site.admin_view(self.add_proposal_view),
                 name="replay_regressioncase_add_proposal",
             ),
             *super().get_urls(),
@@ -233,6 +236,8 @@ class RegressionCaseAdmin(admin.ModelAdmin):
         """ "Add to regression set" on a decided proposal's page; back to where it was pressed."""
         if not self.has_add_permission(request):
             raise PermissionDenied
+        if request.method != "POST":  # asked after who is asking: a stranger learns nothing
+            return HttpResponseNotAllowed(["POST"])
         proposal = Proposal.objects.filter(pk=proposal_id).first()
         if proposal is None:
             raise Http404
