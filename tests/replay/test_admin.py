@@ -1,12 +1,12 @@
 """The replay admin: plan, calls shown before start, progress polling, cancel, who may see what."""
 
 import pytest
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
 from django.urls import reverse
 
 from reviewapp.replay.models import RegressionCase, Replay
 from reviewapp.replay.services import replay_plan
-from tests.factories import UserFactory
+from tests.factories import ReviewerFactory, UserFactory
 from tests.replay.builders import human_decided, split_panel
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +148,29 @@ def test_adding_to_the_regression_set_needs_its_permission(client, panel):
     url = reverse("admin:replay_regressioncase_add_proposal", args=[proposal.pk])
     assert client.post(url).status_code == 403
     assert not RegressionCase.objects.exists()
+
+
+def test_a_decided_proposals_page_offers_add_to_regression_set_to_who_may(client, panel):
+    proposal = panel.proposals.first()
+    page = reverse("proposal_detail", args=[proposal.pk])
+    button = reverse("admin:replay_regressioncase_add_proposal", args=[proposal.pk])
+    keeper = _staff("kim", "add_regressioncase")
+    keeper.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    client.force_login(keeper)
+    assert f'action="{button}"' in client.get(page).content.decode()
+    assert client.post(button, {"next": page})["Location"] == page
+    assert RegressionCase.objects.filter(proposal=proposal).exists()
+
+    client.force_login(ReviewerFactory(username="rob"))
+    assert f'action="{button}"' not in client.get(page).content.decode()
+
+
+def test_the_lens_and_panel_pages_link_to_a_replay_of_a_change(admin_client, panel):
+    accuracy, _tone = panel.ordered_lenses()
+    plan = reverse("admin:replay_replay_add")
+    lens_page = admin_client.get(reverse("admin:review_lens_change", args=[accuracy.pk]))
+    panel_page = admin_client.get(reverse("admin:review_panel_change", args=[panel.pk]))
+    assert f"{plan}?lens={accuracy.pk}&amp;panel={panel.pk}" in lens_page.content.decode()
+    assert f"{plan}?panel={panel.pk}" in panel_page.content.decode()
+    form = admin_client.get(f"{plan}?lens={accuracy.pk}&panel={panel.pk}").content.decode()
+    assert f'<option value="{panel.pk}" selected>' in form
