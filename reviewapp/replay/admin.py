@@ -45,6 +45,7 @@ class ReplayAdmin(admin.ModelAdmin):
     )
     list_filter = ("status", "source")
     search_fields = ("panel_name", "description")
+    actions = ["compare"]
 
     def get_queryset(self, request):
         replays = super().get_queryset(request)
@@ -74,6 +75,25 @@ class ReplayAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False  # runs are kept, so two drafts can be compared
+
+    @admin.action(description="Compare the selected replays side by side", permissions=["view"])
+    def compare(self, request, queryset):
+        replays = [r for r in queryset.order_by("created_at", "id") if r.result]
+        for replay in replays:  # the queryset is the visible ones; each is checked all the same
+            if not self.has_view_permission(request, replay):
+                raise PermissionDenied
+        if len(replays) < 2:
+            self.message_user(
+                request, "Select at least two replays that have a result.", messages.WARNING
+            )
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Replays side by side",
+            "replays": replays,
+        }
+        return TemplateResponse(request, "admin/replay/replay/compare.html", context)
 
     def get_urls(self):
         view = self.admin_site.admin_view

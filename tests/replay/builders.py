@@ -2,6 +2,8 @@
 
 import asyncio
 
+from django.db import connection
+
 from reviewapp.replay.runner import replay_run_async
 from reviewapp.review.evaluation.llm_loop import runtime
 from reviewapp.review.models import Escalation, Lens, Proposal
@@ -51,6 +53,11 @@ def llm_lens(server, name: str = "llm-fresh", **fields) -> Lens:
 
 def run_in_process(replay_id: int, timeout: float = 60.0):
     """What the worker's task hands to its LLM loop, run on this process's loop and awaited."""
-    return asyncio.run_coroutine_threadsafe(replay_run_async(replay_id), runtime().loop).result(
-        timeout
-    )
+    rt = runtime()
+    try:
+        return asyncio.run_coroutine_threadsafe(replay_run_async(replay_id), rt.loop).result(
+            timeout
+        )
+    finally:
+        # The loop's database thread keeps its connection; the test database must be droppable.
+        rt.db.submit(connection.close).result(timeout)

@@ -5,7 +5,7 @@ from django.contrib.auth.models import Group, Permission
 from django.urls import reverse
 
 from reviewapp.replay.models import RegressionCase, Replay
-from reviewapp.replay.services import replay_plan
+from reviewapp.replay.services import replay_cancel, replay_plan
 from tests.factories import ReviewerFactory, UserFactory
 from tests.replay.builders import human_decided, split_panel
 
@@ -174,3 +174,20 @@ def test_the_lens_and_panel_pages_link_to_a_replay_of_a_change(admin_client, pan
     assert f"{plan}?panel={panel.pk}" in panel_page.content.decode()
     form = admin_client.get(f"{plan}?lens={accuracy.pk}&panel={panel.pk}").content.decode()
     assert f'<option value="{panel.pk}" selected>' in form
+
+
+def test_two_replays_compare_side_by_side(client, panel):
+    owner = _staff("pia", "add_replay")
+    client.force_login(owner)
+    accuracy, tone = panel.ordered_lenses()
+    first = replay_plan(panel=panel, user=owner)
+    second = replay_plan(panel=panel, user=owner, lens_changes={tone.pk: {"instructions": "Kind."}})
+    for replay in (first, second):
+        replay_cancel(replay=replay)  # a result over what finished: nothing, here
+    response = client.post(
+        reverse("admin:replay_replay_changelist"),
+        {"action": "compare", "_selected_action": [first.pk, second.pk]},
+    )
+    page = response.content.decode()
+    assert f'data-replay="{first.pk}"' in page and f'data-replay="{second.pk}"' in page
+    assert "tone: instructions" in page
