@@ -60,4 +60,4 @@ def run_in_process(replay_id: int, timeout: float = 60.0):
         )
     finally:
         # The loop's database thread keeps its connection; the test database must be droppable.
-        rt.db.submit(connection.close).result(timeout)
+        rt.db.submit(lambda: connection.close()).result(timeout)
