@@ -1,6 +1,7 @@
 """A replay of a draft panel on history: N proposals × 3 new LLM lenses at the provider's speed.
 
 Run:  .venv/bin/python benchmarks/replay.py [--n 100] [--latency 1] [--target 10]
+          [--live 0] [--live-rate 4]
 
 On a fresh bench PostgreSQL database and Redis (BENCH_DB, BENCH_BROKER_URL) it
 seeds `--n` proposals that a split panel of two recorded lenses escalated and a
@@ -13,6 +14,12 @@ every proposal needs three real calls, starts it, and times start → done.
 The calls overlap on the worker's LLM loop under the lenses' endpoint limits,
 as live traffic's do: sequentially they would take n × 3 × latency.
 
+With ``--live K``, gunicorn starts too and K live proposals on
+`llm_pipeline.py`'s LLM panel (3 LLM lenses, need 2) are submitted over HTTP
+at ``--live-rate`` per second, the replay starting two seconds into them;
+their submit→final p50 is set against `llm_pipeline.py`'s paced target
+(latency + 1 s).
+
 Prints the calls planned and made, the replay's time against `--target`, the
 side-by-side counts, and last a machine-readable line:
 
@@ -23,13 +30,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import support as s  # noqa: E402
-from benchmarks.llm_pipeline import Provider, contents  # noqa: E402
+from benchmarks.llm_pipeline import Provider, contents, llm_panel, run  # noqa: E402
 
 RECORDED = ("bench-replay-accuracy", "bench-replay-tone")
 LLM = ("bench-replay-llm-accuracy", "bench-replay-llm-tone", "bench-replay-llm-safety")
@@ -77,13 +85,16 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100, help="human-decided proposals replayed")
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
     parser.add_argument("--target", type=float, default=10.0, help="seconds the replay must beat")
+    parser.add_argument("--live", type=int, default=0, help="live proposals submitted meanwhile")
+    parser.add_argument("--live-rate", type=float, default=4.0, help="live proposals per second")
     args = parser.parse_args()
 
     s.heading(f"replay: {args.n} proposals × {len(LLM)} new llm lenses, {args.latency:g} s a call")
     s.line("load average at start", s.load_average())
     env = s.fresh_stack("replay")
     provider = Provider(args.latency, 0)
-    worker = None
+    worker = web = None
+    live: dict = {}
     try:
         from reviewapp.replay.models import Replay
         from reviewapp.replay.services import replay_plan, replay_start
@@ -108,6 +119,29 @@ def main() -> None:
         replay = replay_plan(panel=panel, members=fresh, need=2, size=args.n)
         s.line("calls planned (shown before it starts)", str(replay.planned_calls))
         provider.stats(reset=True)
+        traffic = None
+        if args.live:
+            web, port = s.start_gunicorn(env, workers=2)
+            live_panel = llm_panel(provider.base_url, None)
+            token = s.api_token("bench-replay-live", "submit,read")
+            roots = {"worker": worker.pid, "web": web.pid, "provider": provider.pid}
+
+            def submit_live() -> None:
+                live.update(
+                    run(
+                        port,
+                        token,
+                        live_panel.name,
+                        contents(args.live, "live-"),
+                        clients=8,
+                        rate=args.live_rate,
+                        meter_roots=roots,
+                    )
+                )
+
+            traffic = threading.Thread(target=submit_live)
+            traffic.start()
+            time.sleep(2.0)
         began = time.perf_counter()
         replay_start(replay=replay)
         while True:
@@ -118,6 +152,8 @@ def main() -> None:
                 raise SystemExit(f"the replay did not finish in 300 s:\n{worker.log()}")
             time.sleep(0.05)
         took = time.perf_counter() - began
+        if traffic is not None:
+            traffic.join()
         stats = provider.stats()
         s.line("status", replay.status)
         s.line("calls the provider answered", str(stats.get("calls", stats)))
@@ -135,11 +171,24 @@ def main() -> None:
                 f"{len(counts['contradictions'])} contradict the reviewer",
             )
         ok = replay.status == Replay.Status.DONE and took < args.target
+        live_part = ""
+        if live:
+            paced_target = args.latency + 1
+            verdict = "meets" if live["p50"] <= paced_target else "MISSES"
+            s.line(
+                f"live: {args.live} at {args.live_rate:g}/s, submit→final p50 / p95",
+                f"{live['p50']:.2f} s / {live['p95']:.2f} s ({verdict} p50 ≤ {paced_target:g} s)",
+            )
+            s.line("live outcomes", str(dict(live["outcomes"])))
+            ok = ok and live["p50"] <= paced_target
+            live_part = f" live_p50_s={live['p50']:.2f}"
         print(
             f"RESULT replay_s={took:.2f} proposals={args.n} calls={replay.planned_calls} "
-            f"target_s={args.target:g} ok={str(ok).lower()}"
+            f"target_s={args.target:g}{live_part} ok={str(ok).lower()}"
         )
     finally:
+        if web is not None:
+            web.stop()
         if worker is not None:
             worker.stop()
         provider.stop()
