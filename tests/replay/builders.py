@@ -41,14 +41,8 @@ def human_decided(panel, n: int, outcome: str) -> Proposal:
 
 
 def llm_lens(server, name: str = "llm-fresh", **fields) -> Lens:
-    return LensFactory(
-        name=name,
-        backend=Lens.Backend.LLM,
-        base_url=server.base_url,
-        model="m",
-        timeout_seconds=30,
-        **fields,
-    )
+    fields = {"base_url": server.base_url, "model": "m", "timeout_seconds": 30, **fields}
+    return LensFactory(name=name, backend=Lens.Backend.LLM, **fields)
 
 
 def run_in_process(replay_id: int, timeout: float = 60.0):

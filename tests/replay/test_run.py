@@ -8,10 +8,12 @@ from reviewapp.ledger.models import LedgerEntry
 from reviewapp.replay.models import Replay, ReplayCase
 from reviewapp.replay.services import replay_cancel, replay_plan, replay_start
 from reviewapp.review.models import Decision, Escalation, Judgement, LensFailure
+from reviewapp.review.services.escalations import escalation_decide
 from tests.conftest import wait_for
 from tests.core.openai_stub import Answer, Slow
+from tests.factories import PanelFactory
 from tests.replay.builders import CITE, human_decided, llm_lens, run_in_process, split_panel
-from tests.review.helpers import judgement
+from tests.review.helpers import evaluate_in_process, judgement, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -164,3 +166,42 @@ def test_a_worker_killed_mid_replay_is_replaced_and_the_replay_resumes_counting_
     assert ReplayCase.objects.filter(replay=replay, done_at__isnull=False).count() == 6
     # The cases finished before the kill were not asked again.
     assert len(calls) <= 6 + (6 - finished_before)
+
+
+def test_a_changed_lens_runs_with_the_drafts_endpoint_and_instructions(openai_server):
+    openai_server.respond = lambda request: Answer(judgement("pass", CITE))
+    # Today the LLM lens points nowhere: every proposal escalated with it failed.
+    dead = llm_lens(openai_server, name="accuracy", base_url="http://127.0.0.1:9/v1")
+    tone = llm_lens(openai_server, name="tone", base_url="http://127.0.0.1:9/v1")
+    panel = PanelFactory(lenses=[dead, tone], need=2, grounding_policy="repair")
+    proposal = submit(panel, f"{CITE} Case one.")
+    evaluate_in_process(proposal)
+    escalation_decide(
+        escalation_id=Escalation.objects.get(proposal=proposal).pk,
+        outcome="approved",
+        rationale="Fine.",
+        decided_by_name="rita",
+    )
+    replay = replay_plan(
+        panel=panel,
+        lens_changes={
+            dead.pk: {"base_url": openai_server.base_url, "instructions": "Stricter than before."},
+            tone.pk: {"base_url": openai_server.base_url},
+        },
+    )
+    assert replay.planned_calls == 2
+    replay_start(replay=replay)
+    run_in_process(replay.pk)
+    asked = [r.body["messages"][0]["content"] for r in openai_server.requests]
+    assert len(asked) == 2 and sum("Stricter than before." in text for text in asked) == 1
+    replay.refresh_from_db()
+    assert replay.result["current"]["escalated"] == 1
+    assert replay.result["draft"] == {
+        "approved": 1,
+        "rejected": 0,
+        "automatic": 1,
+        "escalated": 0,
+        "contradictions": [],
+    }
+    dead.refresh_from_db()
+    assert dead.base_url == "http://127.0.0.1:9/v1" and dead.instructions != "Stricter than before."
