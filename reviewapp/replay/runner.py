@@ -20,10 +20,10 @@ from reviewapp.core.judging import LensFailed
 from reviewapp.core.replay import replay_outcome
 from reviewapp.review.evaluation.evaluators import evaluate_lens
 from reviewapp.review.evaluation.llm_loop import runtime
-from reviewapp.review.models import Evidence, Judgement, Lens, Proposal
+from reviewapp.review.models import Lens, Proposal
 
 from .models import Replay, ReplayCase, stale_before
-from .services import lenses_to_run, replay_store_result
+from .services import checker_verdicts, lenses_to_run, replay_store_result, stored_verdicts
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +68,7 @@ def _open_cases(replay: Replay) -> list[dict]:
         ReplayCase.objects.filter(replay=replay, done_at__isnull=True).select_related("proposal")
     )
     ids = [case.proposal_id for case in cases]
-    stored: dict[int, dict[int, str]] = {}
-    for proposal_id, lens_id, verdict in Judgement.objects.filter(proposal_id__in=ids).values_list(
-        "proposal_id", "lens_id", "verdict"
-    ):
-        stored.setdefault(proposal_id, {})[lens_id] = verdict
-    checks: dict[int, list[str]] = {}
-    for proposal_id, verdict in Evidence.objects.filter(proposal_id__in=ids).values_list(
-        "proposal_id", "verdict"
-    ):
-        checks.setdefault(proposal_id, []).append(verdict)
+    stored, checks = stored_verdicts(ids), checker_verdicts(ids)
     work = []
     for case in cases:
         by_id = stored.get(case.proposal_id, {})

@@ -84,7 +84,7 @@ def _draft_lenses(
     return lenses
 
 
-def _stored_verdicts(proposal_ids: list[int]) -> dict[int, dict[int, str]]:
+def stored_verdicts(proposal_ids: list[int]) -> dict[int, dict[int, str]]:
     stored: dict[int, dict[int, str]] = {}
     for proposal_id, lens_id, verdict in Judgement.objects.filter(
         proposal_id__in=proposal_ids
@@ -93,7 +93,7 @@ def _stored_verdicts(proposal_ids: list[int]) -> dict[int, dict[int, str]]:
     return stored
 
 
-def _checker_verdicts(proposal_ids: list[int]) -> dict[int, list[str]]:
+def checker_verdicts(proposal_ids: list[int]) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     for proposal_id, verdict in Evidence.objects.filter(proposal_id__in=proposal_ids).values_list(
         "proposal_id", "verdict"
@@ -170,8 +170,8 @@ def replay_plan(
         },
     }
     ids = [proposal.pk for proposal, _ in chosen]
-    stored = _stored_verdicts(ids)
-    checks = _checker_verdicts(ids)
+    stored = stored_verdicts(ids)
+    checks = checker_verdicts(ids)
     replay = Replay.objects.create(
         panel=panel,
         panel_name=panel.name,
@@ -232,7 +232,7 @@ def replay_start(*, replay: Replay, user=None) -> bool:
             target=replay,
             note=f"started: {replay.planned_calls} LLM calls planned",
         )
-        from .tasks import run_replay
+        from .tasks import run_replay  # here: tasks.py imports this module (the sweeper)
 
         transaction.on_commit(lambda: run_replay.delay(replay.pk))
     replay.refresh_from_db()
