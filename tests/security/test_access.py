@@ -295,3 +295,16 @@ def test_staff_without_permissions_cannot_use_model_admin_pages(client, world, u
             method,
             response.status_code,
         )
+
+
+def test_the_replay_pages_are_enumerated_as_model_admin_pages():
+    """Staff-only, and refused to staff without the replay permissions, by the tests above."""
+    names = {r.name for r in MODEL_ADMIN}
+    for expected in (
+        "admin:replay_replay_progress",
+        "admin:replay_replay_start",
+        "admin:replay_replay_cancel",
+        "admin:replay_replay_change",
+        "admin:replay_regressioncase_add_proposal",
+    ):
+        assert expected in names, expected
