@@ -53,7 +53,7 @@ TARGET_APPENDS_PER_SECOND = 1000
 
 
 def _pg_server_and_db() -> tuple[str, str]:
-    """DATABASE_URL's server when it is PostgreSQL (a database beside its own), else BENCH_PG_URL."""
+    """DATABASE_URL's server if it is PostgreSQL (a database beside its own), else BENCH_PG_URL."""
     from urllib.parse import urlsplit
 
     url = os.environ.get("DATABASE_URL", "")

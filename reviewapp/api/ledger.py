@@ -110,9 +110,13 @@ class LedgerReader(HttpAuthBase):
 
 def _size_or_latest(size: int | None) -> int:
     if size is not None:
-        current = services.tree_size()
+        current = services.integrated_size()
         if size > current:
-            raise HttpError(404, f"tree size {size} is beyond the ledger's {current} entries")
+            raise HttpError(
+                404,
+                f"tree size {size} is beyond the ledger's integrated tree of {current} entries "
+                "(the latest checkpoint; later entries are provable from the next one)",
+            )
         return size
     latest = services.latest_checkpoint()
     if latest is None:

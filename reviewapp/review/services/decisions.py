@@ -16,7 +16,7 @@ from reviewapp.ledger.services import (
     evidence_entry,
     ledger_append,
 )
-from reviewapp.webhooks.events import webhook_record_decided
+from reviewapp.webhooks.events import webhook_decided_watchers, webhook_record_decided
 
 from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
@@ -101,23 +101,30 @@ def decision_append(
     stored in this transaction, which enters the ledger with the decision.
     """
     signer = signer or server_signer()
+    # Everything that does not depend on the chain head is read and built
+    # before it is locked: every decision waits for that lock in turn, so only
+    # what must (sign, insert, sequence, advance the head, COMMIT) runs under it.
+    payload = decision_payload(
+        proposal=proposal,
+        outcome=outcome,
+        basis=basis,
+        rationale=rationale,
+        decided_by=decided_by_name,
+        escalation=escalation,
+        prev_hash=GENESIS_HASH,  # replaced under the lock
+        decided_at="",  # under the lock too: decided_at follows the chain's order
+        evidence=evidence,
+        lenses=lenses,
+    )
+    new_entries = [evidence_entry(e) for e in evidence] if evidence_is_new else []
+    watchers = webhook_decided_watchers(proposal=proposal)
     # No savepoint inside a caller's transaction: nothing here is retried, and
     # a failure must roll back the caller's writes as well.
     with transaction.atomic(savepoint=False):
         check_foreign_keys_now()
         head = _locked_chain_head()
-        payload = decision_payload(
-            proposal=proposal,
-            outcome=outcome,
-            basis=basis,
-            rationale=rationale,
-            decided_by=decided_by_name,
-            escalation=escalation,
-            prev_hash=head.last_hash,
-            decided_at=timezone.now().isoformat(),
-            evidence=evidence,
-            lenses=lenses,
-        )
+        payload["prev_hash"] = head.last_hash
+        payload["decided_at"] = timezone.now().isoformat()
         signed = signer.sign(payload)
         decision = Decision.objects.create(
             proposal=proposal,
@@ -134,17 +141,19 @@ def decision_append(
             hash=sha256_hex(signed.payload_bytes),
         )
         # Same transaction: a decision exists exactly when its ledger entry does.
-        new_entries = [evidence_entry(e) for e in evidence] if evidence_is_new else []
+        # It is sequenced here; the tree is built by the next checkpoint.
         ledger_append([*new_entries, decision_entry(decision)])
         head.last_hash = decision.hash
         head.save(update_fields=["last_hash"])
-        webhook_record_decided(decision=decision)  # the outbox row commits with the decision
+        # The outbox row commits with the decision.
+        webhook_record_decided(decision=decision, watchers=watchers)
     return decision
 
 
 def _locked_chain_head() -> ChainHead:
-    """The chain head, row-locked: appends take turns on it, or two decisions
-    signed concurrently would both claim the same predecessor."""
+    """The chain head, row-locked until COMMIT: appends take turns on it, or two
+    decisions signed concurrently would both claim the same predecessor.
+    (benchmarks/ledger.py --appenders times each decision's hold from here.)"""
     head = ChainHead.objects.select_for_update().filter(singleton=True).first()
     if head is None:  # the first decision (or a flushed test database)
         ChainHead.objects.get_or_create(singleton=True, defaults={"last_hash": GENESIS_HASH})
