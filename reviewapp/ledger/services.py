@@ -30,7 +30,7 @@ from reviewapp_client.verify.ledger import bound_evidence
 from reviewapp.core import merkle
 from reviewapp.core.signing import sha256_hex, verify
 from reviewapp.review.keys import public_key_for, server_signer, trusted_keys, untrusted_key_problem
-from reviewapp.review.models import Decision, Evidence
+from reviewapp.review.models import ChainHead, Decision, Evidence
 
 from .models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
 from .witness import checkpoint_witness
@@ -82,6 +82,34 @@ def _lock() -> None:
     if not list(locked):
         LedgerLock.objects.get_or_create(singleton=True)
         list(locked.all())
+
+
+def lock_chain_head_and_ledger(*, genesis: str) -> ChainHead:
+    """Lock the decision chain head and the ledger's lock row, in one statement, until COMMIT.
+
+    What ``decision_append`` takes: both are needed (decisions chain on the
+    head; evidence of an escalation is sequenced under the ledger's lock
+    alone), and one round trip fewer is held by every decision. Appenders of
+    evidence alone take only the ledger's lock, and no one takes it before the
+    head, so the two never wait on each other in a cycle. SQLite: the IMMEDIATE
+    transaction holds the database instead.
+    """
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    query = (
+        f"SELECT h.id, h.last_hash FROM {ChainHead._meta.db_table} h "
+        f"CROSS JOIN {LedgerLock._meta.db_table} l WHERE h.singleton AND l.singleton{lock}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        row = cursor.fetchone()
+        if row is None:  # the first decision (or a flushed test database)
+            ChainHead.objects.get_or_create(singleton=True, defaults={"last_hash": genesis})
+            LedgerLock.objects.get_or_create(singleton=True)
+            cursor.execute(query)
+            row = cursor.fetchone()
+    head = ChainHead(id=row[0], singleton=True, last_hash=row[1])
+    head._state.adding = False
+    return head
 
 
 def tree_size() -> int:
@@ -174,37 +202,50 @@ def _compact_range(size: int) -> merkle.CompactRange:
     return merkle.CompactRange(size, [hashes[key] for key in cover])
 
 
-def ledger_append(items: Iterable[NewEntry]) -> list[LedgerEntry]:
-    """Sequence entries, in order, as one transaction. Call inside the writer's transaction.
+def ledger_append(items: Iterable[NewEntry], *, locked: bool = False) -> list[int]:
+    """Sequence entries, in order, as one transaction; return their leaf indexes.
 
-    Only the leaf index is taken under the lock; the tree is built later, in
-    batches, by ``checkpoint_create``. Indexes come from MAX + 1 under the
-    lock, never from a sequence: a rolled-back append leaves no gap, so the
-    committed entries are always the contiguous prefix the integrator expects.
+    Call inside the writer's transaction; ``locked`` when it already holds the
+    ledger's lock (``lock_chain_head_and_ledger``). Only the leaf index is taken under
+    the lock; the tree is built later, in batches, by ``checkpoint_create``.
+    Indexes come from MAX + 1 under the lock, never from a sequence: a
+    rolled-back append leaves no gap, so the committed entries are always the
+    contiguous prefix the integrator expects.
     """
-    prepared = []
-    for item in items:  # hashing before the lock: it does not depend on the position
+    rows = []
+    for item in items:  # hashed before the lock: neither depends on the position
         entry = merkle.entry_bytes(item.kind, item.payload, item.signature, item.key_id)
-        prepared.append((item, entry.decode(), merkle.leaf_hash(entry).hex()))
-    if not prepared:
+        rows.append(
+            [
+                item.kind,
+                item.decision.pk if item.decision else None,
+                item.evidence.pk if item.evidence else None,
+                entry.decode(),
+                merkle.leaf_hash(entry).hex(),
+            ]
+        )
+    if not rows:
         return []
+    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
     # No savepoint inside the writer's transaction: the entries stand or fall with it.
     with transaction.atomic(savepoint=False):
-        _lock()
+        if not locked:
+            _lock()
         first = tree_size()  # a new statement after the lock: it sees the last holder's commit
-        entries = [
-            LedgerEntry(
-                leaf_index=first + offset,
-                kind=item.kind,
-                decision=item.decision,
-                evidence=item.evidence,
-                entry=entry,
-                leaf_hash=leaf,
+        indexes = list(range(first, first + len(rows)))
+        # Plain SQL, not bulk_create: every decision runs this with the chain head held.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {LedgerEntry._meta.db_table} "
+                "(leaf_index, kind, decision_id, evidence_id, entry, leaf_hash, created_at) "
+                f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s)'] * len(rows))}",
+                [
+                    value
+                    for index, row in zip(indexes, rows, strict=True)
+                    for value in (index, *row, created_at)
+                ],
             )
-            for offset, (item, entry, leaf) in enumerate(prepared)
-        ]
-        LedgerEntry.objects.bulk_create(entries, batch_size=500)
-    return entries
+    return indexes
 
 
 def _integrate(start: int) -> int:

@@ -3,9 +3,11 @@
 import base64
 import io
 import json
+import threading
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from reviewapp.core import merkle
 from reviewapp.ledger import services
@@ -128,6 +130,47 @@ def test_a_crash_before_the_checkpoint_commits_leaves_nothing_integrated(monkeyp
     assert not LedgerNode.objects.exists() and not LedgerCheckpoint.objects.exists()
     monkeypatch.undo()
     assert services.checkpoint_create().tree_size == 4
+    assert _stored_nodes() == _whole_tree_nodes()
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite's IMMEDIATE transactions serialise them"
+)
+@pytest.mark.django_db(transaction=True)
+def test_two_integrators_at_once_take_turns_and_store_each_subtree_once(monkeypatch):
+    decide(3)  # 6 entries
+    inside, release = threading.Event(), threading.Event()
+    witness = services.checkpoint_witness
+
+    def slow_witness(**kwargs):
+        if threading.current_thread().name == "first":
+            inside.set()  # integrated, not yet committed
+            release.wait(10)
+        return witness(**kwargs)
+
+    monkeypatch.setattr(services, "checkpoint_witness", slow_witness)
+    signed = {}
+
+    def integrate():
+        try:
+            signed[threading.current_thread().name] = services.checkpoint_create(
+                only_if_grown=True
+            )
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=integrate, name="first")
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=integrate, name="second")
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # waiting for the first's lock
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert signed["first"].tree_size == 6 and signed["second"] is None
+    assert LedgerCheckpoint.objects.count() == 1
     assert _stored_nodes() == _whole_tree_nodes()
 
 

@@ -4,7 +4,7 @@ import base64
 import json
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from reviewapp_client.verify.ledger import decision_facts
 
@@ -15,6 +15,7 @@ from reviewapp.ledger.services import (
     decision_entry,
     evidence_entry,
     ledger_append,
+    lock_chain_head_and_ledger,
 )
 from reviewapp.webhooks.events import webhook_decided_watchers, webhook_record_decided
 
@@ -142,23 +143,29 @@ def decision_append(
         )
         # Same transaction: a decision exists exactly when its ledger entry does.
         # It is sequenced here; the tree is built by the next checkpoint.
-        ledger_append([*new_entries, decision_entry(decision)])
-        head.last_hash = decision.hash
-        head.save(update_fields=["last_hash"])
+        ledger_append([*new_entries, decision_entry(decision)], locked=True)
+        _advance_chain_head(head, decision.hash)
         # The outbox row commits with the decision.
         webhook_record_decided(decision=decision, watchers=watchers)
     return decision
 
 
 def _locked_chain_head() -> ChainHead:
-    """The chain head, row-locked until COMMIT: appends take turns on it, or two
-    decisions signed concurrently would both claim the same predecessor.
+    """The chain head, row-locked until COMMIT with the ledger's lock: appends take turns
+    on it, or two decisions signed concurrently would both claim the same predecessor.
     (benchmarks/ledger.py --appenders times each decision's hold from here.)"""
-    head = ChainHead.objects.select_for_update().filter(singleton=True).first()
-    if head is None:  # the first decision (or a flushed test database)
-        ChainHead.objects.get_or_create(singleton=True, defaults={"last_hash": GENESIS_HASH})
-        head = ChainHead.objects.select_for_update().get(singleton=True)
-    return head
+    return lock_chain_head_and_ledger(genesis=GENESIS_HASH)
+
+
+def _advance_chain_head(head: ChainHead, last_hash: str) -> None:
+    """Plain SQL rather than save(): it runs with the chain head held, once per decision.
+    (The database lets the head advance only to a stored decision that follows it.)"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ChainHead._meta.db_table} SET last_hash = %s WHERE id = %s",
+            [last_hash, head.pk],
+        )
+    head.last_hash = last_hash
 
 
 def decision_signature_valid(decision: Decision, keys: dict[str, bytes] | None = None) -> bool:
