@@ -220,7 +220,8 @@ def build_router() -> Router:
         auth=None,
         response={200: InclusionOut, **ERRORS},
         summary="Inclusion proof of an entry in the tree of a given size",
-        description="`size` defaults to the latest checkpoint's tree size.",
+        description="`size` defaults to the latest checkpoint's tree size, and may not exceed "
+        "it: later entries enter the tree with the next checkpoint.",
     )(inclusion)
     router.get(
         "/consistency",
@@ -229,7 +230,7 @@ def build_router() -> Router:
         response={200: ConsistencyOut, **ERRORS},
         by_alias=True,
         summary="Consistency proof between two tree sizes",
-        description="`to` defaults to the latest checkpoint's tree size.",
+        description="`to` defaults to the latest checkpoint's tree size, and may not exceed it.",
     )(consistency)
     router.get(
         "/entries",
