@@ -95,9 +95,10 @@ def lock_chain_head_and_ledger(*, genesis: str) -> ChainHead:
     transaction holds the database instead.
     """
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    head, ledger = (connection.ops.quote_name(m._meta.db_table) for m in (ChainHead, LedgerLock))
     query = (
-        f"SELECT h.id, h.last_hash FROM {ChainHead._meta.db_table} h "
-        f"CROSS JOIN {LedgerLock._meta.db_table} l WHERE h.singleton AND l.singleton{lock}"
+        f"SELECT h.id, h.last_hash FROM {head} h "
+        f"CROSS JOIN {ledger} l WHERE h.singleton AND l.singleton{lock}"
     )
     with connection.cursor() as cursor:
         cursor.execute(query)

@@ -162,7 +162,8 @@ def _advance_chain_head(head: ChainHead, last_hash: str) -> None:
     (The database lets the head advance only to a stored decision that follows it.)"""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {ChainHead._meta.db_table} SET last_hash = %s WHERE id = %s",
+            f"UPDATE {connection.ops.quote_name(ChainHead._meta.db_table)} "
+            "SET last_hash = %s WHERE id = %s",
             [last_hash, head.pk],
         )
     head.last_hash = last_hash

@@ -15,7 +15,7 @@ UNDER_THE_LOCK = (
     'INSERT INTO "review_decision"',
     "SELECT MAX(leaf_index) FROM ledger_entry",
     "INSERT INTO ledger_entry",
-    "UPDATE review_chainhead",
+    'UPDATE "review_chainhead"',
 )
 
 
