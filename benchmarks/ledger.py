@@ -1,6 +1,18 @@
 """Benchmark the ledger: append 100,000 signed decisions, then verify them all.
 
 Run: python benchmarks/ledger.py [--count N] [--batch B] [--workers W] [--postgres] [--keep]
+     python benchmarks/ledger.py --appenders 1,2,4,8 [--appends N] [--keep]
+
+With --appenders: concurrent appends on PostgreSQL only (the server of
+DATABASE_URL if it is PostgreSQL, else BENCH_PG_URL; the database
+`<DATABASE_URL's name>_bench_ledger`, or `reviewapp_bench_ledger`). At each
+level, that many processes append --appends decisions between them through the
+real `decision_append`, and it prints decisions appended per second and how
+long each decision held the chain head's lock: timed in each process from the
+moment the locked row is returned to the end of COMMIT (an on_commit hook), so
+the code path itself is unchanged. Then it integrates the tree, signs a
+checkpoint and verifies the whole ledger. Target: the lock allows 1,000
+decisions/s, i.e. a hold under 1 ms per decision.
 
 Sets up its own database — a temporary SQLite file under var/bench/ledger-<pid>,
 or with --postgres the database `reviewapp_bench_ledger` on BENCH_PG_URL
@@ -37,6 +49,18 @@ sys.path.insert(0, str(ROOT))
 
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
 PG_DB = "reviewapp_bench_ledger"
+TARGET_APPENDS_PER_SECOND = 1000
+
+
+def _pg_server_and_db() -> tuple[str, str]:
+    """DATABASE_URL's server if it is PostgreSQL (a database beside its own), else BENCH_PG_URL."""
+    from urllib.parse import urlsplit
+
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}", f"{parts.path.lstrip('/')}_bench_ledger"
+    return PG_URL, PG_DB
 SEED = base64.b64encode(b"reviewapp-ledger-benchmark-key!!").decode()
 TARGET_SECONDS = 30.0
 
@@ -53,10 +77,11 @@ def setup(args) -> Path:
     if args.postgres:
         import psycopg
 
-        with psycopg.connect(f"{PG_URL}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{PG_DB}"')
-        database_url = f"{PG_URL}/{PG_DB}"
+        server, name = args.pg
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        database_url = f"{server}/{name}"
     else:
         database_url = f"sqlite:///{var_dir / 'ledger.sqlite3'}"
     os.environ.update(
@@ -212,6 +237,116 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
     return in_ledger, time.perf_counter() - started
 
 
+def _appender(ids: list[int], start, results) -> None:
+    """One appending process: `decision_append` for each proposal, timing the lock's hold."""
+    from django.db import connection, transaction
+
+    from reviewapp.review.models import Proposal
+    from reviewapp.review.services import decisions
+
+    connection.close()  # the parent's socket is not this process's to share
+    holds: list[float] = []
+    locked_chain_head = decisions._locked_chain_head
+
+    def timed_locked_chain_head():
+        head = locked_chain_head()
+        held_from = time.perf_counter()
+        # Runs right after COMMIT has returned, when the row lock is released.
+        transaction.on_commit(lambda: holds.append(time.perf_counter() - held_from))
+        return head
+
+    decisions._locked_chain_head = timed_locked_chain_head
+    rows = list(Proposal.objects.filter(pk__in=ids).order_by("pk"))
+    signer = decisions.server_signer()
+    start.wait()
+    for proposal in rows:
+        decisions.decision_append(
+            proposal=proposal,
+            outcome="approved",
+            basis="system",
+            rationale="All checkers passed and the panel reached pass.",
+            signer=signer,
+            evidence=[],
+            lenses=[{"lens_name": "bench-lens", "lens_version": 1}],
+        )
+    connection.close()
+    results.put(holds)
+
+
+def concurrent_appends(p, levels: list[int], appends: int) -> list[tuple[int, float, list[float]]]:
+    """(appenders, decisions/s, hold seconds of each decision) at each level."""
+    import multiprocessing
+
+    from django.db import connection
+
+    context = multiprocessing.get_context("fork")
+    figures = []
+    offset = 20_000_000
+    for level in levels:
+        rows = proposals(p, appends, offset)
+        offset += appends
+        ids = [row.pk for row in rows]
+        connection.close()  # each child opens its own
+        start, results = context.Barrier(level + 1), context.Queue()
+        workers = [
+            context.Process(target=_appender, args=(ids[i::level], start, results))
+            for i in range(level)
+        ]
+        for worker in workers:
+            worker.start()
+        start.wait()
+        started = time.perf_counter()
+        holds = [hold for _ in workers for hold in results.get(timeout=600)]
+        elapsed = time.perf_counter() - started
+        for worker in workers:
+            worker.join()
+            if worker.exitcode:
+                raise SystemExit(f"an appender failed (exit code {worker.exitcode})")
+        figures.append((level, len(holds) / elapsed, holds))
+    return figures
+
+
+def appenders_main(args) -> int:
+    from django.db import connection
+
+    from reviewapp.ledger.services import checkpoint_create
+    from reviewapp.ledger.verification import ledger_verify
+
+    levels = [int(n) for n in args.appenders.split(",")]
+    print(
+        f"ledger appenders: {args.appends:,} decisions per level on "
+        f"{connection.vendor} ({connection.settings_dict['NAME']}), {os.cpu_count()} CPUs"
+    )
+    p = panel()
+    figures = concurrent_appends(p, levels, args.appends)
+    print(f"{'appenders':>9}  {'decisions/s':>11}  {'hold ms mean':>12}  {'p50':>6}  {'p95':>6}")
+    for level, rate, holds in figures:
+        ordered = sorted(holds)
+        mean = sum(holds) / len(holds) * 1000
+        p50 = ordered[len(ordered) // 2] * 1000
+        p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))] * 1000
+        print(f"{level:>9}  {rate:>11,.0f}  {mean:>12.2f}  {p50:>6.2f}  {p95:>6.2f}")
+    best = min(sum(holds) / len(holds) for _, _, holds in figures)
+    print(
+        f"target: the lock allows {TARGET_APPENDS_PER_SECOND:,} decisions/s (hold < "
+        f"{1000 / TARGET_APPENDS_PER_SECOND:.1f} ms): shortest mean hold {best * 1000:.2f} ms "
+        f"allows {1 / best:,.0f}/s — {'met' if best * TARGET_APPENDS_PER_SECOND < 1 else 'MISSED'}"
+    )
+    started = time.perf_counter()
+    checkpoint = checkpoint_create()
+    seconds = time.perf_counter() - started
+    print(
+        f"integrator (checkpoint_create): {checkpoint.tree_size:,} entries into the tree and "
+        f"signed in {seconds:.2f}s = {checkpoint.tree_size / seconds:,.0f} entries/s"
+    )
+    result = ledger_verify(workers=1)
+    if not result.ok:
+        print(f"verify_ledger FAILED: {result.problem}")
+        return 1
+    print(f"verify_ledger: {result.entries:,} entries, chain and tree intact")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=100_000, help="decisions in the ledger")
@@ -225,9 +360,25 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="signature-checking processes")
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL instead of SQLite")
     parser.add_argument("--keep", action="store_true", help="keep the database and export")
+    parser.add_argument(
+        "--appenders",
+        help="concurrent appends instead, at each of these levels (e.g. 1,2,4,8); PostgreSQL",
+    )
+    parser.add_argument(
+        "--appends", type=int, default=800, help="with --appenders: decisions per level"
+    )
     args = parser.parse_args()
+    if args.appenders:
+        args.postgres = True
+    args.pg = _pg_server_and_db() if args.appenders else (PG_URL, PG_DB)
     var_dir = setup(args)
     from django.db import connection
+
+    if args.appenders:
+        try:
+            return appenders_main(args)
+        finally:
+            _teardown(args, var_dir)
 
     print(
         f"ledger benchmark: {args.count:,} decisions on {connection.vendor}, "
@@ -307,14 +458,21 @@ def main() -> int:
         )
         return 0 if worst < TARGET_SECONDS or args.count < 100_000 else 1
     finally:
-        connection.close()
-        if not args.keep:
-            shutil.rmtree(var_dir, ignore_errors=True)
-            if args.postgres:
-                import psycopg
+        _teardown(args, var_dir)
 
-                with psycopg.connect(f"{PG_URL}/postgres", autocommit=True) as conn:
-                    conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
+
+def _teardown(args, var_dir: Path) -> None:
+    from django.db import connection
+
+    connection.close()
+    if not args.keep:
+        shutil.rmtree(var_dir, ignore_errors=True)
+        if args.postgres:
+            import psycopg
+
+            server, name = args.pg
+            with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

@@ -110,9 +110,13 @@ class LedgerReader(HttpAuthBase):
 
 def _size_or_latest(size: int | None) -> int:
     if size is not None:
-        current = services.tree_size()
+        current = services.integrated_size()
         if size > current:
-            raise HttpError(404, f"tree size {size} is beyond the ledger's {current} entries")
+            raise HttpError(
+                404,
+                f"tree size {size} is beyond the ledger's integrated tree of {current} entries "
+                "(the latest checkpoint; later entries are provable from the next one)",
+            )
         return size
     latest = services.latest_checkpoint()
     if latest is None:
@@ -216,7 +220,8 @@ def build_router() -> Router:
         auth=None,
         response={200: InclusionOut, **ERRORS},
         summary="Inclusion proof of an entry in the tree of a given size",
-        description="`size` defaults to the latest checkpoint's tree size.",
+        description="`size` defaults to the latest checkpoint's tree size, and may not exceed "
+        "it: later entries enter the tree with the next checkpoint.",
     )(inclusion)
     router.get(
         "/consistency",
@@ -225,7 +230,7 @@ def build_router() -> Router:
         response={200: ConsistencyOut, **ERRORS},
         by_alias=True,
         summary="Consistency proof between two tree sizes",
-        description="`to` defaults to the latest checkpoint's tree size.",
+        description="`to` defaults to the latest checkpoint's tree size, and may not exceed it.",
     )(consistency)
     router.get(
         "/entries",

@@ -1,9 +1,17 @@
 """Appending to the ledger, checkpointing it, and answering proofs from stored subtrees.
 
 The tree is RFC 6962 over ``merkle.entry_bytes`` of each signed record. Every
-perfect subtree is stored once when it completes (``LedgerNode``; leaves are
+perfect subtree is stored once (``LedgerNode``; leaves are
 ``LedgerEntry.leaf_hash``), so a root, an inclusion proof or a consistency
 proof for any size costs O(log n) rows, never a scan.
+
+Appending and integrating are two steps, as in Tessera-style logs. An append
+only sequences: under the ledger's lock it gives each entry the next leaf
+index and stores it, and nothing else (its leaf hash is computed before the
+lock). The checkpoint task then integrates every entry appended since the
+last checkpoint into the tree in one batch (their subtree hashes), and signs
+the new size. So proofs are answered up to the latest checkpoint (the
+*integrated* size), within one checkpoint interval of an append.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from reviewapp_client.verify.ledger import bound_evidence
 from reviewapp.core import merkle
 from reviewapp.core.signing import sha256_hex, verify
 from reviewapp.review.keys import public_key_for, server_signer, trusted_keys, untrusted_key_problem
-from reviewapp.review.models import Decision, Evidence
+from reviewapp.review.models import ChainHead, Decision, Evidence
 
 from .models import LedgerCheckpoint, LedgerEntry, LedgerLock, LedgerNode
 from .witness import checkpoint_witness
@@ -76,11 +84,69 @@ def _lock() -> None:
         list(locked.all())
 
 
+def lock_chain_head_and_ledger(*, genesis: str) -> ChainHead:
+    """Lock the decision chain head and the ledger's lock row, in one statement, until COMMIT.
+
+    What ``decision_append`` takes: both are needed (decisions chain on the
+    head; evidence of an escalation is sequenced under the ledger's lock
+    alone), and one round trip fewer is held by every decision. Appenders of
+    evidence alone take only the ledger's lock, and no one takes it before the
+    head, so the two never wait on each other in a cycle. SQLite: the IMMEDIATE
+    transaction holds the database instead.
+    """
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    head, ledger = (connection.ops.quote_name(m._meta.db_table) for m in (ChainHead, LedgerLock))
+    query = (
+        f"SELECT h.id, h.last_hash FROM {head} h "
+        f"CROSS JOIN {ledger} l WHERE h.singleton AND l.singleton{lock}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        row = cursor.fetchone()
+        if row is None:  # the first decision (or a flushed test database)
+            ChainHead.objects.get_or_create(singleton=True, defaults={"last_hash": genesis})
+            LedgerLock.objects.get_or_create(singleton=True)
+            cursor.execute(query)
+            row = cursor.fetchone()
+    head = ChainHead(id=row[0], singleton=True, last_hash=row[1])
+    head._state.adding = False
+    return head
+
+
 def tree_size() -> int:
+    """How many entries the ledger holds (sequenced; see ``integrated_size`` for proofs)."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT MAX(leaf_index) FROM {LedgerEntry._meta.db_table}")
         (last,) = cursor.fetchone()
     return 0 if last is None else last + 1
+
+
+def integrated_size() -> int:
+    """The size of the tree whose subtree hashes are all stored: the latest checkpoint's.
+
+    Integration and signing are one transaction (``checkpoint_create``), so
+    this is exactly the size that roots and proofs can be answered for.
+    """
+    latest = LedgerCheckpoint.objects.order_by("-tree_size").values_list("tree_size", flat=True)
+    return latest.first() or 0
+
+
+# Any fixed 64-bit number; only checkpoint_create takes this advisory lock.
+_INTEGRATOR_LOCK = 0x7265766965774C47  # "reviewLG"
+
+
+def _integrator_lock() -> None:
+    """Integrators (checkpoint tasks) take turns; appenders never wait on this.
+
+    Two integrators at once would read the same checkpoint size and both store
+    the same subtree hashes: the second waits here, then reads the first's
+    checkpoint (a new statement, so a new snapshot under READ COMMITTED) and
+    integrates only what came after. SQLite: the IMMEDIATE transaction already
+    serialises them.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_INTEGRATOR_LOCK])
 
 
 def _perfect_hashes(keys: Iterable[merkle.Perfect]) -> dict[merkle.Perfect, bytes]:
@@ -118,6 +184,17 @@ def _perfect_hashes(keys: Iterable[merkle.Perfect]) -> dict[merkle.Perfect, byte
     return found
 
 
+def _frontier(size: int) -> merkle.CompactRange:
+    """The compact range of any size: stored subtrees up to the integrated tree, then the
+    leaves after it (at most one checkpoint interval of them)."""
+    base = min(size, integrated_size())
+    compact = _compact_range(base)
+    leaves = LedgerEntry.objects.filter(leaf_index__gte=base, leaf_index__lt=size)
+    for leaf in leaves.order_by("leaf_index").values_list("leaf_hash", flat=True):
+        compact.append(bytes.fromhex(leaf))
+    return compact
+
+
 def _compact_range(size: int) -> merkle.CompactRange:
     if size == 0:
         return merkle.CompactRange()
@@ -126,35 +203,107 @@ def _compact_range(size: int) -> merkle.CompactRange:
     return merkle.CompactRange(size, [hashes[key] for key in cover])
 
 
-def ledger_append(items: Iterable[NewEntry]) -> list[LedgerEntry]:
-    """Append entries, in order, as one transaction. Call inside the writer's transaction."""
-    items = list(items)
-    if not items:
+def ledger_append(items: Iterable[NewEntry], *, locked: bool = False) -> list[int]:
+    """Sequence entries, in order, as one transaction; return their leaf indexes.
+
+    Call inside the writer's transaction; ``locked`` when it already holds the
+    ledger's lock (``lock_chain_head_and_ledger``). Only the leaf index is taken under
+    the lock; the tree is built later, in batches, by ``checkpoint_create``.
+    Indexes come from MAX + 1 under the lock, never from a sequence: a
+    rolled-back append leaves no gap, so the committed entries are always the
+    contiguous prefix the integrator expects.
+    """
+    rows = []
+    for item in items:  # hashed before the lock: neither depends on the position
+        entry = merkle.entry_bytes(item.kind, item.payload, item.signature, item.key_id)
+        rows.append(
+            [
+                item.kind,
+                item.decision.pk if item.decision else None,
+                item.evidence.pk if item.evidence else None,
+                entry.decode(),
+                merkle.leaf_hash(entry).hex(),
+            ]
+        )
+    if not rows:
         return []
+    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
     # No savepoint inside the writer's transaction: the entries stand or fall with it.
     with transaction.atomic(savepoint=False):
-        _lock()
-        size = tree_size()
-        compact = _compact_range(size)
-        entries, nodes = [], []
-        for item in items:
-            entry = merkle.entry_bytes(item.kind, item.payload, item.signature, item.key_id)
-            leaf = merkle.leaf_hash(entry)
-            entries.append(
-                LedgerEntry(
-                    leaf_index=compact.size,
-                    kind=item.kind,
-                    decision=item.decision,
-                    evidence=item.evidence,
-                    entry=entry.decode(),
-                    leaf_hash=leaf.hex(),
-                )
+        if not locked:
+            _lock()
+        first = tree_size()  # a new statement after the lock: it sees the last holder's commit
+        indexes = list(range(first, first + len(rows)))
+        # Plain SQL, not bulk_create: every decision runs this with the chain head held.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {LedgerEntry._meta.db_table} "
+                "(leaf_index, kind, decision_id, evidence_id, entry, leaf_hash, created_at) "
+                f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s)'] * len(rows))}",
+                [
+                    value
+                    for index, row in zip(indexes, rows, strict=True)
+                    for value in (index, *row, created_at)
+                ],
             )
-            for level, index, h in compact.append(leaf):
-                nodes.append(LedgerNode(level=level, node_index=index, hash=h.hex()))
-        LedgerEntry.objects.bulk_create(entries, batch_size=500)
-        LedgerNode.objects.bulk_create(nodes, batch_size=500)
-    return entries
+    return indexes
+
+
+def _integrate(start: int) -> int:
+    """Store the subtree hashes completed by the entries from ``start`` on; return the new size.
+
+    ``start`` is the integrated size (every subtree below it stored). Reads
+    committed entries only, which ``ledger_append`` keeps contiguous; a gap
+    would stop the integration at it rather than build a tree with a hole.
+    Idempotent: a subtree hash already stored (by a ledger appended before
+    integration was deferred) is kept if equal, and refused if not.
+    """
+    compact = _compact_range(start)
+    created: dict[tuple[int, int], str] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT leaf_index, leaf_hash FROM {LedgerEntry._meta.db_table} "
+            "WHERE leaf_index >= %s ORDER BY leaf_index",
+            [start],
+        )
+        while rows := cursor.fetchmany(5000):
+            for index, leaf in rows:
+                if index != compact.size:
+                    break
+                for level, node_index, h in compact.append(bytes.fromhex(leaf)):
+                    created[(level, node_index)] = h.hex()
+            else:
+                continue
+            break
+    stored = _stored_nodes(created)
+    for key, h in stored.items():
+        if created[key] != h:
+            level, index = key
+            raise LookupError(
+                f"ledger subtree (level {level}, index {index}) is stored with another hash "
+                "than its entries give: run verify_ledger"
+            )
+    LedgerNode.objects.bulk_create(
+        (
+            LedgerNode(level=level, node_index=index, hash=h)
+            for (level, index), h in created.items()
+            if (level, index) not in stored
+        ),
+        batch_size=1000,
+    )
+    return compact.size
+
+
+def _stored_nodes(keys: dict[tuple[int, int], str]) -> dict[tuple[int, int], str]:
+    """The stored hashes among ``keys``: one range query per level (few, and indexed)."""
+    found = {}
+    for level in {level for level, _ in keys}:
+        indexes = [index for lv, index in keys if lv == level]
+        rows = LedgerNode.objects.filter(
+            level=level, node_index__gte=min(indexes), node_index__lte=max(indexes)
+        ).values_list("node_index", "hash")
+        found.update(((level, index), h) for index, h in rows)
+    return found
 
 
 def decision_entry(decision: Decision) -> NewEntry:
@@ -183,18 +332,23 @@ def _fold_all(ranges: list[tuple[int, int]]) -> list[bytes]:
     return [merkle.fold_range(s, e, hashes) for s, e in ranges]
 
 
+def _within_integrated(size: int) -> None:
+    current = integrated_size()
+    if size > current:
+        raise merkle.ProofError(
+            f"tree size {size} is beyond the ledger's integrated tree of {current} entries "
+            "(entries appended since are integrated, and provable, at the next checkpoint)"
+        )
+
+
 def inclusion_proof(index: int, size: int) -> list[bytes]:
     """PATH(index, D[size]). Raises merkle.ProofError for an index or size out of range."""
-    current = tree_size()
-    if size > current:
-        raise merkle.ProofError(f"tree size {size} is beyond the ledger's {current} entries")
+    _within_integrated(size)
     return _fold_all(merkle.inclusion_ranges(index, size))
 
 
 def consistency_proof(old: int, new: int) -> list[bytes]:
-    current = tree_size()
-    if new > current:
-        raise merkle.ProofError(f"tree size {new} is beyond the ledger's {current} entries")
+    _within_integrated(new)
     return _fold_all(merkle.consistency_ranges(old, new))
 
 
@@ -202,13 +356,19 @@ def consistency_proof(old: int, new: int) -> list[bytes]:
 
 
 def checkpoint_create(*, only_if_grown: bool = False) -> LedgerCheckpoint | None:
-    """Sign the current tree head. With ``only_if_grown``, None if nothing was appended since."""
+    """Integrate the entries appended since the last checkpoint, and sign the new tree head.
+
+    The integrator: one transaction, so a crash leaves either both the new
+    subtree hashes and the checkpoint or neither, and the next run starts
+    again from the last checkpoint. Appends go on meanwhile (this never takes
+    their lock). With ``only_if_grown``, None if nothing was appended since.
+    """
     signer = server_signer()
     origin = ledger_origin()
     with transaction.atomic():
-        _lock()
-        size = tree_size()
+        _integrator_lock()
         latest = LedgerCheckpoint.objects.order_by("-tree_size", "-id").first()
+        size = _integrate(latest.tree_size if latest else 0)
         if only_if_grown and latest is not None and latest.tree_size == size:
             return None
         root = root_at(size)
@@ -386,7 +546,7 @@ def export_lines(after: int | None = None) -> Iterator[str]:
         "origin": ledger_origin(),
         "start": start,
         "tree_size": size,
-        "frontier": [h.hex() for h in _compact_range(start).hashes],
+        "frontier": [h.hex() for h in _frontier(start).hashes],
         # Informational: a verifier takes its keys from its own trust anchors, never from here.
         "keys": [
             {"key_id": key_id, "public_key": base64.b64encode(public_key).decode()}

@@ -21,9 +21,16 @@ from reviewapp.serializers import escalation_why
 from .models import PING, Delivery, Endpoint, Event
 
 
-def webhook_record_decided(*, decision: Decision) -> None:
+def webhook_decided_watchers(*, proposal: Proposal) -> list[Endpoint]:
+    """The endpoints `webhook_record_decided` will tell, asked before the decision exists:
+    `decision_append` asks before it locks the chain head, a query fewer under that lock."""
+    return _watchers(Event.PROPOSAL_DECIDED, proposal)
+
+
+def webhook_record_decided(*, decision: Decision, watchers: list[Endpoint] | None = None) -> None:
     proposal = decision.proposal
-    watchers = _watchers(Event.PROPOSAL_DECIDED, proposal)
+    if watchers is None:
+        watchers = webhook_decided_watchers(proposal=proposal)
     if not watchers:
         return  # nothing to build (reverse() would load the URLconf into a worker)
     data = {

@@ -70,6 +70,7 @@ def test_the_checkpoint_is_public_and_verifies(client, ledger):
 
 
 def test_inclusion_proofs_match_rfc6962_path(client, ledger):
+    services.checkpoint_create()  # integrates entries 8-11
     for size in (1, 5, 8, 12):
         for index in range(size):
             response = client.get(f"/api/ledger/proof/{index}?size={size}")
@@ -97,6 +98,7 @@ def test_an_inclusion_proof_defaults_to_the_latest_checkpoint(client, ledger):
 
 
 def test_consistency_proofs_match_rfc6962_proof(client, ledger):
+    services.checkpoint_create()  # integrates entries 8-11
     for new in (1, 6, 8, 12):
         for old in range(0, new + 1):
             response = client.get(f"/api/ledger/consistency?from={old}&to={new}")
@@ -152,7 +154,7 @@ def test_a_setting_opens_entries_to_the_public(client, ledger, settings):
 def test_checkpoints_and_proofs_stay_public(client, ledger):
     assert client.get("/api/ledger/checkpoint").status_code == 200
     assert client.get("/api/ledger/proof/3").status_code == 200
-    assert client.get("/api/ledger/consistency?from=2&to=12").status_code == 200
+    assert client.get("/api/ledger/consistency?from=2&to=8").status_code == 200
 
 
 def test_entry_pages_are_bounded(reader, ledger, monkeypatch):
@@ -161,21 +163,25 @@ def test_entry_pages_are_bounded(reader, ledger, monkeypatch):
     assert (body["start"], body["end"], len(body["entries"])) == (1, 6, 5)
 
 
+BEYOND = (
+    "tree size {n} is beyond the ledger's integrated tree of 8 entries (the latest checkpoint; "
+    "later entries are provable from the next one)"
+)
+
+
 @pytest.mark.parametrize(
     ("url", "status", "detail"),
     [
-        ("/api/ledger/proof/12?size=12", 404, "entry 12 is not in the tree of size 12"),
-        ("/api/ledger/proof/0?size=13", 404, "tree size 13 is beyond the ledger's 12 entries"),
+        ("/api/ledger/proof/8?size=8", 404, "entry 8 is not in the tree of size 8"),
+        # Entries 8-11 exist, but the tree holds them from the next checkpoint on.
+        ("/api/ledger/proof/0?size=12", 404, BEYOND.format(n=12)),
+        ("/api/ledger/proof/0?size=13", 404, BEYOND.format(n=13)),
         ("/api/ledger/proof/99999999999999999999", 422, None),
         ("/api/ledger/proof/-1", 422, None),
         ("/api/ledger/proof/abc", 422, None),
         ("/api/ledger/proof/0?size=-3", 422, None),
         ("/api/ledger/consistency?from=9&to=8", 422, "from (9) must not exceed to (8)"),
-        (
-            "/api/ledger/consistency?from=1&to=13",
-            404,
-            "tree size 13 is beyond the ledger's 12 entries",
-        ),
+        ("/api/ledger/consistency?from=1&to=13", 404, BEYOND.format(n=13)),
         ("/api/ledger/consistency", 422, None),
         ("/api/ledger/consistency?from=1e3", 422, None),
         ("/api/ledger/entries?start=13", 404, "start 13 is beyond the ledger's 12 entries"),
@@ -214,7 +220,7 @@ def test_a_missing_subtree_is_a_404_not_a_500(client, ledger):
 
     with tampering():
         LedgerNode.objects.filter(level=3, node_index=0).delete()
-    response = client.get("/api/ledger/proof/1?size=12")
+    response = client.get("/api/ledger/proof/1?size=8")
     assert response.status_code == 404
     assert response.json() == {"detail": "ledger subtree (level 3, index 0) is missing"}
 

@@ -3,9 +3,11 @@
 import base64
 import io
 import json
+import threading
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from reviewapp.core import merkle
 from reviewapp.ledger import services
@@ -47,6 +49,7 @@ def test_the_leaf_is_over_the_exact_signed_bytes_and_signature():
 
 def test_stored_subtrees_give_the_same_root_and_proofs_as_the_whole_tree():
     decide(5)  # 10 entries
+    services.checkpoint_create()
     leaves = [bytes.fromhex(h) for h in LedgerEntry.objects.values_list("leaf_hash", flat=True)]
     tree = merkle.MemoryTree(leaves)
     stored = {
@@ -61,6 +64,114 @@ def test_stored_subtrees_give_the_same_root_and_proofs_as_the_whole_tree():
             assert services.inclusion_proof(index, size) == tree.inclusion_proof(index, size)
         for old in range(0, size + 1):
             assert services.consistency_proof(old, size) == tree.consistency_proof(old, size)
+
+
+def _stored_nodes() -> dict:
+    return {
+        (level, index): h
+        for level, index, h in LedgerNode.objects.values_list("level", "node_index", "hash")
+    }
+
+
+def _whole_tree_nodes() -> dict:
+    leaves = [bytes.fromhex(h) for h in LedgerEntry.objects.values_list("leaf_hash", flat=True)]
+    return {key: h.hex() for key, h in merkle.MemoryTree(leaves).nodes.items() if key[0] > 0}
+
+
+def test_an_append_only_sequences_its_entries_and_the_checkpoint_integrates_them():
+    decide(2)  # 4 entries
+    assert not LedgerNode.objects.exists()
+    assert services.integrated_size() == 0
+    with pytest.raises(merkle.ProofError, match="next checkpoint"):
+        services.inclusion_proof(0, 4)
+    services.checkpoint_create()
+    assert services.integrated_size() == 4
+    assert _stored_nodes() == _whole_tree_nodes()
+
+
+def test_integration_resumes_from_the_last_checkpoint():
+    decide(3)  # 6 entries
+    services.checkpoint_create()
+    decide(2)  # 10
+    services.checkpoint_create()
+    assert _stored_nodes() == _whole_tree_nodes()
+    assert LedgerCheckpoint.objects.get(tree_size=10).root_hash == services.root_at(10).hex()
+
+
+def test_integration_keeps_equal_subtrees_stored_before_it_ran():
+    decide(2)
+    # As a ledger appended before integration was deferred has them.
+    LedgerNode.objects.bulk_create(
+        LedgerNode(level=level, node_index=index, hash=h)
+        for (level, index), h in _whole_tree_nodes().items()
+    )
+    checkpoint = services.checkpoint_create()
+    assert checkpoint.tree_size == 4
+    assert _stored_nodes() == _whole_tree_nodes()
+
+
+def test_integration_refuses_a_stored_subtree_that_its_entries_contradict():
+    decide(2)
+    LedgerNode.objects.create(level=1, node_index=0, hash="ab" * 32)
+    with pytest.raises(LookupError, match=r"level 1, index 0\) is stored with another hash"):
+        services.checkpoint_create()
+    assert not LedgerCheckpoint.objects.exists()
+
+
+def test_a_crash_before_the_checkpoint_commits_leaves_nothing_integrated(monkeypatch):
+    decide(2)
+
+    def crash(**kwargs):
+        raise RuntimeError("worker killed")
+
+    monkeypatch.setattr(services, "checkpoint_witness", crash)
+    with pytest.raises(RuntimeError):
+        services.checkpoint_create()
+    assert not LedgerNode.objects.exists() and not LedgerCheckpoint.objects.exists()
+    monkeypatch.undo()
+    assert services.checkpoint_create().tree_size == 4
+    assert _stored_nodes() == _whole_tree_nodes()
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite's IMMEDIATE transactions serialise them"
+)
+@pytest.mark.django_db(transaction=True)
+def test_two_integrators_at_once_take_turns_and_store_each_subtree_once(monkeypatch):
+    decide(3)  # 6 entries
+    inside, release = threading.Event(), threading.Event()
+    witness = services.checkpoint_witness
+
+    def slow_witness(**kwargs):
+        if threading.current_thread().name == "first":
+            inside.set()  # integrated, not yet committed
+            release.wait(10)
+        return witness(**kwargs)
+
+    monkeypatch.setattr(services, "checkpoint_witness", slow_witness)
+    signed = {}
+
+    def integrate():
+        try:
+            signed[threading.current_thread().name] = services.checkpoint_create(
+                only_if_grown=True
+            )
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=integrate, name="first")
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=integrate, name="second")
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # waiting for the first's lock
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert signed["first"].tree_size == 6 and signed["second"] is None
+    assert LedgerCheckpoint.objects.count() == 1
+    assert _stored_nodes() == _whole_tree_nodes()
 
 
 def test_a_proof_beyond_the_tree_is_refused():

@@ -198,12 +198,15 @@ def test_the_witness_refuses_a_stale_checkpoint_with_its_latest_size(
 
 
 def _fork_the_tail() -> None:
-    """Replace the last entry with another history, as a rewritten database would."""
+    """Replace the last entry with another decision, as a rewritten database would
+    (its stored subtrees rebuilt to match)."""
     with tampering():
         last = LedgerEntry.objects.order_by("-leaf_index").first()
         decision = last.decision
         LedgerEntry.objects.filter(pk=last.pk).delete()
         Decision.objects.filter(pk=decision.pk).delete()
+    decide(1)
+    with tampering():
         rebuild_tree()
 
 
@@ -215,7 +218,6 @@ def test_a_forked_log_is_refused_by_the_witness_and_alerted(
     configure(witness)
     signed()
     _fork_the_tail()
-    decide(1)
     checkpoint, outcomes = signed()
     assert outcomes == ["alert"]
     alert = row(witness).alert

@@ -89,6 +89,7 @@ def test_inclusion_proofs_from_tiles_match_the_api_s():
 
 def test_entry_bundles_hash_to_the_level_0_tile():
     grow_ledger(260)
+    checkpoint_create()
     reader = TileReader(fetch_ok(_reader_session()))
     leaves = reader.leaf_hashes(260)
 

@@ -61,6 +61,15 @@ def test_it_warns_about_entries_no_checkpoint_covers_yet(ledger):
     assert "2 entries are not yet covered by a signed checkpoint" in err.getvalue()
 
 
+def test_subtrees_are_required_up_to_the_latest_checkpoint_and_not_beyond(ledger):
+    decide(1)  # entries 6 and 7: their subtrees are stored by the next checkpoint
+    assert not LedgerNode.objects.filter(level=1, node_index=3).exists()
+    call_command("verify_ledger", stdout=io.StringIO(), stderr=io.StringIO())
+    with tampering():
+        LedgerNode.objects.filter(level=1, node_index=1).delete()
+    verify_fails(r"their stored subtree hash \(level 1, index 1\) is missing")
+
+
 def test_an_edited_outcome_is_named(ledger):
     with tampering():
         Decision.objects.filter(pk=ledger[1].pk).update(outcome="rejected")

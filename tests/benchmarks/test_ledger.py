@@ -1,0 +1,30 @@
+"""benchmarks/ledger.py --appenders: concurrent appends on PostgreSQL, figures per level."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_appenders_prints_rate_and_lock_hold_per_level_and_leaves_a_verified_ledger():
+    # A PostgreSQL server is what this mode measures: DATABASE_URL's, else BENCH_PG_URL's.
+    done = subprocess.run(
+        [sys.executable, "benchmarks/ledger.py", "--appenders", "1,2", "--appends", "12"],
+        cwd=ROOT,
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "on postgresql" in out
+    levels = re.findall(r"^\s+(\d+)\s+([\d,]+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)$", out, re.M)
+    assert [level for level, *_ in levels] == ["1", "2"], out
+    for _, rate, mean, _, _ in levels:
+        assert int(rate.replace(",", "")) > 0 and float(mean) > 0
+    assert "integrator (checkpoint_create): 24 entries" in out
+    assert "verify_ledger: 24 entries, chain and tree intact" in out
