@@ -1,8 +1,9 @@
 """Human labels on what lenses judged, their daily sums, and each lens's drift floor.
 
-A human label is the final reviewer decision on an escalated proposal
+A human label is the final reviewer decision on an escalated proposal, or a
+reviewer's audit verdict (review.DecisionAudit) on an automatic decision
 (approve = pass). The rows are written with that decision, in its
-transaction (services.labels_record), so every figure reads sums and never
+transaction (services.labels_record, services.audit_labels_record), so every figure reads sums and never
 walks proposals.
 """
 
@@ -13,14 +14,14 @@ from reviewapp.review.models import Decision, Lens, Panel, Proposal
 
 
 class HumanLabel(models.Model):
-    """One proposal a reviewer decided, and whether the machine would have decided otherwise."""
+    """One proposal a reviewer decided or audited, and what the machine decided or would have."""
 
     proposal = models.OneToOneField(Proposal, on_delete=models.CASCADE, related_name="+")
     panel = models.ForeignKey(Panel, on_delete=models.CASCADE, related_name="+")
     decision = models.OneToOneField(Decision, on_delete=models.CASCADE, related_name="+")
     decided_at = models.DateTimeField()
     approved = models.BooleanField()
-    # An audit: an escalation whose reasons include "audit" (an automatic decision sampled).
+    # An audit: `decision` is the automatic decision sampled, `approved` the audit verdict.
     audit = models.BooleanField(default=False)
     # What the panel's tally alone said (pass = approve); None without a reached verdict.
     machine_approved = models.BooleanField(null=True)

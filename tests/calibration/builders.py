@@ -1,13 +1,14 @@
 """Proposals a reviewer decided, with the lens verdicts they had, written quickly.
 
 The proposal, its judgements and its escalation are rows made directly (the
-pipeline is tested elsewhere); the decision goes through escalation_decide,
-the real path that records the human labels.
+pipeline is tested elsewhere); the reviewer's decision or audit verdict goes
+through escalation_decide, the real path that records the human labels.
 """
 
 import itertools
 
-from reviewapp.review.models import Escalation, Judgement, Lens, Proposal
+from reviewapp.review.models import Decision, Escalation, Judgement, Lens, Proposal
+from reviewapp.review.services.decisions import decision_append
 from reviewapp.review.services.escalations import escalation_decide
 from tests.factories import LensFactory, PanelFactory
 
@@ -29,8 +30,10 @@ def adjudicated(
 ) -> Proposal:
     """A proposal the lenses judged (`verdicts`: lens → "pass"/"fail"), escalated and decided.
 
-    `audit` makes the escalation an audit of an automatic decision (reason
-    "audit"); `tally_outcome` is what the panel reached ("reached_pass" …).
+    `audit` makes it an audit instead: the system decided the proposal (approved
+    when `tally_outcome` is "reached_pass", else rejected), an escalation with
+    reason "audit" opened, and `outcome` is the reviewer's audit verdict.
+    `tally_outcome` is what the panel reached ("reached_pass" …).
     """
     number = next(_counter)
     proposal = Proposal.objects.create(
@@ -40,7 +43,7 @@ def adjudicated(
         content=f"Proposal {number}.",
         content_sha256=f"{number:064x}",
         request_sha256=f"{number:064x}",
-        status=Proposal.Status.ESCALATED,
+        status=Proposal.Status.DECIDED if audit else Proposal.Status.ESCALATED,
         lenses_asked=len(verdicts),
         lenses_answered=len(verdicts),
         tally={"outcome": tally_outcome},
@@ -55,6 +58,15 @@ def adjudicated(
         )
         for lens, verdict in verdicts.items()
     )
+    if audit:
+        decision_append(
+            proposal=proposal,
+            outcome=Decision.Outcome.APPROVED
+            if tally_outcome == "reached_pass"
+            else Decision.Outcome.REJECTED,
+            basis=Decision.Basis.SYSTEM,
+            rationale="The panel's tally.",
+        )
     escalation = Escalation.objects.create(
         proposal=proposal, reasons=["audit"] if audit else ["no_quorum"]
     )
