@@ -2,9 +2,9 @@
 
 A human label is the final reviewer decision on an escalated proposal, or a
 reviewer's audit verdict (review.DecisionAudit) on an automatic decision
-(approve = pass). The rows are written with that decision, in its
-transaction (services.labels_record, services.audit_labels_record), so every figure reads sums and never
-walks proposals.
+(approve = pass). The rows are written with that decision or verdict, in its
+transaction (services.labels_record, services.audit_labels_record), so every
+figure reads sums and never walks proposals.
 """
 
 from django.db import models

@@ -7,10 +7,10 @@ admin. A window is a pair of UTC dates, both included, of the human decisions.
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, Q, Sum
 
 from reviewapp.core.calibration import CoErrors, HumanTable, LensAgreement, lens_agreement
-from reviewapp.review.models import Lens
+from reviewapp.review.models import ClaimMark, Lens
 
 from .models import HumanLabel, LensAgreementDay, LensFloor, PairErrorDay
 
@@ -44,6 +44,9 @@ class LensFigures:
     by_kind: dict[str, HumanTable]
     weeks: list[tuple[date, LensAgreement]]
     floor: LensFloor | None
+    # The lens's claims reviewers marked in their decisions (any mark), and those marked incorrect.
+    claims_marked: int = 0
+    claims_incorrect: int = 0
 
     @property
     def overall(self) -> LensAgreement:
@@ -58,6 +61,16 @@ class LensFigures:
         return self.by_kind[AUDIT].n
 
     @property
+    def claims_marked_incorrect(self) -> float | None:
+        return self.claims_incorrect / self.claims_marked if self.claims_marked else None
+
+    @property
+    def claims_marked_incorrect_reason(self) -> str | None:
+        if self.claims_marked:
+            return None
+        return "no claim of this lens was marked by a reviewer in the window"
+
+    @property
     def drifting(self) -> bool:
         return bool(self.floor and self.floor.drifting)
 
@@ -67,7 +80,10 @@ def _week(day: date) -> date:
 
 
 def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigures]:
-    """Per lens: its tables by kind over the window and its weekly trend. Two queries."""
+    """Per lens: its tables by kind over the window, its weekly trend and its claims marked.
+
+    Three queries, however many lenses, days and marks.
+    """
     lenses = (
         Lens.objects.select_related("agreement_floor")
         .only(
@@ -82,9 +98,20 @@ def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigure
         .order_by("name")
     )
     days = LensAgreementDay.objects.filter(window.days_q())
+    # Marks are given with the reviewer's decision; the window is on its UTC date.
+    marks = ClaimMark.objects.filter(window.days_q("decision__created_at__date"))
     if lens is not None:
         lenses = lenses.filter(pk=lens.pk)
         days = days.filter(lens_id=lens.pk)
+        marks = marks.filter(claim__judgement__lens_id=lens.pk)
+    claims = {
+        row["lens_id"]: (row["marked"], row["incorrect"])
+        for row in marks.values(lens_id=F("claim__judgement__lens_id"))
+        .annotate(
+            marked=Count("pk"), incorrect=Count("pk", filter=Q(mark=ClaimMark.Mark.INCORRECT))
+        )
+        .order_by()
+    }
     by_lens: dict[int, dict] = {}
     for lens_id, day, audit, *cells in days.values_list(
         "lens_id",
@@ -111,6 +138,8 @@ def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigure
                 by_kind={k: entry["kinds"].get(k, HumanTable()) for k in (ESCALATION, AUDIT)},
                 weeks=[(w, lens_agreement(t)) for w, t in sorted(entry["weeks"].items())],
                 floor=getattr(row, "agreement_floor", None),
+                claims_marked=claims.get(row.pk, (0, 0))[0],
+                claims_incorrect=claims.get(row.pk, (0, 0))[1],
             )
         )
     return out
@@ -210,8 +239,9 @@ def agreement_out(figures: LensFigures, window: Window) -> dict:
         "kappa_undefined_reason": kappa.reason_text,
         "true_pass_rate": overall.true_pass_rate,
         "true_fail_rate": overall.true_fail_rate,
-        # Claim marks are not recorded yet: null until they are.
-        "claims_marked_incorrect": None,
+        "claims_marked": figures.claims_marked,
+        "claims_marked_incorrect": figures.claims_marked_incorrect,
+        "claims_marked_incorrect_reason": figures.claims_marked_incorrect_reason,
         "drifting": figures.drifting,
         "window": window.as_dict(),
     }
