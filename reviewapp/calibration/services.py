@@ -67,8 +67,14 @@ def audit_labels_record(*, audit: DecisionAudit) -> None:
 
 
 def _label_write(
-    *, decision: Decision, decided_at: datetime, approved: bool, audit: bool, machine_approved
+    *,
+    decision: Decision,
+    decided_at: datetime,
+    approved: bool,
+    audit: bool,
+    machine_approved: bool | None,
 ) -> None:
+    """The label of the proposal and of each lens on it, its day sums, then the drift check."""
     proposal = decision.proposal
     with transaction.atomic(savepoint=False):
         label = HumanLabel.objects.create(
