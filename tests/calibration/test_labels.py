@@ -1,4 +1,4 @@
-"""Human labels are written with each reviewer decision, and rebuilt from the decisions alike."""
+"""Human labels are written with each reviewer decision and audit verdict, and rebuilt alike."""
 
 import pytest
 
@@ -20,7 +20,7 @@ def test_a_reviewer_decision_labels_each_lens_that_judged_the_proposal():
     assert HumanLabel.objects.get(proposal=proposal).audit is False
 
 
-def test_an_escalation_with_the_audit_reason_counts_as_an_audit():
+def test_an_audit_verdict_counts_as_an_audit_apart_from_escalations():
     panel, (a,) = panel_of("alpha")
     adjudicated(panel, {a: "pass"}, "approved", audit=True)
     adjudicated(panel, {a: "pass"}, "approved")
