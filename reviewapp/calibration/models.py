@@ -57,7 +57,8 @@ class LensLabel(models.Model):
 
 
 class LensAgreementDay(models.Model):
-    """A lens's 2×2 table (its verdict × the human decision) for one UTC day and kind."""
+    """A lens's 2×2 table (its verdict × the human decision) for one UTC day and kind,
+    and its claims reviewers marked."""
 
     lens = models.ForeignKey(Lens, on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
@@ -66,6 +67,10 @@ class LensAgreementDay(models.Model):
     pass_rejected = models.PositiveIntegerField(default=0)
     fail_approved = models.PositiveIntegerField(default=0)
     fail_rejected = models.PositiveIntegerField(default=0)
+    # The lens's cited claims reviewers marked in these decisions (any mark), and those
+    # marked incorrect: summed here so the share is read from the same rows.
+    claims_marked = models.PositiveIntegerField(default=0)
+    claims_incorrect = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

@@ -7,10 +7,10 @@ admin. A window is a pair of UTC dates, both included, of the human decisions.
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Q, Sum
 
 from reviewapp.core.calibration import CoErrors, HumanTable, LensAgreement, lens_agreement
-from reviewapp.review.models import ClaimMark, Lens
+from reviewapp.review.models import Lens
 
 from .models import HumanLabel, LensAgreementDay, LensFloor, PairErrorDay
 
@@ -82,7 +82,7 @@ def _week(day: date) -> date:
 def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigures]:
     """Per lens: its tables by kind over the window, its weekly trend and its claims marked.
 
-    Three queries, however many lenses, days and marks.
+    Two queries, however many lenses, days and marks.
     """
     lenses = (
         Lens.objects.select_related("agreement_floor")
@@ -98,20 +98,9 @@ def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigure
         .order_by("name")
     )
     days = LensAgreementDay.objects.filter(window.days_q())
-    # Marks are given with the reviewer's decision; the window is on its UTC date.
-    marks = ClaimMark.objects.filter(window.days_q("decision__created_at__date"))
     if lens is not None:
         lenses = lenses.filter(pk=lens.pk)
         days = days.filter(lens_id=lens.pk)
-        marks = marks.filter(claim__judgement__lens_id=lens.pk)
-    claims = {
-        row["lens_id"]: (row["marked"], row["incorrect"])
-        for row in marks.values(lens_id=F("claim__judgement__lens_id"))
-        .annotate(
-            marked=Count("pk"), incorrect=Count("pk", filter=Q(mark=ClaimMark.Mark.INCORRECT))
-        )
-        .order_by()
-    }
     by_lens: dict[int, dict] = {}
     for lens_id, day, audit, *cells in days.values_list(
         "lens_id",
@@ -121,16 +110,20 @@ def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigure
         "pass_rejected",
         "fail_approved",
         "fail_rejected",
+        "claims_marked",
+        "claims_incorrect",
     ):
+        *cells, marked, incorrect = cells
         table = HumanTable(*cells)
-        entry = by_lens.setdefault(lens_id, {"kinds": {}, "weeks": {}})
+        entry = by_lens.setdefault(lens_id, {"kinds": {}, "weeks": {}, "claims": (0, 0)})
+        entry["claims"] = (entry["claims"][0] + marked, entry["claims"][1] + incorrect)
         kind = AUDIT if audit else ESCALATION
         entry["kinds"][kind] = entry["kinds"].get(kind, HumanTable()) + table
         week = _week(day)
         entry["weeks"][week] = entry["weeks"].get(week, HumanTable()) + table
     out = []
     for row in lenses:
-        entry = by_lens.get(row.pk, {"kinds": {}, "weeks": {}})
+        entry = by_lens.get(row.pk, {"kinds": {}, "weeks": {}, "claims": (0, 0)})
         out.append(
             LensFigures(
                 lens_id=row.pk,
@@ -138,8 +131,8 @@ def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigure
                 by_kind={k: entry["kinds"].get(k, HumanTable()) for k in (ESCALATION, AUDIT)},
                 weeks=[(w, lens_agreement(t)) for w, t in sorted(entry["weeks"].items())],
                 floor=getattr(row, "agreement_floor", None),
-                claims_marked=claims.get(row.pk, (0, 0))[0],
-                claims_incorrect=claims.get(row.pk, (0, 0))[1],
+                claims_marked=entry["claims"][0],
+                claims_incorrect=entry["claims"][1],
             )
         )
     return out

@@ -11,6 +11,7 @@ proposal only, in one query for all of them.
 from datetime import datetime
 
 from django.db import connection, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from reviewapp.audit.models import AuditEntry
@@ -21,7 +22,7 @@ from reviewapp.core.calibration import (
     drift_transition,
     kappa_with_interval,
 )
-from reviewapp.review.models import Decision, DecisionAudit, Judgement, Lens
+from reviewapp.review.models import Claim, ClaimMark, Decision, DecisionAudit, Judgement, Lens
 from reviewapp.webhooks.events import webhook_record_lens_drift
 from reviewapp.webhooks.models import Event
 
@@ -107,6 +108,9 @@ def _label_write(
             day=decided_at.date(),
             audit=audit,
             approved=approved,
+            # Marks are given with a reviewer's decision (stored before this, in its
+            # transaction); the automatic decision an audit checks has none.
+            claims={} if audit else _claims_marked(decision),
         )
         _add_to_pair_days(
             sorted((lens_id, verdict == Judgement.Verdict.PASS) for lens_id, verdict in verdicts),
@@ -117,17 +121,39 @@ def _label_write(
         drift_evaluate(lens_ids=[lens_id for lens_id, _ in verdicts])
 
 
-def _add_to_days(verdicts: list[tuple[int, bool]], *, day, audit: bool, approved: bool) -> None:
+def _claims_marked(decision: Decision) -> dict[int, tuple[int, int]]:
+    """Per lens, its claims the decision marked and those marked incorrect; one query."""
+    rows = (
+        ClaimMark.objects.filter(decision=decision)
+        .values("claim__judgement__lens_id")
+        .annotate(
+            marked=Count("pk"), incorrect=Count("pk", filter=Q(mark=ClaimMark.Mark.INCORRECT))
+        )
+        .order_by()
+    )
+    return {r["claim__judgement__lens_id"]: (r["marked"], r["incorrect"]) for r in rows}
+
+
+def _add_to_days(
+    verdicts: list[tuple[int, bool]],
+    *,
+    day,
+    audit: bool,
+    approved: bool,
+    claims: dict[int, tuple[int, int]],
+) -> None:
     """Add one item per lens to its day's table; an upsert, so concurrent decisions both count."""
     if not verdicts:
         return
     table = _q(LensAgreementDay._meta.db_table)
-    columns = ("pass_approved", "pass_rejected", "fail_approved", "fail_rejected")
+    cells = ("pass_approved", "pass_rejected", "fail_approved", "fail_rejected")
+    columns = (*cells, "claims_marked", "claims_incorrect")
     rows, params = [], []
     for lens_id, passed in verdicts:
         cell = ("pass" if passed else "fail") + ("_approved" if approved else "_rejected")
-        rows.append("(%s, %s, %s, %s, %s, %s, %s)")
-        params += [lens_id, day, audit, *(int(cell == c) for c in columns)]
+        rows.append("(%s, %s, %s, %s, %s, %s, %s, %s, %s)")
+        params += [lens_id, day, audit, *(int(cell == c) for c in cells)]
+        params += claims.get(lens_id, (0, 0))
     updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in columns)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -276,6 +302,7 @@ def labels_rebuild() -> int:
         _q("review_proposal"),
         _q(Judgement._meta.db_table),
     )
+    mark, claim = _q(ClaimMark._meta.db_table), _q(Claim._meta.db_table)
     human, lens_label, day, pair_day = (
         _q(HumanLabel._meta.db_table),
         _q(LensLabel._meta.db_table),
@@ -324,14 +351,24 @@ def labels_rebuild() -> int:
         cursor.execute(
             f"""
             INSERT INTO {day} (lens_id, day, audit, pass_approved, pass_rejected,
-                               fail_approved, fail_rejected)
-            SELECT lens_id, {_utc_day("decided_at")}, audit,
-                   SUM(CASE WHEN passed AND approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN passed AND NOT approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN NOT passed AND approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN NOT passed AND NOT approved THEN 1 ELSE 0 END)
-            FROM {lens_label} GROUP BY lens_id, {_utc_day("decided_at")}, audit
-            """
+                               fail_approved, fail_rejected, claims_marked, claims_incorrect)
+            SELECT l.lens_id, {_utc_day("l.decided_at")}, l.audit,
+                   SUM(CASE WHEN l.passed AND l.approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN l.passed AND NOT l.approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN NOT l.passed AND l.approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN NOT l.passed AND NOT l.approved THEN 1 ELSE 0 END),
+                   SUM(COALESCE(m.marked, 0)), SUM(COALESCE(m.incorrect, 0))
+            FROM {lens_label} l JOIN {human} h ON h.id = l.label_id
+            LEFT JOIN (
+                SELECT cm.decision_id, j.lens_id, COUNT(*) AS marked,
+                       SUM(CASE WHEN cm.mark = %s THEN 1 ELSE 0 END) AS incorrect
+                FROM {mark} cm JOIN {claim} c ON c.id = cm.claim_id
+                JOIN {j} j ON j.id = c.judgement_id
+                GROUP BY cm.decision_id, j.lens_id
+            ) m ON m.decision_id = h.decision_id AND m.lens_id = l.lens_id
+            GROUP BY l.lens_id, {_utc_day("l.decided_at")}, l.audit
+            """,
+            [ClaimMark.Mark.INCORRECT],
         )
         wrong_a, wrong_b = "(a.passed <> a.approved)", "(b.passed <> b.approved)"
         cursor.execute(

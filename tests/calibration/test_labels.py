@@ -51,6 +51,8 @@ def _state() -> tuple:
             "pass_rejected",
             "fail_approved",
             "fail_rejected",
+            "claims_marked",
+            "claims_incorrect",
         ),
         rows(
             PairErrorDay,
@@ -76,8 +78,14 @@ def test_rebuilding_from_the_decisions_gives_the_same_labels_and_sums():
         audit=True,
         tally_outcome="reached_pass",
     )
-    adjudicated(panel, {a: "fail", b: "fail", c: "pass"}, "approved")
+    adjudicated(
+        panel,
+        {a: "fail", b: "fail", c: "pass"},
+        "approved",
+        marks={a: ["incorrect", "correct"], c: ["irrelevant"]},
+    )
     before = _state()
+    assert sum(row[7] for row in before[1]) == 3  # the marks are summed by the day rows
     assert len(before[2]) == 3  # three pairs, one day
     assert labels_rebuild() == 2
     assert _state() == before

@@ -432,7 +432,7 @@ def test_htmx_gets_only_the_dashboard_body_and_the_url_is_pushed(reviewer_client
 
 # --- query count ---------------------------------------------------------------------------------
 
-DASHBOARD_QUERIES = 21  # session, user, reviewer group + panels + 12 aggregates + 5 calibration
+DASHBOARD_QUERIES = 20  # session, user, reviewer group + panels + 12 aggregates + 4 calibration
 
 
 def _mixed_proposals(count: int, reviewer) -> None:
