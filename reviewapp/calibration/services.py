@@ -4,8 +4,8 @@
 (decision_append calls it), `audit_labels_record` inside an audit verdict's
 (audit_verdict_sign calls it), so a label exists exactly when its decision or
 verdict does; `labels_rebuild` writes them all again from both in a few
-statements (after a bulk load, or to backfill). Drift is evaluated for the lenses of the decided
-proposal only, in one query for all of them.
+statements (after a bulk load, or to backfill). Drift is evaluated for the
+lenses of the decided proposal only, in one query for all of them.
 """
 
 from datetime import datetime
