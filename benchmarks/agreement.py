@@ -7,8 +7,11 @@ On a fresh PostgreSQL database (`reviewapp_bench_agreement`, or BENCH_AGREEMENT_
 it creates two panels of five lenses, then bulk-loads inside the database
 (INSERT ... SELECT over a series: no row passes through Python) the proposals,
 five judgements each, and for one proposal in `judgements / 5 / decisions` an
-escalation (one in ten an audit) resolved by a reviewer's decision. The lenses
-err at different rates, two of them on the same proposals. The human labels
+escalation resolved by a reviewer's decision, or (one in ten) an automatic
+decision with an audit escalation and the reviewer's signed audit verdict
+(one audit in three overturns it). The lenses err at different rates, two of
+them on the same proposals. One decision in ten (a reviewer's) marks one
+cited claim of each lens (one mark in four "incorrect"). The human labels
 and their daily sums are then written by `labels_rebuild` (the same statements
 a backfill runs), and VACUUM ANALYZE.
 
@@ -127,13 +130,24 @@ def load(*, judgements: int, decisions: int, lenses: list) -> None:
     from django.db.models import Max
 
     from reviewapp.calibration.services import labels_rebuild
-    from reviewapp.review.models import Decision, Escalation, Judgement, Panel, Proposal
+    from reviewapp.review.models import (
+        Claim,
+        ClaimMark,
+        Decision,
+        DecisionAudit,
+        Escalation,
+        Judgement,
+        Panel,
+        Proposal,
+    )
 
     proposals = judgements // PER_PANEL
     step = max(1, proposals // decisions)
     decided = proposals // step
     base = Proposal.objects.aggregate(m=Max("id"))["m"] or 0
     e_base = Escalation.objects.aggregate(m=Max("id"))["m"] or 0
+    d_base = Decision.objects.aggregate(m=Max("id"))["m"] or 0
+    j_base = Judgement.objects.aggregate(m=Max("id"))["m"] or 0
     panels = list(Panel.objects.filter(name__startswith="bench-panel-").order_by("name"))
     panel_of = f"CASE i % 2 WHEN 0 THEN {panels[0].pk} ELSE {panels[1].pk} END"
     # Proposal p is approved by its reviewer iff p % 10 < 5, decided by one iff p % step = 0.
@@ -186,6 +200,7 @@ def load(*, judgements: int, decisions: int, lenses: list) -> None:
         f"(SELECT (i - 1) / {PER_PANEL} + 1 AS p, (i - 1) % {PER_PANEL} AS k "
         f"FROM {_series(judgements)}) s"
     )
+    judgement_exprs["id"] = f"{j_base} + (p - 1) * {PER_PANEL} + k + 1"
     columns = list(judgement_exprs)
     table = connection.ops.quote_name(Judgement._meta.db_table)
     extra = {"rationale": "''", "raw_response": "''", "attempts": "1", "requote_rounds": "0"}
@@ -207,15 +222,20 @@ def load(*, judgements: int, decisions: int, lenses: list) -> None:
             "resolved_at": _days_ago(f"(i * {step}) % 364", hours=1),
         },
     )
+    # Decision i: the reviewer's on escalation i, or (i % 10 = 0) the system's, audited.
+    audited = "(i % 10 = 0)"
+    reviewer_outcome = f"CASE WHEN ((i * {step}) % 10 < 5) THEN 'approved' ELSE 'rejected' END"
     _insert(
         Decision,
         decided,
         {
+            "id": f"{d_base} + i",
             "proposal_id": f"{base} + i * {step}",
-            "escalation_id": f"{e_base} + i",
-            "outcome": f"CASE WHEN ((i * {step}) % 10 < 5) THEN 'approved' ELSE 'rejected' END",
-            "basis": "'reviewer'",
-            "decided_by_name": "'bench-reviewer'",
+            "escalation_id": f"CASE WHEN {audited} THEN NULL ELSE {e_base} + i END",
+            # The system approved what it decided; one audit in three says reject.
+            "outcome": f"CASE WHEN {audited} THEN 'approved' ELSE {reviewer_outcome} END",
+            "basis": f"CASE WHEN {audited} THEN 'system' ELSE 'reviewer' END",
+            "decided_by_name": f"CASE WHEN {audited} THEN 'system' ELSE 'bench-reviewer' END",
             "rationale": "'Checked.'",
             "payload": "'{}'",
             "signature": "'bench'",
@@ -225,7 +245,47 @@ def load(*, judgements: int, decisions: int, lenses: list) -> None:
             "created_at": _days_ago(f"(i * {step}) % 364", hours=1),
         },
     )
-    _reset_sequences(Proposal, Escalation, Decision, Judgement)
+    overturned = "(i % 3 = 0)"
+    _insert(
+        DecisionAudit,
+        decided // 10,
+        {
+            "decision_id": f"{d_base} + i * 10",
+            "escalation_id": f"{e_base} + i * 10",
+            "outcome": f"CASE WHEN {overturned} THEN 'rejected' ELSE 'approved' END",
+            "agrees": f"CASE WHEN {overturned} THEN FALSE ELSE TRUE END",
+            "rationale": "'Audited.'",
+            "decided_by_name": "'bench-reviewer'",
+            "payload": "'{}'",
+            "signature": "'bench'",
+            "key_id": "'bench'",
+            "hash": f"'a' || CAST({e_base} + i AS TEXT)",
+            "created_at": _days_ago(f"(i * 10 * {step}) % 364", hours=2),
+        },
+    )
+    # Reviewer decision m = 10j - 5 (one decision in ten, never an audited one) marks a
+    # claim of each of its proposal's five judgements.
+    marked = decided // 10
+    c_base = Claim.objects.aggregate(m=Max("id"))["m"] or 0
+    claim_of = f"(SELECT (i - 1) / {PER_PANEL} + 1 AS j, (i - 1) % {PER_PANEL} AS k, i FROM " + (
+        f"{_series(marked * PER_PANEL)}) s"
+    )
+    judgement = f"{j_base} + ((10 * j - 5) * {step} - 1) * {PER_PANEL} + k + 1"
+    claim_table = connection.ops.quote_name(Claim._meta.db_table)
+    mark_table = connection.ops.quote_name(ClaimMark._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {claim_table} (id, judgement_id, position, claim_id, cite, text, "
+            "assessment, note, anchor_kind, start_utf16, end_utf16, dropped) "
+            f"SELECT {c_base} + i, {judgement}, 0, '', 'Bench', 'Bench', 'verified', '', "
+            "'answer_body', 0, 5, FALSE FROM " + claim_of
+        )
+        cursor.execute(
+            f"INSERT INTO {mark_table} (decision_id, claim_id, mark) "
+            f"SELECT {d_base} + 10 * j - 5, {c_base} + i, "
+            "CASE WHEN i % 4 = 0 THEN 'incorrect' ELSE 'correct' END FROM " + claim_of
+        )
+    _reset_sequences(Proposal, Escalation, Decision, DecisionAudit, Judgement, Claim, ClaimMark)
     labels_rebuild()
 
 

@@ -30,7 +30,9 @@ class AgreementOut(Schema):
     kappa_undefined_reason: str | None
     true_pass_rate: float | None
     true_fail_rate: float | None
+    claims_marked: int
     claims_marked_incorrect: float | None
+    claims_marked_incorrect_reason: str | None
     drifting: bool
     window: WindowOut
 
@@ -46,7 +48,9 @@ class AgreementOut(Schema):
     "the decision (approve = pass), Cohen's kappa with its 95 % interval (Fleiss, Cohen & "
     "Everitt 1969), and its true-pass and true-fail rates. `kappa` is null, with "
     "`kappa_undefined_reason`, when there are too few decisions or only one class. "
-    "`claims_marked_incorrect` is null until reviewers mark claims.",
+    "`claims_marked` counts the lens's cited claims reviewers marked (correct, incorrect or "
+    "irrelevant) in their decisions over the window, and `claims_marked_incorrect` is the share "
+    "of those marked incorrect: null, with `claims_marked_incorrect_reason`, when none was.",
 )
 def lens_agreement(request, name: str, since: date | None = None, until: date | None = None):
     if since and until and since > until:

@@ -99,7 +99,7 @@ def lens_agreement_html(lens: Lens) -> SafeString:
         '{}<p><a href="{}">{} proposals</a> decided by a reviewer ({} escalations, {} audits). '
         "Agreement {}; Cohen's kappa {}; true-pass rate {}, true-fail rate {}. "
         'By window and week: <a href="{}">lenses against the reviewers</a>. '
-        'Claims marked incorrect: not recorded yet. <a href="{}">Its agreement floor</a>.</p>',
+        'Claims marked incorrect: {}. <a href="{}">Its agreement floor</a>.</p>',
         flag,
         link,
         overall.n,
@@ -110,6 +110,9 @@ def lens_agreement_html(lens: Lens) -> SafeString:
         _pct(overall.true_pass_rate),
         _pct(overall.true_fail_rate),
         reverse("dashboard_lenses"),
+        f"{_pct(f.claims_marked_incorrect)} of {f.claims_marked} marked"
+        if f.claims_marked
+        else f"— ({f.claims_marked_incorrect_reason})",
         reverse("admin:calibration_lensfloor_changelist") + "?" + urlencode({"q": lens.name}),
     )
 

@@ -1,9 +1,10 @@
 """Human labels on what lenses judged, their daily sums, and each lens's drift floor.
 
-A human label is the final reviewer decision on an escalated proposal
-(approve = pass). The rows are written with that decision, in its
-transaction (services.labels_record), so every figure reads sums and never
-walks proposals.
+A human label is the final reviewer decision on an escalated proposal, or a
+reviewer's audit verdict (review.DecisionAudit) on an automatic decision
+(approve = pass). The rows are written with that decision or verdict, in its
+transaction (services.labels_record, services.audit_labels_record), so every
+figure reads sums and never walks proposals.
 """
 
 from django.db import models
@@ -13,14 +14,14 @@ from reviewapp.review.models import Decision, Lens, Panel, Proposal
 
 
 class HumanLabel(models.Model):
-    """One proposal a reviewer decided, and whether the machine would have decided otherwise."""
+    """One proposal a reviewer decided or audited, and what the machine decided or would have."""
 
     proposal = models.OneToOneField(Proposal, on_delete=models.CASCADE, related_name="+")
     panel = models.ForeignKey(Panel, on_delete=models.CASCADE, related_name="+")
     decision = models.OneToOneField(Decision, on_delete=models.CASCADE, related_name="+")
     decided_at = models.DateTimeField()
     approved = models.BooleanField()
-    # An audit: an escalation whose reasons include "audit" (an automatic decision sampled).
+    # An audit: `decision` is the automatic decision sampled, `approved` the audit verdict.
     audit = models.BooleanField(default=False)
     # What the panel's tally alone said (pass = approve); None without a reached verdict.
     machine_approved = models.BooleanField(null=True)
@@ -56,7 +57,8 @@ class LensLabel(models.Model):
 
 
 class LensAgreementDay(models.Model):
-    """A lens's 2×2 table (its verdict × the human decision) for one UTC day and kind."""
+    """A lens's 2×2 table (its verdict × the human decision) for one UTC day and kind,
+    and its claims reviewers marked."""
 
     lens = models.ForeignKey(Lens, on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
@@ -65,6 +67,10 @@ class LensAgreementDay(models.Model):
     pass_rejected = models.PositiveIntegerField(default=0)
     fail_approved = models.PositiveIntegerField(default=0)
     fail_rejected = models.PositiveIntegerField(default=0)
+    # The lens's cited claims reviewers marked in these decisions (any mark), and those
+    # marked incorrect: summed here so the share is read from the same rows.
+    claims_marked = models.PositiveIntegerField(default=0)
+    claims_incorrect = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

@@ -44,6 +44,9 @@ class LensFigures:
     by_kind: dict[str, HumanTable]
     weeks: list[tuple[date, LensAgreement]]
     floor: LensFloor | None
+    # The lens's claims reviewers marked in their decisions (any mark), and those marked incorrect.
+    claims_marked: int = 0
+    claims_incorrect: int = 0
 
     @property
     def overall(self) -> LensAgreement:
@@ -58,6 +61,16 @@ class LensFigures:
         return self.by_kind[AUDIT].n
 
     @property
+    def claims_marked_incorrect(self) -> float | None:
+        return self.claims_incorrect / self.claims_marked if self.claims_marked else None
+
+    @property
+    def claims_marked_incorrect_reason(self) -> str | None:
+        if self.claims_marked:
+            return None
+        return "no claim of this lens was marked by a reviewer in the window"
+
+    @property
     def drifting(self) -> bool:
         return bool(self.floor and self.floor.drifting)
 
@@ -67,7 +80,10 @@ def _week(day: date) -> date:
 
 
 def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigures]:
-    """Per lens: its tables by kind over the window and its weekly trend. Two queries."""
+    """Per lens: its tables by kind over the window, its weekly trend and its claims marked.
+
+    Two queries, however many lenses, days and marks.
+    """
     lenses = (
         Lens.objects.select_related("agreement_floor")
         .only(
@@ -94,16 +110,20 @@ def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigure
         "pass_rejected",
         "fail_approved",
         "fail_rejected",
+        "claims_marked",
+        "claims_incorrect",
     ):
+        *cells, marked, incorrect = cells
         table = HumanTable(*cells)
-        entry = by_lens.setdefault(lens_id, {"kinds": {}, "weeks": {}})
+        entry = by_lens.setdefault(lens_id, {"kinds": {}, "weeks": {}, "claims": (0, 0)})
+        entry["claims"] = (entry["claims"][0] + marked, entry["claims"][1] + incorrect)
         kind = AUDIT if audit else ESCALATION
         entry["kinds"][kind] = entry["kinds"].get(kind, HumanTable()) + table
         week = _week(day)
         entry["weeks"][week] = entry["weeks"].get(week, HumanTable()) + table
     out = []
     for row in lenses:
-        entry = by_lens.get(row.pk, {"kinds": {}, "weeks": {}})
+        entry = by_lens.get(row.pk, {"kinds": {}, "weeks": {}, "claims": (0, 0)})
         out.append(
             LensFigures(
                 lens_id=row.pk,
@@ -111,6 +131,8 @@ def lens_figures(window: Window, *, lens: Lens | None = None) -> list[LensFigure
                 by_kind={k: entry["kinds"].get(k, HumanTable()) for k in (ESCALATION, AUDIT)},
                 weeks=[(w, lens_agreement(t)) for w, t in sorted(entry["weeks"].items())],
                 floor=getattr(row, "agreement_floor", None),
+                claims_marked=entry["claims"][0],
+                claims_incorrect=entry["claims"][1],
             )
         )
     return out
@@ -210,8 +232,9 @@ def agreement_out(figures: LensFigures, window: Window) -> dict:
         "kappa_undefined_reason": kappa.reason_text,
         "true_pass_rate": overall.true_pass_rate,
         "true_fail_rate": overall.true_fail_rate,
-        # Claim marks are not recorded yet: null until they are.
-        "claims_marked_incorrect": None,
+        "claims_marked": figures.claims_marked,
+        "claims_marked_incorrect": figures.claims_marked_incorrect,
+        "claims_marked_incorrect_reason": figures.claims_marked_incorrect_reason,
         "drifting": figures.drifting,
         "window": window.as_dict(),
     }

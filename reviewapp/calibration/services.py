@@ -1,15 +1,17 @@
-"""Writing human labels with each reviewer decision, and catching a lens's drift.
+"""Writing human labels with each reviewer decision and audit verdict; catching a lens's drift.
 
-`labels_record` runs inside the decision's own transaction (decision_append
-calls it), so a label exists exactly when its decision does; `labels_rebuild`
-writes them all again from the decisions in a few statements (after a bulk
-load, or to backfill). Drift is evaluated for the lenses of the decided
-proposal only, in one query for all of them.
+`labels_record` runs inside a reviewer decision's own transaction
+(decision_append calls it), `audit_labels_record` inside an audit verdict's
+(audit_verdict_sign calls it), so a label exists exactly when its decision or
+verdict does; `labels_rebuild` writes them all again from both in a few
+statements (after a bulk load, or to backfill). Drift is evaluated for the
+lenses of the decided proposal only, in one query for all of them.
 """
 
 from datetime import datetime
 
 from django.db import connection, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from reviewapp.audit.models import AuditEntry
@@ -20,13 +22,12 @@ from reviewapp.core.calibration import (
     drift_transition,
     kappa_with_interval,
 )
-from reviewapp.review.models import Decision, Escalation, Judgement, Lens
+from reviewapp.review.models import Claim, ClaimMark, Decision, DecisionAudit, Judgement, Lens
 from reviewapp.webhooks.events import webhook_record_lens_drift
 from reviewapp.webhooks.models import Event
 
 from .models import HumanLabel, LensAgreementDay, LensFloor, LensLabel, PairErrorDay
 
-AUDIT_REASON = "audit"
 MACHINE_APPROVED = {"reached_pass": True, "reached_fail": False}
 
 
@@ -39,18 +40,52 @@ def labels_record(*, decision: Decision) -> None:
     if decision.basis != Decision.Basis.REVIEWER or decision.escalation_id is None:
         return
     proposal = decision.proposal
-    escalation = decision.escalation
-    audit = AUDIT_REASON in (escalation.reasons or [])
-    approved = decision.outcome == Decision.Outcome.APPROVED
+    _label_write(
+        decision=decision,
+        decided_at=decision.created_at,
+        approved=decision.outcome == Decision.Outcome.APPROVED,
+        # An audit's verdict is a DecisionAudit (audit_labels_record), never a Decision.
+        audit=False,
+        machine_approved=MACHINE_APPROVED.get((proposal.tally or {}).get("outcome")),
+    )
+
+
+def audit_labels_record(*, audit: DecisionAudit) -> None:
+    """A reviewer's audit verdict as the human label of an automatic decision.
+
+    Called in the verdict's own transaction (review.services.audits). The
+    machine's decision is what the reviewer checked, so it gives
+    `machine_approved`; the verdict gives `approved`.
+    """
+    decision = audit.decision
+    _label_write(
+        decision=decision,
+        decided_at=audit.created_at,
+        approved=audit.outcome == Decision.Outcome.APPROVED,
+        audit=True,
+        machine_approved=decision.outcome == Decision.Outcome.APPROVED,
+    )
+
+
+def _label_write(
+    *,
+    decision: Decision,
+    decided_at: datetime,
+    approved: bool,
+    audit: bool,
+    machine_approved: bool | None,
+) -> None:
+    """The label of the proposal and of each lens on it, its day sums, then the drift check."""
+    proposal = decision.proposal
     with transaction.atomic(savepoint=False):
         label = HumanLabel.objects.create(
             proposal=proposal,
             panel_id=proposal.panel_id,
             decision=decision,
-            decided_at=decision.created_at,
+            decided_at=decided_at,
             approved=approved,
             audit=audit,
-            machine_approved=MACHINE_APPROVED.get((proposal.tally or {}).get("outcome")),
+            machine_approved=machine_approved,
         )
         verdicts = list(
             Judgement.objects.filter(proposal=proposal).values_list("lens_id", "verdict")
@@ -61,7 +96,7 @@ def labels_record(*, decision: Decision) -> None:
                 lens_id=lens_id,
                 proposal=proposal,
                 panel_id=proposal.panel_id,
-                decided_at=decision.created_at,
+                decided_at=decided_at,
                 passed=verdict == Judgement.Verdict.PASS,
                 approved=approved,
                 audit=audit,
@@ -70,30 +105,55 @@ def labels_record(*, decision: Decision) -> None:
         )
         _add_to_days(
             [(lens_id, verdict == Judgement.Verdict.PASS) for lens_id, verdict in verdicts],
-            day=decision.created_at.date(),
+            day=decided_at.date(),
             audit=audit,
             approved=approved,
+            # Marks are given with a reviewer's decision (stored before this, in its
+            # transaction); the automatic decision an audit checks has none.
+            claims={} if audit else _claims_marked(decision),
         )
         _add_to_pair_days(
             sorted((lens_id, verdict == Judgement.Verdict.PASS) for lens_id, verdict in verdicts),
             panel_id=proposal.panel_id,
-            day=decision.created_at.date(),
+            day=decided_at.date(),
             approved=approved,
         )
         drift_evaluate(lens_ids=[lens_id for lens_id, _ in verdicts])
 
 
-def _add_to_days(verdicts: list[tuple[int, bool]], *, day, audit: bool, approved: bool) -> None:
+def _claims_marked(decision: Decision) -> dict[int, tuple[int, int]]:
+    """Per lens, its claims the decision marked and those marked incorrect; one query."""
+    rows = (
+        ClaimMark.objects.filter(decision=decision)
+        .values("claim__judgement__lens_id")
+        .annotate(
+            marked=Count("pk"), incorrect=Count("pk", filter=Q(mark=ClaimMark.Mark.INCORRECT))
+        )
+        .order_by()
+    )
+    return {r["claim__judgement__lens_id"]: (r["marked"], r["incorrect"]) for r in rows}
+
+
+def _add_to_days(
+    verdicts: list[tuple[int, bool]],
+    *,
+    day,
+    audit: bool,
+    approved: bool,
+    claims: dict[int, tuple[int, int]],
+) -> None:
     """Add one item per lens to its day's table; an upsert, so concurrent decisions both count."""
     if not verdicts:
         return
     table = _q(LensAgreementDay._meta.db_table)
-    columns = ("pass_approved", "pass_rejected", "fail_approved", "fail_rejected")
+    cells = ("pass_approved", "pass_rejected", "fail_approved", "fail_rejected")
+    columns = (*cells, "claims_marked", "claims_incorrect")
     rows, params = [], []
     for lens_id, passed in verdicts:
         cell = ("pass" if passed else "fail") + ("_approved" if approved else "_rejected")
-        rows.append("(%s, %s, %s, %s, %s, %s, %s)")
-        params += [lens_id, day, audit, *(int(cell == c) for c in columns)]
+        rows.append("(%s, %s, %s, %s, %s, %s, %s, %s, %s)")
+        params += [lens_id, day, audit, *(int(cell == c) for c in cells)]
+        params += claims.get(lens_id, (0, 0))
     updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in columns)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -231,23 +291,24 @@ def floor_update(*, lens: Lens, floor: float, window: int) -> LensFloor:
 
 
 def labels_rebuild() -> int:
-    """Every label and day table again from the reviewer decisions on escalations; a few statements.
+    """Every label and day table again from the reviewer decisions on escalations and the
+    audit verdicts on automatic decisions; a few statements.
 
     For a backfill or after a bulk load. Drift state is left as it is.
     """
-    d, e, p, j = (
+    d, a, p, j = (
         _q(Decision._meta.db_table),
-        _q(Escalation._meta.db_table),
+        _q(DecisionAudit._meta.db_table),
         _q("review_proposal"),
         _q(Judgement._meta.db_table),
     )
+    mark, claim = _q(ClaimMark._meta.db_table), _q(Claim._meta.db_table)
     human, lens_label, day, pair_day = (
         _q(HumanLabel._meta.db_table),
         _q(LensLabel._meta.db_table),
         _q(LensAgreementDay._meta.db_table),
         _q(PairErrorDay._meta.db_table),
     )
-    audit = "CAST(e.reasons AS TEXT) LIKE '%%\"audit\"%%'"
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {lens_label}")
         cursor.execute(f"DELETE FROM {day}")
@@ -257,14 +318,25 @@ def labels_rebuild() -> int:
             f"""
             INSERT INTO {human} (proposal_id, panel_id, decision_id, decided_at, approved, audit,
                                  machine_approved)
-            SELECT d.proposal_id, p.panel_id, d.id, d.created_at, d.outcome = %s, {audit},
+            SELECT d.proposal_id, p.panel_id, d.id, d.created_at, d.outcome = %s, %s,
                    CASE WHEN p.tally IS NULL THEN NULL
                         WHEN CAST(p.tally AS TEXT) LIKE '%%"reached_pass"%%' THEN %s
                         WHEN CAST(p.tally AS TEXT) LIKE '%%"reached_fail"%%' THEN %s END
-            FROM {d} d JOIN {e} e ON e.id = d.escalation_id JOIN {p} p ON p.id = d.proposal_id
-            WHERE d.basis = %s
+            FROM {d} d JOIN {p} p ON p.id = d.proposal_id
+            WHERE d.basis = %s AND d.escalation_id IS NOT NULL
             """,
-            [Decision.Outcome.APPROVED, True, False, Decision.Basis.REVIEWER],
+            [Decision.Outcome.APPROVED, False, True, False, Decision.Basis.REVIEWER],
+        )
+        # Audits: the verdict is the label, the audited automatic decision the machine's.
+        cursor.execute(
+            f"""
+            INSERT INTO {human} (proposal_id, panel_id, decision_id, decided_at, approved, audit,
+                                 machine_approved)
+            SELECT d.proposal_id, p.panel_id, d.id, a.created_at, a.outcome = %s, %s,
+                   d.outcome = %s
+            FROM {a} a JOIN {d} d ON d.id = a.decision_id JOIN {p} p ON p.id = d.proposal_id
+            """,
+            [Decision.Outcome.APPROVED, True, Decision.Outcome.APPROVED],
         )
         cursor.execute(
             f"""
@@ -279,14 +351,24 @@ def labels_rebuild() -> int:
         cursor.execute(
             f"""
             INSERT INTO {day} (lens_id, day, audit, pass_approved, pass_rejected,
-                               fail_approved, fail_rejected)
-            SELECT lens_id, {_utc_day("decided_at")}, audit,
-                   SUM(CASE WHEN passed AND approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN passed AND NOT approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN NOT passed AND approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN NOT passed AND NOT approved THEN 1 ELSE 0 END)
-            FROM {lens_label} GROUP BY lens_id, {_utc_day("decided_at")}, audit
-            """
+                               fail_approved, fail_rejected, claims_marked, claims_incorrect)
+            SELECT l.lens_id, {_utc_day("l.decided_at")}, l.audit,
+                   SUM(CASE WHEN l.passed AND l.approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN l.passed AND NOT l.approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN NOT l.passed AND l.approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN NOT l.passed AND NOT l.approved THEN 1 ELSE 0 END),
+                   SUM(COALESCE(m.marked, 0)), SUM(COALESCE(m.incorrect, 0))
+            FROM {lens_label} l JOIN {human} h ON h.id = l.label_id
+            LEFT JOIN (
+                SELECT cm.decision_id, j.lens_id, COUNT(*) AS marked,
+                       SUM(CASE WHEN cm.mark = %s THEN 1 ELSE 0 END) AS incorrect
+                FROM {mark} cm JOIN {claim} c ON c.id = cm.claim_id
+                JOIN {j} j ON j.id = c.judgement_id
+                GROUP BY cm.decision_id, j.lens_id
+            ) m ON m.decision_id = h.decision_id AND m.lens_id = l.lens_id
+            GROUP BY l.lens_id, {_utc_day("l.decided_at")}, l.audit
+            """,
+            [ClaimMark.Mark.INCORRECT],
         )
         wrong_a, wrong_b = "(a.passed <> a.approved)", "(b.passed <> b.approved)"
         cursor.execute(

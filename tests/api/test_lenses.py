@@ -23,7 +23,9 @@ KEYS = {
     "kappa_undefined_reason",
     "true_pass_rate",
     "true_fail_rate",
+    "claims_marked",
     "claims_marked_incorrect",
+    "claims_marked_incorrect_reason",
     "drifting",
     "window",
 }
@@ -52,6 +54,38 @@ def test_agreement_answers_the_issues_shape_with_kappa_and_its_interval():
     assert body["true_pass_rate"] == pytest.approx(7 / 9)
     assert body["true_fail_rate"] == pytest.approx(6 / 7)
     assert body["claims_marked_incorrect"] is None
+
+
+def test_claims_marked_incorrect_is_null_with_a_reason_when_none_of_the_lens_was_marked():
+    panel, (a, b) = panel_of("alpha", "beta")
+    adjudicated(panel, {a: "pass", b: "pass"}, "approved", marks={b: ["incorrect"]})
+    body = api_with("read").get("/api/lenses/alpha/agreement").json()
+    assert (body["claims_marked"], body["claims_marked_incorrect"]) == (0, None)
+    assert "no claim of this lens was marked" in body["claims_marked_incorrect_reason"]
+
+
+def test_claims_marked_in_decisions_give_the_share_marked_incorrect():
+    panel, (a, b) = panel_of("alpha", "beta")
+    adjudicated(panel, {a: "pass", b: "fail"}, "rejected", marks={a: ["incorrect", "correct"]})
+    adjudicated(
+        panel,
+        {a: "pass", b: "pass"},
+        "approved",
+        marks={a: ["correct", "irrelevant"], b: ["incorrect"]},
+    )
+    body = api_with("read").get("/api/lenses/alpha/agreement").json()
+    assert (body["claims_marked"], body["claims_marked_incorrect"]) == (4, 0.25)
+    assert body["claims_marked_incorrect_reason"] is None
+    beta = api_with("read").get("/api/lenses/beta/agreement").json()
+    assert (beta["claims_marked"], beta["claims_marked_incorrect"]) == (1, 1.0)
+
+
+def test_claims_marked_outside_the_window_are_not_counted():
+    panel, (lens,) = panel_of("alpha")
+    adjudicated(panel, {lens: "pass"}, "rejected", marks={lens: ["incorrect"]})
+    tomorrow = datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=1)
+    body = api_with("read").get("/api/lenses/alpha/agreement", {"since": tomorrow}).json()
+    assert (body["claims_marked"], body["claims_marked_incorrect"]) == (0, None)
 
 
 def test_kappa_is_null_with_a_reason_when_too_few_were_decided():
@@ -107,7 +141,8 @@ def test_the_answer_costs_the_same_queries_however_many_decisions():
     api.get("/api/lenses/alpha/agreement")  # the token's first use is recorded once
     with CaptureQueriesContext(connection) as few:
         api.get("/api/lenses/alpha/agreement")
-    many(panel, lens, agreeing(20))
+    many(panel, lens, agreeing(20), marks={lens: ["incorrect", "correct"]})
     with CaptureQueriesContext(connection) as more:
-        api.get("/api/lenses/alpha/agreement")
+        body = api.get("/api/lenses/alpha/agreement").json()
+    assert body["claims_marked"] == 40
     assert len(more) == len(few)

@@ -4,7 +4,7 @@ import pytest
 
 from benchmarks import agreement
 from reviewapp.calibration.models import HumanLabel, LensLabel
-from reviewapp.review.models import Decision, Judgement
+from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Judgement
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,8 @@ def loaded():
 
 def test_the_load_writes_judgements_decisions_and_their_labels(loaded):
     assert Judgement.objects.count() == 500
-    assert Decision.objects.filter(basis="reviewer").count() == 20
+    assert Decision.objects.filter(basis="reviewer").count() == 18
+    assert DecisionAudit.objects.filter(decision__basis="system").count() == 2
     assert HumanLabel.objects.count() == 20
     assert HumanLabel.objects.filter(audit=True).count() == 2
     assert LensLabel.objects.count() == 20 * agreement.PER_PANEL
@@ -42,3 +43,13 @@ def test_the_timings_run(loaded):
     lenses, browser, api, _ = loaded
     samples = agreement.timings(lenses[0].name, browser, api, requests=2)
     assert all(len(v) == 2 for v in samples.values())
+
+
+def test_the_api_counts_the_claims_the_load_marked(loaded):
+    lenses, browser, api, _ = loaded
+    bodies = [api.get(f"/api/lenses/{lens.name}/agreement").json() for lens in lenses]
+    assert sum(b["claims_marked"] for b in bodies) == ClaimMark.objects.count() > 0
+    incorrect = ClaimMark.objects.filter(mark="incorrect").count()
+    assert sum(b["claims_marked"] * (b["claims_marked_incorrect"] or 0) for b in bodies) == (
+        pytest.approx(incorrect)
+    )

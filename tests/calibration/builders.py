@@ -1,13 +1,14 @@
 """Proposals a reviewer decided, with the lens verdicts they had, written quickly.
 
 The proposal, its judgements and its escalation are rows made directly (the
-pipeline is tested elsewhere); the decision goes through escalation_decide,
-the real path that records the human labels.
+pipeline is tested elsewhere); the reviewer's decision or audit verdict goes
+through escalation_decide, the real path that records the human labels.
 """
 
 import itertools
 
-from reviewapp.review.models import Escalation, Judgement, Lens, Proposal
+from reviewapp.review.models import Claim, Decision, Escalation, Judgement, Lens, Proposal
+from reviewapp.review.services.decisions import decision_append
 from reviewapp.review.services.escalations import escalation_decide
 from tests.factories import LensFactory, PanelFactory
 
@@ -26,11 +27,16 @@ def adjudicated(
     *,
     audit: bool = False,
     tally_outcome: str = "no_quorum",
+    marks: dict[Lens, list[str]] | None = None,
 ) -> Proposal:
     """A proposal the lenses judged (`verdicts`: lens → "pass"/"fail"), escalated and decided.
 
-    `audit` makes the escalation an audit of an automatic decision (reason
-    "audit"); `tally_outcome` is what the panel reached ("reached_pass" …).
+    `audit` makes it an audit instead: the system decided the proposal (approved
+    when `tally_outcome` is "reached_pass", else rejected), an escalation with
+    reason "audit" opened, and `outcome` is the reviewer's audit verdict.
+    `tally_outcome` is what the panel reached ("reached_pass" …). `marks`
+    (lens → marks): one cited claim of that lens per mark, marked so in the
+    reviewer's decision.
     """
     number = next(_counter)
     proposal = Proposal.objects.create(
@@ -40,12 +46,12 @@ def adjudicated(
         content=f"Proposal {number}.",
         content_sha256=f"{number:064x}",
         request_sha256=f"{number:064x}",
-        status=Proposal.Status.ESCALATED,
+        status=Proposal.Status.DECIDED if audit else Proposal.Status.ESCALATED,
         lenses_asked=len(verdicts),
         lenses_answered=len(verdicts),
         tally={"outcome": tally_outcome},
     )
-    Judgement.objects.bulk_create(
+    judgements = Judgement.objects.bulk_create(
         Judgement(
             proposal=proposal,
             lens=lens,
@@ -55,16 +61,45 @@ def adjudicated(
         )
         for lens, verdict in verdicts.items()
     )
+    if audit:
+        decision_append(
+            proposal=proposal,
+            outcome=Decision.Outcome.APPROVED
+            if tally_outcome == "reached_pass"
+            else Decision.Outcome.REJECTED,
+            basis=Decision.Basis.SYSTEM,
+            rationale="The panel's tally.",
+        )
     escalation = Escalation.objects.create(
         proposal=proposal, reasons=["audit"] if audit else ["no_quorum"]
     )
+    by_lens = {j.lens_id: j for j in judgements}
+    claim_marks = [
+        (_claim(by_lens[lens.pk], position).pk, mark)
+        for lens, lens_marks in (marks or {}).items()
+        for position, mark in enumerate(lens_marks)
+    ]
     escalation_decide(
         escalation_id=escalation.pk,
         outcome=outcome,
         rationale="Checked by hand.",
         decided_by_name="reviewer",
+        marks=claim_marks,
     )
     return proposal
+
+
+def _claim(judgement: Judgement, position: int) -> Claim:
+    return Claim.objects.create(
+        judgement=judgement,
+        position=position,
+        cite="Proposal",
+        text="Proposal",
+        assessment=Claim.Assessment.VERIFIED,
+        anchor_kind=Claim.AnchorKind.ANSWER_BODY,
+        start_utf16=0,
+        end_utf16=8,
+    )
 
 
 def many(panel, lens: Lens, rows: list[tuple[str, str]], **kwargs) -> list[Proposal]:

@@ -25,6 +25,20 @@ def test_the_lens_page_shows_its_agreement_with_the_reviewers(admin_client):
     assert "Agreement 83.3%" in html and "95 % interval" in html
 
 
+def test_the_lens_page_shows_the_share_of_its_claims_marked_incorrect(admin_client):
+    panel, (lens,) = panel_of("alpha")
+    adjudicated(panel, {lens: "pass"}, "rejected", marks={lens: ["incorrect", "correct"]})
+    html = admin_client.get(f"/admin/review/lens/{lens.pk}/change/").content.decode()
+    assert "Claims marked incorrect: 50.0% of 2 marked." in html
+
+
+def test_the_lens_page_says_why_no_share_of_claims_is_shown(admin_client):
+    panel, (lens,) = panel_of("alpha")
+    adjudicated(panel, {lens: "pass"}, "approved")
+    html = admin_client.get(f"/admin/review/lens/{lens.pk}/change/").content.decode()
+    assert "Claims marked incorrect: — (no claim of this lens was marked" in html
+
+
 def test_the_lens_page_flags_a_lens_below_its_floor(admin_client):
     panel, (lens,) = panel_of("alpha")
     floor_update(lens=lens, floor=0.4, window=10)

@@ -114,3 +114,16 @@ def test_every_proposal_the_lens_judged_since_drifting_is_flagged_and_none_befor
     since = adjudicated(panel, {lens: "pass"}, "rejected")
     assert 'data-drifting="alpha"' in client.get(f"/proposals/{since.pk}").content.decode()
     assert 'data-drifting="alpha"' not in client.get(f"/proposals/{before[0].pk}").content.decode()
+
+
+def test_audit_verdicts_alone_cross_the_floor_and_send_lens_drift(receiver, lens_events):
+    panel, lens = _drifting_lens()
+    many(panel, lens, agreeing(WINDOW), audit=True)
+    many(panel, lens, disagreeing(WINDOW), audit=True)
+    send_due()
+    [drift] = receiver.wait_for(1)
+    assert drift.error is None
+    assert drift.payload["type"] == "lens.drift"
+    assert drift.payload["data"]["lens"]["name"] == "alpha"
+    floor = LensFloor.objects.get(lens=lens)
+    assert floor.drifting and floor.last_kappa < 0.4

@@ -1,4 +1,4 @@
-"""Human labels are written with each reviewer decision, and rebuilt from the decisions alike."""
+"""Human labels are written with each reviewer decision and audit verdict, and rebuilt alike."""
 
 import pytest
 
@@ -20,7 +20,7 @@ def test_a_reviewer_decision_labels_each_lens_that_judged_the_proposal():
     assert HumanLabel.objects.get(proposal=proposal).audit is False
 
 
-def test_an_escalation_with_the_audit_reason_counts_as_an_audit():
+def test_an_audit_verdict_counts_as_an_audit_apart_from_escalations():
     panel, (a,) = panel_of("alpha")
     adjudicated(panel, {a: "pass"}, "approved", audit=True)
     adjudicated(panel, {a: "pass"}, "approved")
@@ -51,6 +51,8 @@ def _state() -> tuple:
             "pass_rejected",
             "fail_approved",
             "fail_rejected",
+            "claims_marked",
+            "claims_incorrect",
         ),
         rows(
             PairErrorDay,
@@ -76,8 +78,14 @@ def test_rebuilding_from_the_decisions_gives_the_same_labels_and_sums():
         audit=True,
         tally_outcome="reached_pass",
     )
-    adjudicated(panel, {a: "fail", b: "fail", c: "pass"}, "approved")
+    adjudicated(
+        panel,
+        {a: "fail", b: "fail", c: "pass"},
+        "approved",
+        marks={a: ["incorrect", "correct"], c: ["irrelevant"]},
+    )
     before = _state()
+    assert sum(row[7] for row in before[1]) == 3  # the marks are summed by the day rows
     assert len(before[2]) == 3  # three pairs, one day
     assert labels_rebuild() == 2
     assert _state() == before

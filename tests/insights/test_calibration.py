@@ -31,6 +31,18 @@ def test_the_dashboard_shows_each_lens_against_the_reviewers(browser):
     assert "agreement_lens=" in row and "cell=agreed" in row
 
 
+def test_the_lens_table_shows_the_share_of_claims_marked_incorrect(browser):
+    panel, (a, b) = panel_of("alpha", "beta")
+    adjudicated(
+        panel, {a: "pass", b: "pass"}, "rejected", marks={a: ["incorrect", "correct", "correct"]}
+    )
+    html = browser.get("/dashboard/lenses").content.decode()
+    alpha = _row(html, "data-lens-humans", "alpha")
+    assert re.search(r'data-col="claims_incorrect"><span title="of 3 claims[^"]*">33.3%<', alpha)
+    beta = _row(html, "data-lens-humans", "beta")
+    assert re.search(r'data-col="claims_incorrect"><span title="no claim of this lens', beta)
+
+
 def test_the_number_of_decided_proposals_links_to_exactly_those_proposals(browser):
     panel, (lens,) = panel_of("alpha")
     decided = many(panel, lens, agreeing(3))
@@ -87,7 +99,7 @@ def test_the_lens_page_costs_the_same_queries_however_many_decisions(browser):
     with CaptureQueriesContext(connection) as few:
         browser.get("/dashboard/lenses")
     for verdict, outcome in agreeing(15):
-        adjudicated(panel, {a: verdict, b: verdict}, outcome)
+        adjudicated(panel, {a: verdict, b: verdict}, outcome, marks={a: ["incorrect"]})
     with CaptureQueriesContext(connection) as more:
         browser.get("/dashboard/lenses")
     assert len(more) == len(few)

@@ -3,6 +3,7 @@
 The machine's signed decision stands. The reviewer's audit verdict is signed
 as its own record (``DecisionAudit``) bound to the decision's hash; a verdict
 that differs from the machine's disputes the decision (``decision.disputed``).
+The verdict is also a human label for calibration, written in its transaction.
 """
 
 import random
@@ -10,6 +11,7 @@ import random
 from django.db import transaction
 from django.utils import timezone
 
+from reviewapp.calibration.services import audit_labels_record
 from reviewapp.core.audits import audit_drawn
 from reviewapp.core.blank import shows_nothing
 from reviewapp.core.signing import Signer, sha256_hex
@@ -111,4 +113,6 @@ def audit_verdict_sign(
         )
         if not audit.agrees:
             webhook_record_disputed(audit=audit)  # the outbox row commits with the verdict
+        # The verdict is the human label each lens on the proposal is measured against.
+        audit_labels_record(audit=audit)
     return audit
