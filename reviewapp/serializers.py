@@ -8,7 +8,15 @@ which of these fields it publishes.
 from django.db.models import Prefetch, QuerySet
 
 from reviewapp.review.keys import public_keys_b64, trusted_keys
-from reviewapp.review.models import ApiClient, Claim, Decision, Judgement, LensFailure, Proposal
+from reviewapp.review.models import (
+    ApiClient,
+    Claim,
+    Decision,
+    Judgement,
+    LensFailure,
+    Proposal,
+    Review,
+)
 from reviewapp.review.services.visibility import proposals_visible_to
 
 
@@ -33,6 +41,21 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "public_key": public_keys.get(decision.key_id),
         "prev_hash": decision.prev_hash,
         "hash": decision.hash,
+        "reviews": [review_out(r) for r in decision.escalation.reviews.all()]
+        if decision.escalation_id
+        else [],
+    }
+
+
+def review_out(review: Review) -> dict:
+    return {
+        "id": review.pk,
+        "reviewer": review.reviewer_name,
+        "outcome": review.outcome,
+        "payload": review.payload,
+        "signature": review.signature,
+        "key_id": review.key_id,
+        "hash": review.hash,
     }
 
 
@@ -45,6 +68,7 @@ def proposals_in_detail(client: ApiClient | None) -> QuerySet[Proposal]:
             Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
             "evidence",
             "lens_failures",
+            "decision__escalation__reviews",
         )
     )
 

@@ -32,7 +32,7 @@ NonBlank = Annotated[str, Field(json_schema_extra={"pattern": r"\S"}), AfterVali
 Verdict = Literal["pass", "fail"]
 Assessment = Literal["verified", "contested", "refuted"]
 ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]
-EscalationStatus = Literal["open", "claimed", "resolved"]
+EscalationStatus = Literal["open", "claimed", "reconcile", "resolved"]
 Outcome = Literal["approved", "rejected"]
 
 
@@ -155,6 +155,22 @@ class EscalationBriefOut(Schema):
     reasons: list[str]
 
 
+class ReviewOut(Schema):
+    id: int
+    reviewer: str
+    outcome: Outcome
+    payload: str = Field(description="The reviewer's exact signed RFC 8785 JSON.")
+    signature: str = Field(description="base64 ed25519 signature over `payload`.")
+    key_id: str
+    hash: str = Field(description="SHA-256 of `payload`: the decision's signed `reviews` name it.")
+
+
+class ReviewStatusOut(Schema):
+    status: Literal["awaiting_reviews", "reconcile"]
+    reviews: int = Field(description="Reviews given so far.")
+    reviews_needed: int
+
+
 class DecisionOut(Schema):
     id: int
     proposal: int
@@ -168,6 +184,9 @@ class DecisionOut(Schema):
     public_key: str | None = Field(description="base64; null only if the key is unknown.")
     prev_hash: str
     hash: str
+    reviews: list[ReviewOut] = Field(
+        default=[], description="The signed reviews the decision rests on, when it needed several."
+    )
 
 
 class LensFailureOut(Schema):

@@ -34,7 +34,7 @@ from reviewapp.review.search_queries import TypedSearch, escalation_text_q, sear
 from .presenters import REASON_LABELS
 
 COUNT_LIMIT = 1_000
-OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED)
+OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED, Escalation.Status.RECONCILE)
 # Age order; both walk the inbox_open index.
 INBOX_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 # Ids are BIGINT primary keys: anything outside that range matches nothing.

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from reviewapp.core.cite import EVAL_THOUGHT_LIMIT
 from reviewapp.core.near_miss import NearMisses
-from reviewapp.review.access import may_sign_decisions
+from reviewapp.review.access import may_reconcile, may_sign_decisions
 from reviewapp.review.models import Claim, Escalation, Judgement, LensFailure, Proposal
 
 REASON_LABELS = {
@@ -23,6 +23,7 @@ REASON_LABELS = {
     Escalation.Reason.INCONCLUSIVE: "Inconclusive",
     Escalation.Reason.LENS_FAILED: "Lens failed",
     Escalation.Reason.SIGN_OFF: "Sign-off",
+    Escalation.Reason.REVIEWERS_DISAGREE: "Reviewers disagree",
 }
 OUTCOME_LABELS = {
     "no_quorum": "no quorum",
@@ -95,6 +96,11 @@ def escalation_reasons(escalation: Escalation, tally: dict | None) -> list[dict]
             ) + "."
         elif code == Escalation.Reason.SIGN_OFF:
             text = "The panel reached pass, and this panel asks a person to sign off every pass."
+        elif code == Escalation.Reason.REVIEWERS_DISAGREE:
+            text = (
+                f"The {escalation.reviews_needed} reviews disagree: "
+                "a member of the reconcilers group decides, seeing every review."
+            )
         else:
             text = ""
         out.append({**badge, "text": text})
@@ -179,24 +185,49 @@ class ClaimState:
     mine: bool = False
     # Staff outside the reviewers group may read an escalation, not claim or sign it.
     may_sign: bool = False
+    # Several reviews: each reviewer gives theirs without a claim, once.
+    reviews_needed: int = 1
+    reviewed_by_me: bool = False
+    may_reconcile: bool = False
 
     @property
     def resolved(self) -> bool:
         return self.status == Escalation.Status.RESOLVED
 
     @property
+    def reconcile(self) -> bool:
+        return self.status == Escalation.Status.RECONCILE
+
+    @property
+    def several(self) -> bool:
+        return self.reviews_needed > 1
+
+    @property
     def claimable(self) -> bool:
-        """Whether this user may (re)claim it now."""
+        """Whether this user may (re)claim it now (a single-review escalation only)."""
+        if self.several or self.reconcile:
+            return False
         return self.may_sign and not self.resolved and (not self.live or self.mine)
 
     @property
     def can_decide(self) -> bool:
+        if self.reconcile:
+            return self.may_reconcile
+        if self.several:
+            return self.may_sign and not self.resolved and not self.reviewed_by_me
         return not self.resolved and self.live and self.mine
 
 
 def claim_state(escalation: Escalation, user, now: datetime | None = None) -> ClaimState:
     now = now or timezone.now()
-    state = ClaimState(status=escalation.status, may_sign=may_sign_decisions(user))
+    state = ClaimState(
+        status=escalation.status,
+        may_sign=may_sign_decisions(user),
+        reviews_needed=escalation.reviews_needed,
+        may_reconcile=may_reconcile(user),
+    )
+    if state.several and user is not None and user.is_authenticated:
+        state.reviewed_by_me = escalation.reviews.filter(reviewer=user).exists()
     if escalation.status == Escalation.Status.CLAIMED and escalation.claimed_at:
         holder = escalation.claimed_by
         state.holder = holder.get_username() if holder else "someone"

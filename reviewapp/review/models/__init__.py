@@ -17,6 +17,7 @@ from .lens import Lens
 from .panel import Panel, PanelLens
 from .proposal import AwaitedLens, Proposal
 from .recorded_response import RecordedResponse
+from .review import Review
 
 __all__ = [
     "ApiClient",
@@ -36,5 +37,6 @@ __all__ = [
     "PanelLens",
     "Proposal",
     "RecordedResponse",
+    "Review",
     "SigningKey",
 ]

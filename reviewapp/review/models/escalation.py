@@ -21,10 +21,13 @@ class Escalation(models.Model):
         LENS_FAILED = "lens_failed", "Lens failed"
         SIGN_OFF = "sign_off", "Sign-off"
         FINAL_STEP_FAILED = "final_step_failed", "Final step kept failing"
+        REVIEWERS_DISAGREE = "reviewers_disagree", "Reviewers disagree"
 
     class Status(models.TextChoices):
         OPEN = "open"
         CLAIMED = "claimed"
+        # The needed reviews disagree: only a reconciler can decide it now.
+        RECONCILE = "reconcile"
         RESOLVED = "resolved"
 
     proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="escalations")
@@ -42,6 +45,9 @@ class Escalation(models.Model):
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # Copied from the panel when the escalation is made: a later change of the
+    # panel does not move the goal under reviews already given.
+    reviews_needed = models.PositiveSmallIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # The proposal's search vector while the escalation is open, NULL once
     # resolved (PostgreSQL; NULL on SQLite): see reviewapp.review.search.

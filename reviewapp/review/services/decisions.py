@@ -37,11 +37,15 @@ def decision_payload(
     decided_at: str,
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
+    reviews: list[dict] | None = None,
 ) -> dict:
     """Everything a decision is bound to, as the dict that gets canonicalised and signed.
 
     `evidence` and `lenses` (lens_name, lens_version) are read from the
-    proposal unless the caller already holds them.
+    proposal unless the caller already holds them. `reviews` (reviewer,
+    outcome, review_sha256) are the reviews a decision rests on when its
+    escalation needed several; a decision without them has no `reviews` key,
+    byte for byte what it was before reviews existed.
     """
     snapshot = proposal.panel_snapshot
     if evidence is None:
@@ -57,7 +61,7 @@ def decision_payload(
         }
         for e in sorted(evidence, key=lambda e: e.checker_name)
     ]
-    return {
+    payload = {
         "type": DECISION_PAYLOAD_TYPE,
         "proposal": {"id": proposal.pk, "content_sha256": proposal.content_sha256},
         "panel": {
@@ -78,6 +82,9 @@ def decision_payload(
         "decided_at": decided_at,
         "prev_hash": prev_hash,
     }
+    if reviews is not None:
+        payload["reviews"] = reviews
+    return payload
 
 
 def decision_append(
@@ -93,6 +100,7 @@ def decision_append(
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
     evidence_is_new: bool = False,
+    reviews: list[dict] | None = None,
 ) -> Decision:
     """Sign and store a decision. Raises IntegrityError if the proposal already has one.
 
@@ -117,6 +125,7 @@ def decision_append(
             decided_at=timezone.now().isoformat(),
             evidence=evidence,
             lenses=lenses,
+            reviews=reviews,
         )
         signed = signer.sign(payload)
         decision = Decision.objects.create(

@@ -1,5 +1,6 @@
 """Human adjudication of escalated proposals."""
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -11,11 +12,17 @@ from django.utils import timezone
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
 from reviewapp.core.blank import shows_nothing
-from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
+from reviewapp.webhooks.events import (
+    webhook_record_claimed,
+    webhook_record_reconcile,
+    webhook_record_released,
+    webhook_record_review_submitted,
+)
 
-from ..access import may_sign_decisions
-from ..models import Decision, Escalation, Proposal
+from ..access import may_reconcile, may_sign_decisions
+from ..models import Decision, Escalation, Panel, Proposal
 from .decisions import decision_append
+from .reviews import review_create, reviews_named
 
 
 class ClaimHeldByOther(Exception):
@@ -154,6 +161,33 @@ def escalation_claim_extend(*, escalation_id: int, user) -> datetime | None:
     return now + timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES) if renewed else None
 
 
+@dataclass(frozen=True)
+class ReviewResult:
+    """Where an escalation stands after someone gave their verdict on it."""
+
+    status: str  # "decided", "awaiting_reviews" or "reconcile"
+    reviews: int
+    reviews_needed: int
+    decision: Decision | None = None
+
+
+class AlreadyReviewed(Exception):
+    """One person reviews an escalation once."""
+
+
+class NotAReconciler(PermissionDenied):
+    """The reviewers disagreed: only a reconciler (or a superuser) may decide now."""
+
+
+class NeedsAPerson(PermissionDenied):
+    """An escalation that needs several reviews takes each from a named person."""
+
+
+def panel_reviews_needed(proposal: Proposal) -> int:
+    """How many reviews an escalation of `proposal` will need (its panel's setting now)."""
+    return Panel.objects.values_list("reviews_needed", flat=True).get(pk=proposal.panel_id)
+
+
 def escalation_decide(
     *,
     escalation_id: int,
@@ -161,8 +195,34 @@ def escalation_decide(
     rationale: str,
     user=None,
     decided_by_name: str,
-) -> Decision:
-    """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open)."""
+) -> Decision | None:
+    """`escalation_review`'s decision: None while reviews are awaited or disagree."""
+    return escalation_review(
+        escalation_id=escalation_id,
+        outcome=outcome,
+        rationale=rationale,
+        user=user,
+        decided_by_name=decided_by_name,
+    ).decision
+
+
+def escalation_review(
+    *,
+    escalation_id: int,
+    outcome: str,
+    rationale: str,
+    user=None,
+    decided_by_name: str,
+    annotations: dict | None = None,
+) -> ReviewResult:
+    """A reviewer's verdict: the decision itself, or one of the reviews it needs.
+
+    With one review needed (the default) the verdict is signed as the decision
+    at once; a browser reviewer must hold the claim (or it must be open). With
+    several, it is signed as the reviewer's own review: agreeing reviews make
+    the decision, which names each of them; disagreeing ones send the
+    escalation to reconcile, which only a reconciler decides.
+    """
     if user is not None:  # a `review` token has no user; its scope was checked
         _ensure_may_sign(user)
     if shows_nothing(rationale):
@@ -170,32 +230,102 @@ def escalation_decide(
     if outcome not in Decision.Outcome.values:
         raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")
     with transaction.atomic():
-        # Row lock: two reviewers deciding at once are serialised here, and
-        # the second finds the escalation resolved.
+        # Row lock: reviewers submitting at once are serialised here, so the
+        # count of reviews each one sees is final and only one signs the
+        # decision; the next finds the escalation resolved.
         escalation = (
             Escalation.objects.select_for_update().select_related("proposal").get(pk=escalation_id)
         )
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
-        claim_live = (
-            escalation.status == Escalation.Status.CLAIMED
-            and escalation.claimed_at >= _claim_expiry_cutoff()
+        needed = escalation.reviews_needed
+        if escalation.status == Escalation.Status.RECONCILE:
+            if not may_reconcile(user):
+                raise NotAReconciler(
+                    "the reviewers disagree: only a member of the reconcilers group can decide"
+                )
+            reviews = list(escalation.reviews.order_by("id"))
+            decision = _resolve(
+                escalation, outcome, rationale, user, decided_by_name, reviews=reviews
+            )
+            return ReviewResult("decided", len(reviews), needed, decision)
+        if needed <= 1:
+            claim_live = (
+                escalation.status == Escalation.Status.CLAIMED
+                and escalation.claimed_at >= _claim_expiry_cutoff()
+            )
+            if claim_live and (user is None or escalation.claimed_by_id != user.pk):
+                raise ClaimHeldByOther(_holder_name(escalation))
+            decision = _resolve(escalation, outcome, rationale, user, decided_by_name)
+            return ReviewResult("decided", 1, 1, decision)
+        return _review(escalation, outcome, rationale, user, decided_by_name, annotations)
+
+
+def _review(escalation, outcome, rationale, user, name, annotations) -> ReviewResult:
+    if user is None:
+        raise NeedsAPerson(
+            f"this escalation needs {escalation.reviews_needed} reviews, each by a person: "
+            "use a personal token (create_api_token NAME --scopes review --user USERNAME)"
         )
-        if claim_live and (user is None or escalation.claimed_by_id != user.pk):
-            raise ClaimHeldByOther(_holder_name(escalation))
-        escalation.status = Escalation.Status.RESOLVED
-        escalation.resolved_at = timezone.now()
-        escalation.search = None  # only open escalations are searched
-        escalation.save(update_fields=["status", "resolved_at", "search"])
-        Proposal.objects.filter(pk=escalation.proposal_id).update(
-            status=Proposal.Status.DECIDED, updated_at=timezone.now()
+    if escalation.reviews.filter(reviewer=user).exists():
+        raise AlreadyReviewed(f"{name} already reviewed escalation {escalation.pk}")
+    review_create(
+        escalation=escalation,
+        user=user,
+        reviewer_name=name,
+        outcome=outcome,
+        rationale=rationale,
+        annotations=annotations,
+    )
+    reviews = list(escalation.reviews.order_by("id"))
+    needed = escalation.reviews_needed
+    webhook_record_review_submitted(escalation=escalation, reviews=len(reviews))
+    if len(reviews) < needed:
+        _claims_end(escalation, user)
+        return ReviewResult("awaiting_reviews", len(reviews), needed)
+    if len({r.outcome for r in reviews}) == 1:
+        decision = _resolve(
+            escalation,
+            outcome,
+            "\n\n".join(f"{r.reviewer_name}: {r.rationale}" for r in reviews),
+            user,
+            ", ".join(r.reviewer_name for r in reviews),
+            reviews=reviews,
         )
-        return decision_append(
-            proposal=escalation.proposal,
-            outcome=outcome,
-            basis=Decision.Basis.REVIEWER,
-            rationale=rationale,
-            decided_by_user=user,
-            decided_by_name=decided_by_name,
-            escalation=escalation,
-        )
+        return ReviewResult("decided", len(reviews), needed, decision)
+    escalation.status = Escalation.Status.RECONCILE
+    escalation.reasons = [*escalation.reasons, Escalation.Reason.REVIEWERS_DISAGREE.value]
+    escalation.claimed_by = None
+    escalation.claimed_at = None
+    escalation.save(update_fields=["status", "reasons", "claimed_by", "claimed_at"])
+    webhook_record_reconcile(escalation=escalation)
+    return ReviewResult("reconcile", len(reviews), needed)
+
+
+def _claims_end(escalation: Escalation, user) -> None:
+    """A reviewer who gave their review holds the escalation no more."""
+    if escalation.claimed_by_id == user.pk:
+        escalation.status = Escalation.Status.OPEN
+        escalation.claimed_by = None
+        escalation.claimed_at = None
+        escalation.save(update_fields=["status", "claimed_by", "claimed_at"])
+
+
+def _resolve(escalation, outcome, rationale, user, decided_by_name, *, reviews=None) -> Decision:
+    escalation.status = Escalation.Status.RESOLVED
+    escalation.resolved_at = timezone.now()
+    escalation.search = None  # only open escalations are searched
+    escalation.save(update_fields=["status", "resolved_at", "search"])
+    Proposal.objects.filter(pk=escalation.proposal_id).update(
+        status=Proposal.Status.DECIDED, updated_at=timezone.now()
+    )
+    return decision_append(
+        proposal=escalation.proposal,
+        outcome=outcome,
+        basis=Decision.Basis.REVIEWER,
+        rationale=rationale,
+        decided_by_user=user,
+        decided_by_name=decided_by_name,
+        escalation=escalation,
+        reviews=None if reviews is None else reviews_named(reviews),
+    )
