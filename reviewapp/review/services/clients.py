@@ -118,3 +118,12 @@ def api_client_touch(client: ApiClient) -> None:
     if client.last_used_at is None or now - client.last_used_at >= TOUCH_EVERY:
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=now)
         client.last_used_at = now
+
+
+def personal_token_revoke(*, client_id: int, user) -> bool:
+    """A person revokes one of their own tokens; False if it is not theirs or already revoked."""
+    return bool(
+        ApiClient.objects.filter(pk=client_id, user=user, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+    )
