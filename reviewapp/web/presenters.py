@@ -202,11 +202,23 @@ class ClaimState:
     def several(self) -> bool:
         return self.reviews_needed > 1
 
+    # Several reviews: who else holds a place now, and whether one is left.
+    holders: list[str] = field(default_factory=list)
+    place_free: bool = False
+
     @property
     def claimable(self) -> bool:
-        """Whether this user may (re)claim it now (a single-review escalation only)."""
-        if self.several or self.reconcile:
+        """Whether this user may (re)claim it now."""
+        if self.reconcile:
             return False
+        if self.several:
+            return (
+                self.may_sign
+                and not self.resolved
+                and not self.reviewed_by_me
+                and not self.mine
+                and self.place_free
+            )
         return self.may_sign and not self.resolved and (not self.live or self.mine)
 
     @property
@@ -214,7 +226,12 @@ class ClaimState:
         if self.reconcile:
             return self.may_reconcile
         if self.several:
-            return self.may_sign and not self.resolved and not self.reviewed_by_me
+            return (
+                self.may_sign
+                and not self.resolved
+                and not self.reviewed_by_me
+                and (self.mine or self.place_free)
+            )
         return not self.resolved and self.live and self.mine
 
 
@@ -228,6 +245,19 @@ def claim_state(escalation: Escalation, user, now: datetime | None = None) -> Cl
     )
     if state.several and user is not None and user.is_authenticated:
         state.reviewed_by_me = escalation.reviews.filter(reviewer=user).exists()
+        live = escalation.review_claims.filter(claimed_at__gt=now - claim_ttl()).select_related(
+            "user"
+        )
+        mine = next((c for c in live if c.user_id == user.pk), None)
+        state.holders = [c.user.get_username() for c in live if c.user_id != user.pk]
+        state.mine = state.live = mine is not None
+        if mine:
+            state.claimed_at = mine.claimed_at
+            state.expires_at = mine.claimed_at + claim_ttl()
+        state.place_free = (
+            len(state.holders) + escalation.reviews.count() < escalation.reviews_needed
+        )
+        return state
     if escalation.status == Escalation.Status.CLAIMED and escalation.claimed_at:
         holder = escalation.claimed_by
         state.holder = holder.get_username() if holder else "someone"

@@ -243,6 +243,8 @@ def escalation_claim_view(request, pk: int):
         return _refused(request, escalation, f"Already claimed by {exc.holder}. They hold it now.")
     except EscalationClosed:
         return _refused(request, escalation, "This escalation is already decided.")
+    except AlreadyReviewed:
+        return _refused(request, escalation, "You already reviewed this escalation.")
     return _done(request, escalation, "Claimed.", focus="rationale")
 
 
@@ -295,6 +297,9 @@ def escalation_decide_view(request, pk: int):
             return _refused(request, escalation, error, status=403)
         if state.several and state.reviewed_by_me:
             return _refused(request, escalation, "You already reviewed this escalation.")
+        if state.several:
+            error = f"Every place left is held by {', '.join(state.holders)}: they review it."
+            return _refused(request, escalation, error)
         if state.live:
             error = f"Claimed by {state.holder}: only they can decide it."
         else:

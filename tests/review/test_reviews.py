@@ -5,11 +5,13 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
-from reviewapp.review.models import Decision, Escalation, Review
+from reviewapp.review.models import Decision, Escalation, Review, ReviewClaim
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
+    ClaimHeldByOther,
     NeedsAPerson,
     NotAReconciler,
+    escalation_claim,
     escalation_review,
 )
 from reviewapp.review.services.panels import panel_configure
@@ -169,3 +171,52 @@ def test_panel_configure_refuses_more_than_five_reviews(db):
 
     with pytest.raises(ValidationError, match="1 to 5"):
         panel_configure(name="money", need=1, lenses=[LensFactory()], reviews_needed=6)
+
+
+def test_two_reviewers_hold_an_escalation_needing_two_at_once(two_needed):
+    escalation_claim(escalation_id=two_needed.pk, user=ReviewerFactory(username="ann"))
+    escalation_claim(escalation_id=two_needed.pk, user=ReviewerFactory(username="ben"))
+
+    assert ReviewClaim.objects.filter(escalation=two_needed).count() == 2
+
+
+def test_a_third_claimer_is_refused_while_two_hold_the_places(two_needed):
+    escalation_claim(escalation_id=two_needed.pk, user=ReviewerFactory(username="ann"))
+    escalation_claim(escalation_id=two_needed.pk, user=ReviewerFactory(username="ben"))
+
+    with pytest.raises(ClaimHeldByOther, match="ann, ben"):
+        escalation_claim(escalation_id=two_needed.pk, user=ReviewerFactory(username="cal"))
+
+
+def test_the_same_person_claiming_again_holds_one_place(two_needed):
+    ann = ReviewerFactory(username="ann")
+    escalation_claim(escalation_id=two_needed.pk, user=ann)
+    escalation_claim(escalation_id=two_needed.pk, user=ann)
+
+    assert ReviewClaim.objects.filter(escalation=two_needed).count() == 1
+
+
+def test_a_reviewer_who_reviewed_cannot_claim_again(two_needed):
+    ann = ReviewerFactory(username="ann")
+    review(two_needed, ann)
+
+    with pytest.raises(AlreadyReviewed):
+        escalation_claim(escalation_id=two_needed.pk, user=ann)
+
+
+def test_giving_a_review_ends_the_reviewers_claim(two_needed):
+    ann = ReviewerFactory(username="ann")
+    escalation_claim(escalation_id=two_needed.pk, user=ann)
+
+    review(two_needed, ann)
+
+    assert not ReviewClaim.objects.exists()
+
+
+def test_a_reviewer_without_a_place_cannot_review_while_the_others_hold_them(two_needed):
+    escalation_claim(escalation_id=two_needed.pk, user=ReviewerFactory(username="ann"))
+    escalation_claim(escalation_id=two_needed.pk, user=ReviewerFactory(username="ben"))
+
+    with pytest.raises(ClaimHeldByOther):
+        review(two_needed, ReviewerFactory(username="cal"))
+    assert not Review.objects.exists()

@@ -5,7 +5,7 @@ from django.test import Client
 from django.urls import reverse
 
 from reviewapp.review.models import Escalation
-from reviewapp.review.services.escalations import escalation_review
+from reviewapp.review.services.escalations import escalation_claim, escalation_review
 from tests.api.conftest import evaluated
 from tests.factories import ReconcilerFactory, ReviewerFactory
 
@@ -121,3 +121,13 @@ def test_the_inbox_lists_an_escalation_in_reconcile(two_needed):
     html = client.get(reverse("inbox")).content.decode()
 
     assert reverse("proposal_detail", args=[two_needed.proposal_id]) in html
+
+
+def test_a_second_reviewer_can_claim_while_the_first_holds_a_place(two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    escalation_claim(escalation_id=two_needed.pk, user=ann)
+
+    html = page(ben, two_needed)
+
+    assert "ann holds a place now" in html
+    assert 'id="claim-btn"' in html

@@ -17,7 +17,7 @@ from .lens import Lens
 from .panel import Panel, PanelLens
 from .proposal import AwaitedLens, Proposal
 from .recorded_response import RecordedResponse
-from .review import Review
+from .review import Review, ReviewClaim
 
 __all__ = [
     "ApiClient",
@@ -38,5 +38,6 @@ __all__ = [
     "Proposal",
     "RecordedResponse",
     "Review",
+    "ReviewClaim",
     "SigningKey",
 ]

@@ -35,3 +35,24 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"Review by {self.reviewer_name} on escalation {self.escalation_id}"
+
+
+class ReviewClaim(models.Model):
+    """One reviewer's hold on an escalation that needs several reviews: several
+    people hold it at once, up to the reviews still needed, each once."""
+
+    escalation = models.ForeignKey(
+        Escalation, on_delete=models.CASCADE, related_name="review_claims"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_claims"
+    )
+    claimed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["escalation", "user"], name="one_claim_per_reviewer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} holds escalation {self.escalation_id}"

@@ -20,7 +20,7 @@ from reviewapp.webhooks.events import (
 )
 
 from ..access import may_reconcile, may_sign_decisions
-from ..models import Decision, Escalation, Panel, Proposal
+from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
 from .decisions import decision_append
 from .reviews import review_create, reviews_named
 
@@ -54,8 +54,14 @@ def _holder_name(escalation: Escalation) -> str:
 
 
 def escalation_claim(*, escalation_id: int, user) -> Escalation:
-    """Claim an escalation for `user`. Exactly one of two simultaneous claimers wins."""
+    """Claim an escalation for `user`. Exactly one of two simultaneous claimers wins.
+
+    An escalation that needs several reviews is held per reviewer instead
+    (`_review_claim`): up to as many people as reviews are still needed.
+    """
     _ensure_may_sign(user)
+    if Escalation.objects.filter(pk=escalation_id, reviews_needed__gt=1).exists():
+        return _review_claim(escalation_id, user)
     now = timezone.now()
     # One conditional UPDATE decides the race inside the database: only the
     # first statement to run still sees the row open (or its claim expired).
@@ -80,8 +86,35 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
     return escalation
 
 
+def _review_claim(escalation_id: int, user) -> Escalation:
+    with transaction.atomic():
+        # Row lock: claimers of the last free place take turns, so no more
+        # people hold it than reviews are still needed.
+        escalation = Escalation.objects.select_for_update().get(pk=escalation_id)
+        if escalation.status == Escalation.Status.RESOLVED:
+            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        if escalation.status == Escalation.Status.RECONCILE:
+            raise EscalationClosed(f"escalation {escalation_id} waits for a reconciler")
+        if escalation.reviews.filter(reviewer=user).exists():
+            raise AlreadyReviewed(f"{user.get_username()} already reviewed it")
+        others = list(
+            escalation.review_claims.filter(claimed_at__gte=_claim_expiry_cutoff())
+            .exclude(user=user)
+            .select_related("user")
+        )
+        if len(others) + escalation.reviews.count() >= escalation.reviews_needed:
+            raise ClaimHeldByOther(", ".join(c.user.get_username() for c in others) or "reviewers")
+        ReviewClaim.objects.update_or_create(
+            escalation=escalation, user=user, defaults={"claimed_at": timezone.now()}
+        )
+        _audit(escalation, actor=user, action=AuditEntry.Action.CLAIM)
+    return escalation
+
+
 def escalation_release(*, escalation_id: int, user) -> bool:
     """Give a claim back; only its holder can."""
+    if ReviewClaim.objects.filter(escalation_id=escalation_id, user=user).delete()[0]:
+        return True
     with transaction.atomic():  # the release and its outbox row commit together
         released = Escalation.objects.filter(
             pk=escalation_id, status=Escalation.Status.CLAIMED, claimed_by=user
@@ -152,7 +185,9 @@ def escalation_claim_extend(*, escalation_id: int, user) -> datetime | None:
     never revived by a late heartbeat.
     """
     now = timezone.now()
-    renewed = Escalation.objects.filter(
+    renewed = ReviewClaim.objects.filter(
+        escalation_id=escalation_id, user=user, claimed_at__gte=_claim_expiry_cutoff()
+    ).update(claimed_at=now) or Escalation.objects.filter(
         pk=escalation_id,
         status=Escalation.Status.CLAIMED,
         claimed_by=user,
@@ -269,6 +304,16 @@ def _review(escalation, outcome, rationale, user, name, annotations) -> ReviewRe
         )
     if escalation.reviews.filter(reviewer=user).exists():
         raise AlreadyReviewed(f"{name} already reviewed escalation {escalation.pk}")
+    held_by_others = [
+        c.user.get_username()
+        for c in escalation.review_claims.filter(claimed_at__gte=_claim_expiry_cutoff())
+        .exclude(user=user)
+        .select_related("user")
+    ]
+    mine = escalation.review_claims.filter(user=user).exists()
+    if not mine and len(held_by_others) + escalation.reviews.count() >= escalation.reviews_needed:
+        # Every place left is held by someone else: the last review is theirs to give.
+        raise ClaimHeldByOther(", ".join(held_by_others))
     review_create(
         escalation=escalation,
         user=user,
@@ -280,6 +325,7 @@ def _review(escalation, outcome, rationale, user, name, annotations) -> ReviewRe
     reviews = list(escalation.reviews.order_by("id"))
     needed = escalation.reviews_needed
     webhook_record_review_submitted(escalation=escalation, reviews=len(reviews))
+    ReviewClaim.objects.filter(escalation=escalation, user=user).delete()
     if len(reviews) < needed:
         _claims_end(escalation, user)
         return ReviewResult("awaiting_reviews", len(reviews), needed)
