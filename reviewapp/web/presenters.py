@@ -235,15 +235,20 @@ class ClaimState:
         return not self.resolved and self.live and self.mine
 
 
-def claim_state(escalation: Escalation, user, now: datetime | None = None) -> ClaimState:
+def claim_state(
+    escalation: Escalation, user, now: datetime | None = None, *, reviews: bool = True
+) -> ClaimState:
+    """`reviews=False` (the inbox, row by row): leave out the several-review details,
+    which cost queries per row."""
     now = now or timezone.now()
     state = ClaimState(
         status=escalation.status,
         may_sign=may_sign_decisions(user),
         reviews_needed=escalation.reviews_needed,
-        may_reconcile=may_reconcile(user),
+        # Asked only where it matters: the inbox asks for every row.
+        may_reconcile=escalation.status == Escalation.Status.RECONCILE and may_reconcile(user),
     )
-    if state.several and user is not None and user.is_authenticated:
+    if reviews and state.several and user is not None and user.is_authenticated:
         state.reviewed_by_me = escalation.reviews.filter(reviewer=user).exists()
         live = escalation.review_claims.filter(claimed_at__gt=now - claim_ttl()).select_related(
             "user"

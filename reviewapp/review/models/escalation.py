@@ -64,13 +64,13 @@ class Escalation(models.Model):
                 name="one_open_escalation_per_proposal",
             ),
         ]
-        # The inbox: open and claimed escalations, newest first. PostgreSQL
+        # The inbox: open, claimed and reconcile escalations, newest first. PostgreSQL
         # also has one such index per reason and a GIN index on `search`
         # (migration 0011; SQLite has neither GIN nor JSON containment).
         indexes = [
             models.Index(
                 fields=["-created_at", "-id"],
-                condition=Q(status__in=["open", "claimed"]),
+                condition=Q(status__in=["open", "claimed", "reconcile"]),
                 name="inbox_open",
             )
         ]
