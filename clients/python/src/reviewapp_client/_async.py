@@ -22,6 +22,7 @@ from .models import (
     Judgement,
     Proposal,
     ProposalSummary,
+    ReviewStatus,
     Submitted,
     Webhook,
 )
@@ -225,9 +226,12 @@ class AsyncClient:
 
     async def decide(
         self, escalation_id: int, outcome: str, rationale: str, *, timeout: float | None = None
-    ) -> Decision:
+    ) -> Decision | ReviewStatus:
         """Decide an escalation ("approved" or "rejected"; needs the `review` scope).
-        The answer is the signed decision. A decided escalation is a ConflictError."""
+        The answer is the signed decision, or, where the panel needs several reviews
+        and this one decided nothing yet, a ReviewStatus ("awaiting_reviews" or
+        "reconcile"). A decided escalation, or a second review by the same person,
+        is a ConflictError."""
         request = self._core.decide(escalation_id, outcome=outcome, rationale=rationale)
         return await self._send(request, timeout)
 

@@ -35,6 +35,7 @@ from .models import (
     Page,
     Proposal,
     ProposalSummary,
+    ReviewStatus,
     ShapeError,
     Submitted,
     Webhook,
@@ -292,11 +293,18 @@ class Core:
             params=_params(status=status, cursor=cursor, limit=page_size),
         )
 
-    def decide(self, escalation_id: int, *, outcome: str, rationale: str) -> Request[Decision]:
+    def decide(
+        self, escalation_id: int, *, outcome: str, rationale: str
+    ) -> Request[Decision | ReviewStatus]:
         return Request(
             "POST",
             f"/api/escalations/{_id(escalation_id)}/decision",
-            lambda a: Decision.from_api(_object(a)),
+            # 202: one of several reviews, deciding nothing yet; 201: the decision.
+            lambda a: (
+                ReviewStatus.from_api(_object(a))
+                if "status" in _object(a)
+                else Decision.from_api(_object(a))
+            ),
             idempotent=False,  # a repeat is a 409: the escalation is already decided
             json={"outcome": outcome, "rationale": rationale},
         )

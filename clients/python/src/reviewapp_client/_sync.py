@@ -19,6 +19,7 @@ from .models import (
     Judgement,
     Proposal,
     ProposalSummary,
+    ReviewStatus,
     Submitted,
     Webhook,
 )
@@ -212,9 +213,12 @@ class Client:
 
     def decide(
         self, escalation_id: int, outcome: str, rationale: str, *, timeout: float | None = None
-    ) -> Decision:
+    ) -> Decision | ReviewStatus:
         """Decide an escalation ("approved" or "rejected"; needs the `review` scope).
-        The answer is the signed decision. A decided escalation is a ConflictError."""
+        The answer is the signed decision, or, where the panel needs several reviews
+        and this one decided nothing yet, a ReviewStatus ("awaiting_reviews" or
+        "reconcile"). A decided escalation, or a second review by the same person,
+        is a ConflictError."""
         request = self._core.decide(escalation_id, outcome=outcome, rationale=rationale)
         return self._send(request, timeout)
 
