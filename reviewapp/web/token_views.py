@@ -1,10 +1,14 @@
-"""My tokens: a reviewer's personal API tokens, to review through the API as themselves."""
+"""A reviewer's own pages: their personal API tokens (to review through the API as
+themselves) and their progress."""
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.db.models import Q
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from reviewapp.review.access import may_sign_decisions
+from reviewapp.review.demo import REVIEWERS_GROUP
 from reviewapp.review.models import ApiClient
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.clients import (
@@ -12,6 +16,7 @@ from reviewapp.review.services.clients import (
     api_client_create,
     personal_token_revoke,
 )
+from reviewapp.review.services.reviews import reviewer_progress
 
 NAME_LIMIT = 60
 
@@ -59,3 +64,20 @@ def my_token_revoke(request, pk: int):
     else:
         messages.error(request, "That is not one of your live tokens: nothing changed.")
     return redirect("my_tokens")
+
+
+@require_GET
+@reviewer_required
+def my_progress(request):
+    """Your verdicts today and this week, what you hold, and how often the final
+    decision agreed with your reviews; staff see every reviewer's."""
+    users = [request.user]
+    if request.user.is_staff or request.user.is_superuser:
+        users = list(
+            get_user_model()
+            .objects.filter(Q(groups__name=REVIEWERS_GROUP) | Q(is_superuser=True), is_active=True)
+            .distinct()
+            .order_by("username")
+        )
+    rows = reviewer_progress(users=users)
+    return render(request, "web/progress.html", {"rows": rows, "everyone": len(users) > 1})

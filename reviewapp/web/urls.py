@@ -44,6 +44,7 @@ urlpatterns = [
     path("escalations/next", proposal_views.escalation_next_view, name="escalation_next"),
     path("decisions", views.decision_list, name="decision_list"),
     path("tokens", token_views.my_tokens, name="my_tokens"),
+    path("progress", token_views.my_progress, name="my_progress"),
     path("tokens/<int:pk>/revoke", token_views.my_token_revoke, name="my_token_revoke"),
     path("decisions/<int:pk>/verify", views.decision_verify, name="decision_verify"),
 ]

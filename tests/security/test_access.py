@@ -96,6 +96,7 @@ def test_the_route_list_covers_the_project():
         "proposal_detail",
         "my_tokens",
         "my_token_revoke",
+        "my_progress",
         "api:proposal_create",
         "admin:index",
         "healthz",

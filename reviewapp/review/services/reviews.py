@@ -1,11 +1,17 @@
 """One reviewer's signed review, and what a decision resting on reviews says about them."""
 
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, F
 from django.utils import timezone
 
 from reviewapp.core.signing import sha256_hex
 
 from ..keys import server_signer
-from ..models import Escalation, Review
+from ..models import Decision, Escalation, Review, ReviewClaim
 
 REVIEW_PAYLOAD_TYPE = "reviewapp.review/v1"
 _CORE_KEYS = frozenset(
@@ -89,3 +95,73 @@ def reviews_visible_to(escalation: Escalation, user, *, may_reconcile: bool) -> 
     if escalation.status == Escalation.Status.RESOLVED or may_reconcile:
         return True
     return user is not None and escalation.reviews.filter(reviewer=user).exists()
+
+
+@dataclass(frozen=True)
+class ReviewerProgress:
+    username: str
+    today: int  # verdicts given since midnight (server time zone)
+    week: int  # since Monday
+    holding: int  # open escalations they hold now
+    agreed: int  # of their reviews on decided escalations, those the decision agrees with
+    judged: int  # their reviews on decided escalations
+
+    @property
+    def agreement(self) -> str:
+        return f"{round(100 * self.agreed / self.judged)}%" if self.judged else "–"
+
+
+def reviewer_progress(*, users) -> list[ReviewerProgress]:
+    """Per reviewer: verdicts given today and this week (a review, or a one-review
+    decision), escalations held now, and agreement of their reviews with the final
+    decisions. A few aggregate queries, whatever the number of rows."""
+    now = timezone.localtime()
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    week = today - timedelta(days=today.weekday())
+    ids = [u.pk for u in users]
+
+    def counted(rows, user_field: str, since) -> dict[int, int]:
+        return dict(
+            rows.filter(**{f"{user_field}__in": ids}, created_at__gte=since)
+            .order_by()
+            .values_list(user_field)
+            .annotate(n=Count("id"))
+        )
+
+    # A decision is its signer's verdict unless it was made by their own review
+    # (the last of agreeing reviews), which is counted already.
+    solo = Decision.objects.filter(basis=Decision.Basis.REVIEWER).exclude(
+        escalation__reviews__reviewer=F("decided_by")
+    )
+    counts = {
+        "today": (counted(Review.objects, "reviewer", today), counted(solo, "decided_by", today)),
+        "week": (counted(Review.objects, "reviewer", week), counted(solo, "decided_by", week)),
+    }
+    cutoff = now - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
+    holding = Counter(
+        Escalation.objects.filter(
+            status=Escalation.Status.CLAIMED, claimed_by__in=ids, claimed_at__gte=cutoff
+        ).values_list("claimed_by", flat=True)
+    ) + Counter(
+        ReviewClaim.objects.filter(user__in=ids, claimed_at__gte=cutoff).values_list(
+            "user", flat=True
+        )
+    )
+    decided = Review.objects.filter(
+        reviewer__in=ids, escalation__status=Escalation.Status.RESOLVED
+    ).values("reviewer", "outcome", "escalation__proposal__decision__outcome")
+    judged, agreed = Counter(), Counter()
+    for row in decided:
+        judged[row["reviewer"]] += 1
+        agreed[row["reviewer"]] += row["outcome"] == row["escalation__proposal__decision__outcome"]
+    return [
+        ReviewerProgress(
+            username=u.get_username(),
+            today=sum(c.get(u.pk, 0) for c in counts["today"]),
+            week=sum(c.get(u.pk, 0) for c in counts["week"]),
+            holding=holding[u.pk],
+            agreed=agreed[u.pk],
+            judged=judged[u.pk],
+        )
+        for u in users
+    ]
