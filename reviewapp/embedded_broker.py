@@ -104,14 +104,10 @@ class Channel(filesystem.Channel):
 
     def _queue_bind(self, exchange, routing_key, pattern, queue):
         entry = exchange_queue_t(routing_key or "", pattern or "", queue or "")
-        self._change_table(
-            exchange, lambda queues: None if entry in queues else [entry, *queues]
-        )
+        self._change_table(exchange, lambda queues: None if entry in queues else [entry, *queues])
 
     def _delete(self, queue, exchange, routing_key, pattern, *args, **kwargs):
-        virtual.Channel._delete(
-            self, queue, exchange, routing_key, pattern, *args, **kwargs
-        )
+        virtual.Channel._delete(self, queue, exchange, routing_key, pattern, *args, **kwargs)
         entry = exchange_queue_t(routing_key or "", pattern or "", queue or "")
         self._change_table(
             exchange,

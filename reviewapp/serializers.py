@@ -5,13 +5,19 @@ with the same shapes, so both take them from here; the API's schemas say
 which of these fields it publishes.
 """
 
+import json
+from collections.abc import Iterable
+
 from django.db.models import Prefetch, QuerySet
 
+from reviewapp.core.judging import FailureKind
 from reviewapp.review.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import (
     ApiClient,
     Claim,
     Decision,
+    DecisionAudit,
+    Escalation,
     Judgement,
     LensFailure,
     Proposal,
@@ -26,8 +32,22 @@ def public_keys_for(key_ids) -> dict[str, str]:
     return {k: trusted[k] for k in set(key_ids) if k in trusted}
 
 
+def _signed(payload: str) -> dict:
+    # A tampered row may hold anything; the verifier says so, this must not crash.
+    try:
+        signed = json.loads(payload)
+    except ValueError:
+        return {}
+    return signed if isinstance(signed, dict) else {}
+
+
 def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
-    """A decision as verifiable by itself: the signed bytes, signature and public key."""
+    """A decision as verifiable by itself: the signed bytes, signature and public key.
+
+    The reviewer's annotations are read from the signed bytes, so they say
+    exactly what was signed (absent keys: none given).
+    """
+    signed = _signed(decision.payload)
     return {
         "id": decision.pk,
         "proposal": decision.proposal_id,
@@ -41,6 +61,10 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "public_key": public_keys.get(decision.key_id),
         "prev_hash": decision.prev_hash,
         "hash": decision.hash,
+        "ledger_index": _ledger_index(decision),
+        "claims": signed.get("claims", []),
+        "tags": signed.get("tags", []),
+        "wrong_reason": signed.get("wrong_reason", []),
         "reviews": [review_out(r) for r in decision.escalation.reviews.all()]
         if decision.escalation_id
         else [],
@@ -59,11 +83,34 @@ def review_out(review: Review) -> dict:
     }
 
 
+def audit_out(audit: DecisionAudit) -> dict:
+    """An audit verdict as verifiable by itself: its signed bytes, signature and key id."""
+    return {
+        "id": audit.pk,
+        "proposal": audit.escalation.proposal_id,
+        "decision": audit.decision_id,
+        "outcome": audit.outcome,
+        "agrees": audit.agrees,
+        "decided_by": audit.decided_by_name,
+        "rationale": audit.rationale,
+        "payload": audit.payload,
+        "signature": audit.signature,
+        "key_id": audit.key_id,
+        "hash": audit.hash,
+    }
+
+
+def _ledger_index(decision: Decision) -> int | None:
+    """The decision's leaf in the ledger, to ask its inclusion proof by; None before it is in."""
+    entry = getattr(decision, "ledger_entry", None)  # the reverse one-to-one raises when absent
+    return entry.leaf_index if entry else None
+
+
 def proposals_in_detail(client: ApiClient | None) -> QuerySet[Proposal]:
     """The proposals `client` may see, with what `proposal_out` reads fetched alongside."""
     return (
         proposals_visible_to(client)
-        .select_related("panel", "decision")
+        .select_related("panel", "decision__ledger_entry")
         .prefetch_related(
             Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
             "evidence",
@@ -88,9 +135,10 @@ def proposal_out(proposal: Proposal) -> dict:
         "progress": {"answered": proposal.lenses_answered, "asked": proposal.lenses_asked},
         "tally": proposal.tally,
         "judgements": [judgement_out(j) for j in proposal.judgements.all()],
-        "lens_failures": [
-            lens_failure_out(f) for f in sorted(proposal.lens_failures.all(), key=_by_lens)
-        ],
+        "lens_failures": lens_failures_out(
+            proposal.lens_failures.all(),
+            (escalation.detail or {}).get("failed_lenses", ()) if escalation else (),
+        ),
         "evidence": [
             {
                 "checker": e.checker_name,
@@ -104,7 +152,12 @@ def proposal_out(proposal: Proposal) -> dict:
             for e in sorted(proposal.evidence.all(), key=lambda e: e.checker_name)
         ],
         "escalation": (
-            {"id": escalation.pk, "status": escalation.status, "reasons": escalation.reasons}
+            {
+                "id": escalation.pk,
+                "status": escalation.status,
+                "reasons": escalation.reasons,
+                **escalation_why(escalation, proposal.lens_failures.all()),
+            }
             if escalation
             else None
         ),
@@ -123,9 +176,91 @@ def lens_failure_out(failure: LensFailure) -> dict:
     return {
         "lens": failure.lens_name,
         "lens_version": failure.lens_version,
+        "kind": failure.kind,
         "message": failure.error,
         "attempts": failure.attempts,
         "at": failure.created_at.isoformat(),
+    }
+
+
+def lens_failures_out(failures: Iterable[LensFailure], failed_names: Iterable[str] = ()) -> list:
+    """Each failed lens by name: its recorded failure, or, for a name among `failed_names`
+    with none (a lens deleted after submission, which no row can point to), that it never ran."""
+    recorded = sorted(failures, key=_by_lens)
+    named = {f.lens_name for f in recorded}
+    deleted = [
+        {
+            "lens": name,
+            "lens_version": None,
+            "kind": FailureKind.DELETED.value,
+            "message": "the lens was deleted after submission, so it never ran",
+            "attempts": 0,
+            "at": None,
+        }
+        for name in sorted(set(failed_names) - named)
+    ]
+    return sorted([*map(lens_failure_out, recorded), *deleted], key=lambda f: f["lens"])
+
+
+def escalation_why(escalation: Escalation, failures: Iterable[LensFailure]) -> dict:
+    """Why a proposal went to a person: a sentence per reason naming what failed, each
+    failed lens with its kind and message, and each inconclusive checker with its reason.
+
+    `failures`: the proposal's lens failures, fetched by the caller (in bulk for a list).
+    """
+    detail = escalation.detail or {}
+    lens_failures = lens_failures_out(failures, detail.get("failed_lenses", ()))
+    checkers = [
+        {"checker": c["checker"], "reason": c["reason"]}
+        for c in detail.get("inconclusive_checkers", ())
+    ]
+    return {
+        "explanation": _explanation(escalation, lens_failures, checkers),
+        "lens_failures": lens_failures,
+        "inconclusive_checkers": checkers,
+    }
+
+
+def _explanation(escalation: Escalation, lens_failures: list, checkers: list) -> str:
+    """One sentence per reason, naming the lenses and checkers (the lists say why each)."""
+    reason = Escalation.Reason
+    said = []
+    for each in escalation.reasons:
+        if each == reason.INCONCLUSIVE and checkers:
+            names = ", ".join(c["checker"] for c in checkers)
+            said.append(f"Could not say pass or fail: checker {names}.")
+        elif each == reason.LENS_FAILED and lens_failures:
+            names = ", ".join(f"{f['lens']} ({f['kind'].replace('_', ' ')})" for f in lens_failures)
+            said.append(f"Gave no judgement: lens {names}.")
+        elif each == reason.NO_QUORUM:
+            said.append("The lenses that answered did not reach the panel's quorum.")
+        elif each == reason.SIGN_OFF:
+            said.append("The panel approves only with a person's sign-off.")
+    stored = (escalation.detail or {}).get("explanation", "").rstrip(".")
+    if stored and (not said or reason.FINAL_STEP_FAILED in escalation.reasons):
+        # A reason with nothing to name (or the final step's own account): as stored.
+        said.insert(0, stored + ".")
+    return " ".join(said)
+
+
+def failures_by_proposal(proposal_ids: Iterable[int]) -> dict[int, list[LensFailure]]:
+    """The lens failures of many proposals in one query, by proposal id."""
+    by_proposal: dict[int, list[LensFailure]] = {}
+    for failure in LensFailure.objects.filter(proposal_id__in=set(proposal_ids)).order_by():
+        by_proposal.setdefault(failure.proposal_id, []).append(failure)
+    return by_proposal
+
+
+def escalation_out(escalation: Escalation, failures: Iterable[LensFailure]) -> dict:
+    """An escalation as the inbox lists it, with why it was raised."""
+    return {
+        "id": escalation.pk,
+        "proposal": escalation.proposal_id,
+        "status": escalation.status,
+        "reasons": escalation.reasons,
+        "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
+        "created_at": escalation.created_at,
+        **escalation_why(escalation, failures),
     }
 
 

@@ -119,6 +119,8 @@ INSTALLED_APPS = [
     "reviewapp.ledger",
     "reviewapp.insights",
     "reviewapp.webhooks",
+    "reviewapp.calibration",
+    "reviewapp.replay",
 ]
 
 MIDDLEWARE = [
@@ -490,6 +492,11 @@ if REVIEWAPP_WEBHOOK_LEASE_SECONDS <= (
 REVIEWAPP_WEBHOOK_SWEEP_EVERY_SECONDS = _read(
     env.float, "REVIEWAPP_WEBHOOK_SWEEP_EVERY_SECONDS", default=15.0
 )
+# Replays whose worker stopped mid-run are picked up again (reviewapp/replay/tasks.py).
+CELERY_BEAT_SCHEDULE["replay-sweep"] = {
+    "task": "reviewapp.replay.tasks.sweep_replays",
+    "schedule": REVIEWAPP_SWEEP_EVERY_SECONDS,
+}
 CELERY_BEAT_SCHEDULE["webhook-sweep"] = {
     "task": "reviewapp.webhooks.tasks.sweep_webhook_deliveries",
     "schedule": REVIEWAPP_WEBHOOK_SWEEP_EVERY_SECONDS,

@@ -6,24 +6,18 @@ may also decide escalations (the same rule as the review pages,
 `may_sign_decisions`), and every unsafe request from a session must pass CSRF.
 """
 
-import logging
-import time
 from dataclasses import dataclass
 
-from django.conf import settings
 from ninja.errors import AuthenticationError, AuthorizationError, Throttled
 from ninja.security.http import HttpAuthBase
 from ninja.utils import check_csrf
 
-from reviewapp.api.rate_counter import count_hit
 from reviewapp.review.access import may_sign_decisions
 from reviewapp.review.models import ApiClient
+from reviewapp.review.rate_limit import RateLimitExceeded, rate_limit_count
 from reviewapp.review.services.clients import api_client_for_token, api_client_touch
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-_WINDOW_SECONDS = 60
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -115,17 +109,8 @@ def _grants(scopes: list[str], scope: str, *, personal: bool = False) -> bool:
 
 
 def _count_request(client: ApiClient) -> None:
-    """A fixed one-minute window per token, counted exactly (Redis, or a SQLite file)."""
-    limit = settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE
-    now = time.time()
-    window = int(now // _WINDOW_SECONDS)
+    """The token's budget, shared with its MCP tool calls (`reviewapp.review.rate_limit`)."""
     try:
-        # Keyed by the random prefix, never the row id: ids can be reused.
-        count = count_hit(client.token_prefix, window, ttl_seconds=_WINDOW_SECONDS * 2)
-    except Exception:
-        # The counter (Redis) is down: fail open. Refusing every request would
-        # turn a cache outage into an API outage; the limit is a courtesy.
-        log.warning("rate limit not counted: the counter is unavailable", exc_info=True)
-        return
-    if count > limit:
-        raise Throttled(wait=int(_WINDOW_SECONDS - now % _WINDOW_SECONDS) + 1)
+        rate_limit_count(token_prefix=client.token_prefix)
+    except RateLimitExceeded as exc:
+        raise Throttled(wait=exc.wait) from exc

@@ -31,7 +31,9 @@ def decision_list(
     after: AfterId = 0,
     limit: PageSize = 100,
 ):
-    visible = Decision.objects.filter(visible_q(request.auth.client, prefix="proposal__"))
+    visible = Decision.objects.filter(
+        visible_q(request.auth.client, prefix="proposal__")
+    ).select_related("ledger_entry")
     rows = list(
         visible.filter(pk__gt=after)
         .prefetch_related("escalation__reviews")
@@ -53,7 +55,9 @@ def decision_list(
 )
 def decision_detail(request, decision_id: ObjectId):
     decision = get_object_or_404(
-        Decision.objects.filter(visible_q(request.auth.client, prefix="proposal__")),
+        Decision.objects.filter(visible_q(request.auth.client, prefix="proposal__")).select_related(
+            "ledger_entry"
+        ),
         pk=decision_id,
     )
     return decision_out(decision, public_keys_for([decision.key_id]))

@@ -4,23 +4,35 @@ from django.http import Http404
 from ninja import Router, Status
 from ninja.errors import HttpError
 
-from reviewapp.review.models import Escalation
+from reviewapp.review.models import Escalation, LensFailure
+from reviewapp.review.services.annotations import AnnotationError
+from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
     EscalationClosed,
     NeedsAPerson,
     NotAReconciler,
+    escalation_decide,
     escalation_review,
 )
 from reviewapp.review.services.visibility import visible_q
-from reviewapp.serializers import decision_out, public_keys_for
+from reviewapp.serializers import (
+    audit_out,
+    decision_out,
+    escalation_out,
+    failures_by_proposal,
+    public_keys_for,
+)
 
 from .auth import ApiAuth
 from .cursors import keyset_page
 from .schemas import (
+    AuditIn,
+    AuditOut,
     DecisionIn,
     DecisionOut,
+    EscalationOut,
     EscalationPageOut,
     EscalationStatus,
     ObjectId,
@@ -52,18 +64,30 @@ def escalation_list(
     if status:
         escalations = escalations.filter(status=status)
     rows, next_cursor = keyset_page(escalations, cursor=cursor, limit=limit)
-    items = [
-        {
-            "id": e.pk,
-            "proposal": e.proposal_id,
-            "status": e.status,
-            "reasons": e.reasons,
-            "claimed_by": e.claimed_by.get_username() if e.claimed_by else None,
-            "created_at": e.created_at,
-        }
-        for e in rows
-    ]
+    # One query for every row's lens failures: the page costs the same whatever its size.
+    failures = failures_by_proposal(e.proposal_id for e in rows)
+    items = [escalation_out(e, failures.get(e.proposal_id, ())) for e in rows]
     return {"items": items, "next_cursor": next_cursor}
+
+
+@router.get(
+    "/escalations/{escalation_id}",
+    auth=ApiAuth("read"),
+    response={200: EscalationOut, **errors(404)},
+    summary="One escalation, and why it was raised",
+    description="404 for an escalation of a proposal this token may not see.",
+)
+def escalation_detail(request, escalation_id: ObjectId):
+    escalation = (
+        Escalation.objects.filter(visible_q(request.auth.client, prefix="proposal__"))
+        .select_related("claimed_by")
+        .filter(pk=escalation_id)
+        .first()
+    )
+    if escalation is None:
+        raise Http404("no such escalation")
+    failures = LensFailure.objects.filter(proposal_id=escalation.proposal_id)
+    return escalation_out(escalation, failures)
 
 
 @router.post(
@@ -74,15 +98,24 @@ def escalation_list(
     description="When the panel needs several reviews, a personal token's decision is that "
     "person's signed review: 202 `awaiting_reviews` until enough are in, then 201 with the "
     "decision if they agree or 202 `reconcile` if not (a reconciler then decides). "
-    "409 if it is already decided, the caller already reviewed it, or a reviewer holds a "
-    "live claim on it; 403 for a token without a person where reviews are needed, or a "
-    "non-reconciler on an escalation in reconcile.",
+    "409 if it is already decided, the caller already reviewed it, a reviewer holds a "
+    "live claim on it, or it is an audit (POST those to `/audit`); 403 for a token without "
+    "a person where reviews are needed, or a non-reconciler on an escalation in reconcile. "
+    "422 names any claim id, tag or lens in `claims`, `tags` or `wrong_reason` that does "
+    "not fit this proposal.",
 )
 def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
     caller = request.auth
     visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
-    if not visible.filter(pk=escalation_id).exists():
+    escalation = visible.filter(pk=escalation_id).only("reasons").first()
+    if escalation is None:
         raise Http404("no such escalation")
+    if is_audit(escalation):
+        raise HttpError(
+            409,
+            "this escalation audits an automatic decision, which stands: "
+            f"POST the verdict to /api/escalations/{escalation_id}/audit",
+        )
     try:
         result = escalation_review(
             escalation_id=escalation_id,
@@ -90,7 +123,12 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
             rationale=payload.rationale,
             user=caller.user,
             decided_by_name=caller.name,
+            marks=[(m.claim, m.mark) for m in payload.claims],
+            tags=payload.tags,
+            wrong_reason=payload.wrong_reason,
         )
+    except AnnotationError as exc:
+        raise HttpError(422, str(exc)) from exc
     except Escalation.DoesNotExist as exc:
         raise Http404("no such escalation") from exc
     except (EscalationClosed, ClaimHeldByOther, AlreadyReviewed) as exc:
@@ -108,3 +146,37 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
             },
         )
     return Status(201, decision_out(decision, public_keys_for([decision.key_id])))
+
+
+@router.post(
+    "/escalations/{escalation_id}/audit",
+    auth=ApiAuth("review"),
+    response={201: AuditOut, **errors(404, 409)},
+    summary="Give an audit verdict on an automatic decision; the verdict is signed",
+    description="Only for escalations with reason `audit`. The audited decision stands; a "
+    "verdict that differs from it disputes it (`decision.disputed`). 409 if the audit is "
+    "already answered, a reviewer holds a live claim on it, or it is not an audit.",
+)
+def escalation_audit_create(request, escalation_id: ObjectId, payload: AuditIn):
+    caller = request.auth
+    visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
+    escalation = visible.filter(pk=escalation_id).only("reasons").first()
+    if escalation is None:
+        raise Http404("no such escalation")
+    if not is_audit(escalation):
+        raise HttpError(
+            409,
+            "not an audit: decide it with POST "
+            f"/api/escalations/{escalation_id}/decision",
+        )
+    try:
+        audit = escalation_decide(
+            escalation_id=escalation_id,
+            outcome=payload.outcome,
+            rationale=payload.rationale,
+            user=caller.user,
+            decided_by_name=caller.name,
+        )
+    except (EscalationClosed, ClaimHeldByOther) as exc:
+        raise HttpError(409, str(exc)) from exc
+    return Status(201, audit_out(audit))

@@ -205,14 +205,14 @@ def build_router() -> Router:
     router = Router(tags=["ledger"])
     router.get(
         "/checkpoint",
-        operation_id=_operation_id('checkpoint_latest'),
+        operation_id=_operation_id("checkpoint_latest"),
         auth=None,
         response={200: CheckpointOut, **ERRORS},
         summary="The latest signed checkpoint, with its witnesses' cosignatures",
     )(checkpoint_latest)
     router.get(
         "/proof/{entry}",
-        operation_id=_operation_id('inclusion'),
+        operation_id=_operation_id("inclusion"),
         auth=None,
         response={200: InclusionOut, **ERRORS},
         summary="Inclusion proof of an entry in the tree of a given size",
@@ -220,7 +220,7 @@ def build_router() -> Router:
     )(inclusion)
     router.get(
         "/consistency",
-        operation_id=_operation_id('consistency'),
+        operation_id=_operation_id("consistency"),
         auth=None,
         response={200: ConsistencyOut, **ERRORS},
         by_alias=True,
@@ -229,7 +229,7 @@ def build_router() -> Router:
     )(consistency)
     router.get(
         "/entries",
-        operation_id=_operation_id('entries'),
+        operation_id=_operation_id("entries"),
         auth=LedgerReader(),
         response={200: EntriesOut, 401: LedgerErrorOut, 403: LedgerErrorOut, **ERRORS},
         summary="Raw entries for mirroring",

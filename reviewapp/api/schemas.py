@@ -8,6 +8,7 @@ from pydantic import AfterValidator, ConfigDict, Field
 
 from reviewapp.core.blank import shows_nothing
 from reviewapp.core.json_values import string_problem
+from reviewapp.core.judging import FailureKind
 
 
 def _storable(value: str) -> str:
@@ -34,6 +35,7 @@ Assessment = Literal["verified", "contested", "refuted"]
 ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]
 EscalationStatus = Literal["open", "claimed", "reconcile", "resolved"]
 Outcome = Literal["approved", "rejected"]
+Mark = Literal["correct", "incorrect", "irrelevant"]
 
 
 class Strict(Schema):
@@ -149,10 +151,10 @@ class EvidenceOut(Schema):
     payload: str = Field(description="The exact signed RFC 8785 JSON.")
 
 
-class EscalationBriefOut(Schema):
-    id: int
-    status: EscalationStatus
-    reasons: list[str]
+class ClaimMarkOut(Schema):
+    claim: int
+    lens: str
+    mark: Mark
 
 
 class ReviewOut(Schema):
@@ -184,6 +186,19 @@ class DecisionOut(Schema):
     public_key: str | None = Field(description="base64; null only if the key is unknown.")
     prev_hash: str
     hash: str
+    ledger_index: int | None = Field(
+        description="The decision's entry in the ledger: `GET /api/ledger/proof/{ledger_index}` "
+        "proves it is included in a checkpoint. Null until it is appended."
+    )
+    claims: list[ClaimMarkOut] = Field(
+        description="The reviewer's marks, as signed. Where several reviews were needed: "
+        "those of the reconciler, or of the review that completed the agreement (each "
+        "review's own are in its signed `payload`)."
+    )
+    tags: list[str] = Field(description="The reviewer's tags, as signed (chosen as `claims`).")
+    wrong_reason: list[str] = Field(
+        description="Lenses right for the wrong reason, as signed (chosen as `claims`)."
+    )
     reviews: list[ReviewOut] = Field(
         default=[], description="The signed reviews the decision rests on, when it needed several."
     )
@@ -191,10 +206,43 @@ class DecisionOut(Schema):
 
 class LensFailureOut(Schema):
     lens: str
-    lens_version: int
+    lens_version: int | None = Field(description="null only for a lens deleted before it ran.")
+    kind: FailureKind = Field(
+        description="What failed: `timeout` (the lens's or the worker's time limit), "
+        "`rate_limited` (the provider answered 429 until the time limit), `transport_error` "
+        "(network errors or 5xx used up the attempts), `http_error` (a 4xx other than 429, "
+        "or an unreadable response), `invalid_answer` (no judgement could be read from the "
+        "answer), `misconfigured` (the lens cannot run as configured), `undecidable` (a "
+        "constraint could not be evaluated on this text), `deadline` (an external lens did "
+        "not answer before the panel's deadline), `deleted` (the lens was deleted after "
+        "submission and never ran)."
+    )
     message: str = Field(description="Why the lens gave no judgement: its last attempt's error.")
     attempts: int = Field(description="Calls made to the lens's backend (0: it never answered).")
-    at: datetime = Field(description="When the failure was recorded.")
+    at: datetime | None = Field(
+        description="When the failure was recorded; null for a lens deleted before it ran."
+    )
+
+
+class InconclusiveCheckerOut(Schema):
+    checker: str
+    reason: str = Field(description="Why the checker could not say pass or fail.")
+
+
+class EscalationWhyOut(Schema):
+    explanation: str = Field(description="Why the proposal went to a person, in a sentence.")
+    lens_failures: list[LensFailureOut] = Field(
+        description="Each lens that gave no judgement, and why (the `lens_failed` reason)."
+    )
+    inconclusive_checkers: list[InconclusiveCheckerOut] = Field(
+        description="Each checker that was inconclusive, and why (`checker_inconclusive`)."
+    )
+
+
+class EscalationBriefOut(EscalationWhyOut):
+    id: int
+    status: EscalationStatus
+    reasons: list[str]
 
 
 class ProposalOut(Schema):
@@ -251,7 +299,7 @@ class JudgementIn(Strict):
 # ─── Escalations and decisions ───────────────────────────────────────────────
 
 
-class EscalationOut(Schema):
+class EscalationOut(EscalationWhyOut):
     id: int
     proposal: int
     status: EscalationStatus
@@ -265,6 +313,11 @@ class EscalationPageOut(Schema):
     next_cursor: str | None
 
 
+class ClaimMarkIn(Strict):
+    claim: int
+    mark: Mark
+
+
 class DecisionIn(Strict):
     model_config = ConfigDict(
         json_schema_extra={
@@ -274,6 +327,40 @@ class DecisionIn(Strict):
 
     outcome: Outcome
     rationale: NonBlank
+    claims: list[ClaimMarkIn] = Field(
+        default_factory=list,
+        description="Marks on the proposal's cited claims (ids from the proposal's judgements).",
+    )
+    tags: list[str] = Field(default_factory=list, description="Names of admin-defined tags.")
+    wrong_reason: list[str] = Field(
+        default_factory=list,
+        description="Lenses whose verdict matches the outcome but for the wrong reason.",
+    )
+
+
+class AuditIn(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"outcome": "rejected", "rationale": "The figure is wrong."}]
+        }
+    )
+
+    outcome: Outcome
+    rationale: NonBlank
+
+
+class AuditOut(Schema):
+    id: int
+    proposal: int
+    decision: int = Field(description="The automatic decision audited; it stands.")
+    outcome: Outcome = Field(description="The reviewer's verdict.")
+    agrees: bool = Field(description="False: the decision is disputed (`decision.disputed`).")
+    decided_by: str
+    rationale: str
+    payload: str = Field(description="The exact signed RFC 8785 JSON (reviewapp.audit/v1).")
+    signature: str = Field(description="base64 ed25519 signature over `payload`.")
+    key_id: str
+    hash: str
 
 
 class DecisionPageOut(Schema):

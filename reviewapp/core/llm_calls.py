@@ -30,6 +30,7 @@ import aiohttp
 from reviewapp.core.endpoint_control import Outcome, refusals_for
 from reviewapp.core.judging import (
     Backoff,
+    FailureKind,
     JudgeOutcome,
     LensFailed,
     PermanentTransportError,
@@ -336,9 +337,13 @@ async def run_judge_async(
                 f"{refusals_for(now - min(throttled))}",
                 calls,
                 transcript,
+                kind=FailureKind.RATE_LIMITED,
             ) from exc
         raise LensFailed(
-            f"time limit of {time_limit:g}s reached after {now - started:.1f}s", calls, transcript
+            f"time limit of {time_limit:g}s reached after {now - started:.1f}s",
+            calls,
+            transcript,
+            kind=FailureKind.TIMEOUT,
         ) from exc
 
 

@@ -35,7 +35,15 @@ from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
-from reviewapp.review.models import Claim, Escalation, Judgement, Proposal
+from reviewapp.review.models import (
+    Claim,
+    ClaimMark,
+    DecisionTag,
+    Escalation,
+    Judgement,
+    Proposal,
+    WrongReason,
+)
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.proposal_sets.scope import Scope
 from reviewapp.review.search_queries import TypedSearch, proposal_text_q, search_typed
@@ -67,6 +75,9 @@ CSV_COLUMNS = (
     "decided_at",
     "decision_hash",
     "decision_rationale",
+    "decision_tags",
+    "decision_claim_marks",
+    "decision_wrong_reason",
     "escalation_reasons",
     "judgements",
 )
@@ -132,6 +143,13 @@ def export_queryset(scope: Scope, status: str = "", search: TypedSearch | None =
         .order_by("id")
     )
     escalations = Escalation.objects.only("id", "proposal_id", "reasons", "status").order_by("id")
+    marks = ClaimMark.objects.select_related("claim__judgement").only(
+        "decision_id", "mark", "claim_id", "claim__judgement__lens_name"
+    )
+    tags = DecisionTag.objects.select_related("tag").only("decision_id", "tag__name")
+    wrong_reasons = WrongReason.objects.select_related("judgement").only(
+        "decision_id", "judgement__lens_name"
+    )
     rows = (
         scope.proposals()
         .select_related("panel", "decision")
@@ -144,6 +162,10 @@ def export_queryset(scope: Scope, status: str = "", search: TypedSearch | None =
         .prefetch_related(
             Prefetch("judgements", queryset=judgements),
             Prefetch("escalations", queryset=escalations),
+            # A reviewer's annotations, restated from the signed payload by their rows.
+            Prefetch("decision__claim_marks", queryset=marks),
+            Prefetch("decision__decision_tags", queryset=tags),
+            Prefetch("decision__wrong_reasons", queryset=wrong_reasons),
         )
         .order_by("id")
     )
@@ -199,6 +221,12 @@ def proposal_record(p: Proposal) -> dict:
             "created_at": _iso(decision.created_at),
             "hash": decision.hash,
             "key_id": decision.key_id,
+            "claim_marks": [
+                {"claim": m.claim_id, "lens": m.claim.judgement.lens_name, "mark": m.mark}
+                for m in sorted(decision.claim_marks.all(), key=lambda m: m.claim_id)
+            ],
+            "tags": sorted(t.tag.name for t in decision.decision_tags.all()),
+            "wrong_reason": sorted(w.judgement.lens_name for w in decision.wrong_reasons.all()),
         },
     }
 
@@ -232,6 +260,13 @@ def csv_row(record: dict) -> list:
         "decided_at": decision.get("created_at"),
         "decision_hash": decision.get("hash"),
         "decision_rationale": decision.get("rationale"),
+        "decision_tags": ",".join(decision.get("tags", [])),
+        "decision_claim_marks": json.dumps(
+            decision.get("claim_marks", []), ensure_ascii=False, separators=(",", ":")
+        )
+        if decision
+        else None,
+        "decision_wrong_reason": ",".join(decision.get("wrong_reason", [])),
         # Every escalation the proposal had, in order, its reasons joined by ","
         # and escalations separated by ";" (the JSONL keeps the structure).
         "escalation_reasons": ";".join(",".join(e["reasons"]) for e in record["escalations"]),

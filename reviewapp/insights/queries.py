@@ -213,6 +213,7 @@ def lens_stats(scope: Scope) -> list[LensRow]:
 
 # --- reviewer workload ------------------------------------------------------
 
+
 @dataclass
 class Workload:
     reviewer: str  # UNCLAIMED for escalations nobody holds

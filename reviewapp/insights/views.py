@@ -9,18 +9,19 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 from django import forms
+from django.db.models import Count, Q
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from reviewapp.review.models import Panel
+from reviewapp.review.models import DecisionAudit, Panel
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.proposal_sets import drilldown
 from reviewapp.review.proposal_sets.scope import PROPOSAL_SETS, Scope
 
-from . import charts, queries
+from . import calibration, charts, queries
 from .agreement import PairAgreement
 from .charts import BarRow, Series
 
@@ -375,6 +376,33 @@ def _tables(data: queries.Dashboard) -> dict:
     }
 
 
+DISPUTED_SHOWN = 10
+
+
+def _audits(scope: Scope) -> dict:
+    """Audits of automatic decisions in scope: how many, how many disputed, the latest disputed.
+
+    One aggregate query; the list is read only when something is disputed.
+    """
+    audits = DecisionAudit.objects.filter(scope.q("decision__proposal__"))
+    totals = audits.aggregate(done=Count("id"), disputed=Count("id", filter=Q(agrees=False)))
+    disputed = []
+    if totals["disputed"]:
+        disputed = list(
+            audits.filter(agrees=False)
+            .select_related("decision")
+            .only(
+                "outcome",
+                "decided_by_name",
+                "created_at",
+                "decision__outcome",
+                "decision__proposal_id",
+            )
+            .order_by("-created_at")[:DISPUTED_SHOWN]
+        )
+    return {**totals, "latest_disputed": disputed}
+
+
 @require_GET
 @reviewer_required
 def dashboard(request):
@@ -422,13 +450,44 @@ def dashboard(request):
         "tables": _tables(data),
         "outcome_series": queries.OUTCOME_SERIES,
         "kappa_undefined": KAPPA_UNDEFINED,
+        # Decided in the range (the rest of the dashboard counts by submission date).
+        "calibration": calibration.calibration(
+            since=scope.start, until=scope.end, panel_id=scope.panel_id
+        ),
         "export_csv": reverse("export_proposals_csv")
         + (f"?{export_query}" if export_query else ""),
         "export_jsonl": reverse("export_proposals_jsonl")
         + (f"?{export_query}" if export_query else ""),
     }
+    context["audits"] = _audits(scope)
     template = "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
     response = render(request, template, context)
     # The same URL answers with a fragment or the whole page: caches must keep them apart.
     patch_vary_headers(response, ["HX-Request"])
     return response
+
+
+class WindowForm(forms.Form):
+    since = forms.DateField(required=False, label="Decided from")
+    until = forms.DateField(required=False, label="To")
+
+    def clean(self):
+        cleaned = super().clean()
+        since, until = cleaned.get("since"), cleaned.get("until")
+        if since and until and since > until:
+            self.add_error("until", "The end date is before the start date.")
+        return cleaned
+
+
+@require_GET
+@reviewer_required
+def lens_agreement(request):
+    """Each lens against the reviewers over a window of decisions; a fixed number of queries."""
+    form = WindowForm(request.GET)
+    if not form.is_valid():
+        # Figures for another window than the one asked would be read as the answer.
+        return render(request, "insights/lens_agreement.html", {"form": form}, status=400)
+    data = calibration.calibration(
+        since=form.cleaned_data["since"], until=form.cleaned_data["until"], panel_id=None
+    )
+    return render(request, "insights/lens_agreement.html", {"form": form, "calibration": data})

@@ -71,8 +71,6 @@ class LedgerVerification:
         return self.problem is None
 
 
-
-
 def _where(context: tuple) -> str:
     index, kind, _, decision_id, proposal_id, evidence_id, checker = context
     label = f"ledger entry {index}"
@@ -108,7 +106,8 @@ def _witnessed(
         paths.insert(0, configured)
     elif LedgerCheckpoint.objects.exists():
         missing = (
-            f"no witness log at {configured}" if configured
+            f"no witness log at {configured}"
+            if configured
             else "no witness log is configured (REVIEWAPP_LEDGER_WITNESS_FILE is empty)"
         )
         if settings.REVIEWAPP_LEDGER_REQUIRE_WITNESS and not extra:

@@ -1,16 +1,25 @@
 """Who is calling: the API's bearer tokens, admitted through the SDK's TokenVerifier.
 
 The same tokens, scopes and visibility as the REST API (`reviewapp.api.auth`):
-the HTTP layer answers 401 to a missing, unknown or revoked token, and each
-tool asks for the scope its REST endpoint asks for.
+the HTTP layer answers 401 to a missing, unknown or revoked token, each
+tool asks for the scope its REST endpoint asks for, and each tool call spends
+the token's rate limit as a REST request does.
 """
 
+import asyncio
+
+from django.conf import settings
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 
 from reviewapp.review.models import ApiClient
-from reviewapp.review.services.clients import api_client_for_token, api_client_touch
+from reviewapp.review.rate_limit import RateLimitExceeded, rate_limit_count
+from reviewapp.review.services.clients import (
+    api_client_for_token,
+    api_client_touch,
+    token_prefix,
+)
 
 from .db import in_db
 
@@ -39,11 +48,23 @@ def grants(scopes: list[str], scope: str | None) -> bool:
     return scope in scopes or (scope == ApiClient.Scope.READ and ApiClient.Scope.READ_ALL in scopes)
 
 
-def calling_client_id(scope: str | None) -> int:
-    """The calling token's client id, refusing the call unless the token holds `scope`."""
+async def calling_client_id(scope: str | None) -> int:
+    """The calling token's client id, refusing the call unless the token holds `scope`.
+
+    Each tool call counts once against the token's rate limit, the budget its
+    REST requests spend too: a token cannot double its rate by switching protocol.
+    """
     token = get_access_token()
     if token is None:  # the HTTP layer admits no request without one; kept as a guard
         raise ToolError("no bearer token: send 'Authorization: Bearer <token>'")
+    try:
+        # Off the event loop: the counter is Redis, or a SQLite file.
+        await asyncio.to_thread(rate_limit_count, token_prefix=token_prefix(token.token))
+    except RateLimitExceeded as exc:
+        raise ToolError(
+            f"rate limit exceeded for this token (REST requests and MCP tool calls share "
+            f"{settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE} a minute); retry in {exc.wait} s"
+        ) from exc
     if not grants(token.scopes, scope):
         raise ToolError(f"this token lacks the '{scope}' scope, which this tool needs")
     return int(token.client_id)

@@ -107,7 +107,7 @@ def build_server() -> MCPServer:
         """Submit text for review by a panel of lenses. Returns the review's id and status
         ("queued" or "evaluating"); then call wait_for_review with the id. Needs the
         'submit' scope."""
-        client_id = calling_client_id(ApiClient.Scope.SUBMIT)
+        client_id = await calling_client_id(ApiClient.Scope.SUBMIT)
         submission = {
             "panel": panel,
             "content": content,
@@ -124,9 +124,11 @@ def build_server() -> MCPServer:
         """Read a review: status ("queued", "evaluating", "decided" or "escalated"), outcome
         ("approved"/"rejected" once decided), the reasons it was escalated, each lens's
         verdict with its claims (cites grounded to UTF-16 offsets of the content), each lens
-        that failed with its error, the checkers' signed evidence and the signed decision.
-        Needs the 'read' scope."""
-        client_id = calling_client_id(ApiClient.Scope.READ)
+        that failed with its kind ("timeout", "rate_limited", "deadline", ...) and message,
+        the checkers' signed evidence (an inconclusive one says why) and the signed decision.
+        An escalated review's "escalation" explains why, naming the failed lenses and the
+        inconclusive checkers. Needs the 'read' scope."""
+        client_id = await calling_client_id(ApiClient.Scope.READ)
         return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
@@ -145,17 +147,17 @@ def build_server() -> MCPServer:
         it as get_review does. "final" says which: if false, call again. "escalated" means a
         human reviewer decides; keep waiting (it becomes "decided") or come back later.
         Needs the 'read' scope."""
-        client_id = calling_client_id(ApiClient.Scope.READ)
+        client_id = await calling_client_id(ApiClient.Scope.READ)
         status = await in_db(tools.review_status, client_id=client_id, proposal_id=id)
-        if status not in tools.FINAL:
-            await watch.until_final(id, timeout_s)
+        if status not in tools.FINAL and (review := await watch.until_final(id, timeout_s)):
+            return review  # read by the watch for every call it woke
         return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
     async def list_panels() -> dict[str, Any]:
         """The panels a review may be requested from ("panels"): name, description, how many
         lens verdicts must agree ("need"), their lenses and checkers."""
-        calling_client_id(None)
+        await calling_client_id(None)
         return {"panels": await in_db(tools.panel_list)}
 
     @server.tool(structured_output=True)
@@ -178,7 +180,7 @@ def build_server() -> MCPServer:
         """Deliver an external lens's judgement on a review, once. Only a client the lens
         names may answer for it. Returns the judgement with its cites grounded. Needs the
         'judge' scope."""
-        client_id = calling_client_id(ApiClient.Scope.JUDGE)
+        client_id = await calling_client_id(ApiClient.Scope.JUDGE)
         _checked(lens=lens, rationale=rationale, claims=[c.model_dump() for c in claims])
         return await in_db(
             tools.judgement_submit,
@@ -206,7 +208,7 @@ def build_server() -> MCPServer:
         """Check a signed decision: its Ed25519 signature against this server's trusted keys,
         its hash, and that its readable fields say what the signed bytes say. "valid" is
         the answer; "problem" says what failed."""
-        calling_client_id(None)
+        await calling_client_id(None)
         return await in_db(tools.decision_verify, decision)
 
     return server

@@ -92,11 +92,15 @@ def review_status(*, client_id: int, proposal_id: int) -> str:
     return status
 
 
-def final_among(proposal_ids: list[int]) -> list[int]:
-    """Which of `proposal_ids` are decided or escalated: one query for every waiting call."""
-    return list(
-        Proposal.objects.filter(pk__in=proposal_ids, status__in=FINAL).values_list("pk", flat=True)
-    )
+def final_reviews(proposal_ids: list[int]) -> dict[int, dict]:
+    """Which of `proposal_ids` are decided or escalated, each as `review_detail` has it.
+
+    One read for every waiting call: a handful of queries when some are final,
+    one when none is. Each waiting call was shown its proposal was visible to
+    it before it waited (`review_status`).
+    """
+    final = proposals_in_detail(None).filter(pk__in=proposal_ids, status__in=FINAL)
+    return {proposal.pk: _review_body(proposal) for proposal in final}
 
 
 def review_detail(*, client_id: int, proposal_id: int) -> dict:
@@ -105,6 +109,10 @@ def review_detail(*, client_id: int, proposal_id: int) -> dict:
     proposal = proposals_in_detail(client_by_id(client_id)).filter(pk=proposal_id).first()
     if proposal is None:
         raise not_found(proposal_id)
+    return _review_body(proposal)
+
+
+def _review_body(proposal: Proposal) -> dict:
     body = proposal_out(proposal)
     del body["content"], body["thought_process"]
     decision, escalation = body["decision"], body["escalation"]

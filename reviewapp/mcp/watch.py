@@ -3,9 +3,12 @@
 Each waiting call registers its proposal and sleeps on an event. While any
 call waits, one task per process asks the database which of the watched
 proposals are decided or escalated — one short query every `TICK` seconds,
-whatever the number of waiters — and wakes their calls. A waiting call holds
-no thread and no database connection; it returns within about a tick of the
-decision's commit. The poll keeps one connection while anything is watched.
+whatever the number of waiters — and reads those in full in the same call,
+so a woken call returns its review at once, without a database call of its
+own (200 woken calls queueing for `db.DB_THREADS` threads made the last of
+them return seconds late). A waiting call holds no thread and no database
+connection; it returns within about a tick of the decision's commit. The
+poll keeps one connection while anything is watched.
 """
 
 import asyncio
@@ -14,51 +17,59 @@ import logging
 import anyio
 
 from .db import Lane
-from .tools import final_among
+from .tools import final_reviews
 
 TICK = 0.05
 
 log = logging.getLogger(__name__)
 
 
+class _Waiter:
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.review: dict | None = None
+
+
 class Watch:
     def __init__(self) -> None:
-        self._waiting: dict[int, set[anyio.Event]] = {}
+        self._waiting: dict[int, set[_Waiter]] = {}
         self._poller: asyncio.Task | None = None
         self._lane = Lane("mcp-watch")
 
-    async def until_final(self, proposal_id: int, timeout_s: float) -> bool:
-        """True once the proposal is final, False if `timeout_s` passes first."""
-        event = anyio.Event()
-        self._waiting.setdefault(proposal_id, set()).add(event)
+    async def until_final(self, proposal_id: int, timeout_s: float) -> dict | None:
+        """The review (as `tools.review_detail` has it) once the proposal is final;
+        None if `timeout_s` passes first."""
+        waiter = _Waiter()
+        self._waiting.setdefault(proposal_id, set()).add(waiter)
         loop = asyncio.get_running_loop()
         # A poller belongs to its loop: a server started afresh (a new loop) starts its own.
         if self._poller is None or self._poller.get_loop() is not loop:
             self._poller = loop.create_task(self._poll())
         try:
             with anyio.move_on_after(timeout_s):
-                await event.wait()
+                await waiter.event.wait()
         finally:
-            events = self._waiting.get(proposal_id)
-            if events is not None:
-                events.discard(event)
-                if not events:
+            waiters = self._waiting.get(proposal_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
                     del self._waiting[proposal_id]
-        return event.is_set()
+        return waiter.review
 
     async def _poll(self) -> None:
         try:
             while self._waiting:
                 try:
-                    final = await self._lane.run(final_among, list(self._waiting))
+                    final = await self._lane.run(final_reviews, list(self._waiting))
                 except Exception:
                     # A database outage must not end the watch: the waiters time out
                     # or the next tick finds their proposals.
                     log.warning("could not read which proposals are final", exc_info=True)
-                    final = []
-                for proposal_id in final:
-                    for event in self._waiting.pop(proposal_id, ()):
-                        event.set()
+                    final = {}
+                for proposal_id, review in final.items():
+                    for waiter in self._waiting.pop(proposal_id, ()):
+                        waiter.review = dict(review)
+                        waiter.event.set()
                 await asyncio.sleep(TICK)
         finally:
             # No await between the loop's last check and this: a waiter arriving

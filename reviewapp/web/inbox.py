@@ -34,6 +34,7 @@ from reviewapp.review.search_queries import TypedSearch, escalation_text_q, sear
 from .presenters import REASON_LABELS
 
 COUNT_LIMIT = 1_000
+AUDIT = Escalation.Reason.AUDIT.value
 OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED, Escalation.Status.RECONCILE)
 # Age order; both walk the inbox_open index.
 INBOX_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
@@ -97,10 +98,22 @@ def inbox_base(filters: InboxFilters, user, *, scan: bool = False):
 
 
 def inbox_rows(filters: InboxFilters, user, *, scan: bool = False):
-    """The listed escalations, in the inbox's order."""
+    """The listed escalations, in the inbox's order.
+
+    Audits of automatic decisions are listed apart (their own reason, and a
+    section below the default list), so they never push escalations down.
+    """
     rows = inbox_base(filters, user, scan=scan)
     if filters.reason:
         rows = rows.filter(reason_q(filters.reason))
+    else:
+        rows = rows.exclude(reason_q(AUDIT))
+    return rows.order_by(*INBOX_SORTS[filters.sort])
+
+
+def inbox_audits(filters: InboxFilters, user):
+    """The open audits under the filters, for the section below the default list."""
+    rows = inbox_base(filters, user).filter(reason_q(AUDIT))
     return rows.order_by(*INBOX_SORTS[filters.sort])
 
 
@@ -177,6 +190,11 @@ def inbox_counts(filters: InboxFilters, user) -> dict[str, InboxCount]:
     # A search's counts are exact when its sample held every match.
     complete = filters.search.query is None or values["all"] <= COUNT_LIMIT
     counts = {name: InboxCount(n, exact=complete or name == "listed") for name, n in values.items()}
+    if not filters.reason:
+        # The default list leaves the audits to their own section.
+        every, audits = counts["all"], counts[AUDIT]
+        listed = every.n - audits.n if not (every.over or audits.over) else every.n
+        counts["listed"] = InboxCount(listed, exact=every.exact and audits.exact)
     counts.setdefault("listed", counts[filters.reason or "all"])
     return counts
 

@@ -24,6 +24,7 @@ REASON_LABELS = {
     Escalation.Reason.LENS_FAILED: "Lens failed",
     Escalation.Reason.SIGN_OFF: "Sign-off",
     Escalation.Reason.REVIEWERS_DISAGREE: "Reviewers disagree",
+    Escalation.Reason.AUDIT: "Audit",
 }
 OUTCOME_LABELS = {
     "no_quorum": "no quorum",
@@ -302,17 +303,47 @@ class ProposalView:
     highlight_data: dict
     answered: int
     asked: int
+    # The claims × lenses grid: one row per cited span (or unanchored cite), a cell per lens.
+    grid: list[dict] = field(default_factory=list)
+
+
+def lenses_disagree(claims: list[dict]) -> bool:
+    """One lens calls the span verified and another refuted."""
+    verified = {c["lens"] for c in claims if c["assessment"] == Claim.Assessment.VERIFIED}
+    refuted = {c["lens"] for c in claims if c["assessment"] == Claim.Assessment.REFUTED}
+    return bool(verified and refuted and len(verified | refuted) > 1)
+
+
+def _grid(cards: list[LensCard], rows: list[tuple[str, str, list[dict]]]) -> list[dict]:
+    """Rows of (where, excerpt, claims) as grid rows with one cell (a list of claims) per lens."""
+    grid = []
+    for where, text, claims in rows:
+        by_lens: dict[str, list[dict]] = {}
+        for c in claims:
+            by_lens.setdefault(c["lens"], []).append(c)
+        grid.append(
+            {
+                "where": where,
+                "excerpt": text,
+                "conflict": lenses_disagree(claims),
+                "cells": [{"lens": card, "claims": by_lens.get(card.name, [])} for card in cards],
+            }
+        )
+    return grid
 
 
 def proposal_view(
     proposal: Proposal,
     judgements: list[Judgement],
     failures: list[LensFailure],
+    marks: dict[int, str] | None = None,
 ) -> ProposalView:
     """Group a proposal's claims by span and lens for the page and its highlighter.
 
-    `judgements` must have their claims prefetched.
+    `judgements` must have their claims prefetched; `marks` are the reviewer's
+    marks by claim id, once the proposal is decided.
     """
+    marks = marks or {}
     snapshot_entries = (proposal.panel_snapshot or {}).get("lenses", [])
     snapshot_lenses = [entry["name"] for entry in snapshot_entries]
     backends = {entry["name"]: entry.get("backend", "") for entry in snapshot_entries}
@@ -347,6 +378,8 @@ def proposal_view(
                 "text": claim.text,
                 "excerpt": excerpt(claim.text if claim.text is not None else claim.cite, 160),
                 "claim_id": claim.claim_id,
+                "pk": claim.pk,
+                "mark": marks.get(claim.pk, ""),
                 "kind": claim.anchor_kind,
                 "dropped": claim.dropped,
                 "span": None,
@@ -387,6 +420,7 @@ def proposal_view(
         span["id"] = index
         span["lens_slots"] = sorted({c["slot"] for c in span["claims"]})
         span["lens_count"] = len({c["lens"] for c in span["claims"]})
+        span["conflict"] = lenses_disagree(span["claims"])
 
     highlight_data = {
         "lenses": [{"slot": cards[name].slot, "name": name} for name in slots],
@@ -421,8 +455,16 @@ def proposal_view(
             for c in thought_claims
         ],
     }
+    lens_cards = list(cards.values())
+    grid = _grid(
+        lens_cards,
+        [("answer", span["excerpt"], span["claims"]) for span in ordered]
+        + [("thought", c["excerpt"], [c]) for c in thought_claims]
+        + [("unanchored", c["excerpt"], [c]) for c in unresolved],
+    )
     return ProposalView(
-        lenses=list(cards.values()),
+        grid=grid,
+        lenses=lens_cards,
         spans=ordered,
         unresolved=unresolved,
         thought_claims=thought_claims,

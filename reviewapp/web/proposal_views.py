@@ -17,10 +17,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from reviewapp.calibration.queries import drifting_judges
 from reviewapp.ledger.services import ledger_position_for_decision
 from reviewapp.review.access import may_reconcile
-from reviewapp.review.models import Decision, Escalation, Proposal
+from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Escalation, Proposal
 from reviewapp.review.page_access import reviewer_required
+from reviewapp.review.services.annotations import AnnotationError
+from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
@@ -32,6 +35,7 @@ from reviewapp.review.services.escalations import (
 )
 from reviewapp.review.services.reviews import reviews_visible_to
 
+from .annotations import annotation_form, posted_annotations, signed_annotations
 from .presenters import (
     claim_state,
     claim_ttl,
@@ -90,7 +94,21 @@ def _adjudication_context(
     escalation = _current_escalation(proposal)
     decision = Decision.objects.filter(proposal=proposal).first()
     queue = _queue(request)
+    auditing = (
+        escalation is not None
+        and is_audit(escalation)
+        and escalation.status != Escalation.Status.RESOLVED
+    )
+    deciding = escalation is not None and decision is None
+    # What was chosen in the card comes back with it, like the rationale.
+    post = request.POST if request.method == "POST" else None
     return {
+        **(annotation_form(proposal, post) if deciding else {}),
+        "annotations": signed_annotations(decision) if decision else None,
+        "auditing": auditing,
+        "decision_audit": DecisionAudit.objects.filter(decision=decision).first()
+        if decision
+        else None,
         "proposal": proposal,
         "escalation": escalation,
         **_reviews_context(escalation, request.user),
@@ -127,15 +145,19 @@ def _proposal_page(request, proposal: Proposal, *, status: int = 200, **adjudica
     judgements = list(proposal.judgements.prefetch_related("claims").order_by("id"))
     failures = list(proposal.lens_failures.order_by("id"))
     evidence = list(proposal.evidence.order_by("checker_name"))
+    marks = dict(
+        ClaimMark.objects.filter(decision__proposal=proposal).values_list("claim_id", "mark")
+    )
     context = {
         **_adjudication_context(request, proposal, **adjudication),
-        "view": proposal_view(proposal, judgements, failures),
+        "view": proposal_view(proposal, judgements, failures, marks),
         "evidence": evidence,
         "tally_text": tally_text(proposal.tally),
         "tally_outcome": tally_outcome(proposal.tally),
         "running": not proposal.is_final,
         "poll_seconds": PROGRESS_POLL_SECONDS,
         "progress": _progress(proposal, judgements, failures),
+        "drifting_judges": drifting_judges(judgements),
     }
     return render(request, "web/proposal_detail.html", context, status=status)
 
@@ -315,6 +337,7 @@ def escalation_decide_view(request, pk: int):
             rationale=rationale.strip(),
             user=request.user,
             decided_by_name=request.user.get_username(),
+            **posted_annotations(request.POST),
         )
     except ClaimHeldByOther as exc:
         return _refused(request, escalation, f"Claimed by {exc.holder}: only they can decide it.")
@@ -324,6 +347,9 @@ def escalation_decide_view(request, pk: int):
         return _refused(request, escalation, "You already reviewed this escalation.")
     except PermissionDenied as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=403)
+    except AnnotationError as exc:
+        message = str(exc)
+        return _refused(request, escalation, message[0].upper() + message[1:] + ".", status=422)
     except ValueError as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=400)
     if result.status == "awaiting_reviews":
@@ -336,6 +362,11 @@ def escalation_decide_view(request, pk: int):
             request, escalation, "Review signed. The reviews disagree: a reconciler decides."
         )
     notice = f"Decision signed: {outcome}."
+    signed = result.decision
+    if isinstance(signed, DecisionAudit):
+        notice = f"Audit verdict signed: {outcome}." + (
+            "" if signed.agrees else " It disputes the automatic decision, which stands."
+        )
     if request.POST.get("then") == "next":
         return _go_next(request, escalation, notice)
     return _done(request, escalation, notice)

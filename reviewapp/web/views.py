@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from reviewapp.calibration import drilldown as calibration_drilldown
 from reviewapp.ledger.services import decision_ledger_status
 from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
 from reviewapp.review.page_access import reviewer_required
@@ -21,7 +22,7 @@ from reviewapp.review.search_queries import proposal_text_q, search_typed
 from reviewapp.review.services.decisions import decision_check
 
 from . import inbox as inbox_queries
-from .inbox import inbox_counts, inbox_filters, inbox_page_rows
+from .inbox import inbox_audits, inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
     claim_state,
@@ -31,6 +32,8 @@ from .presenters import (
 )
 
 INBOX_PAGE_SIZE = 25
+# Audits shown below the default list; the "Audit" filter lists them all.
+INBOX_AUDITS_SHOWN = 10
 LIST_PAGE_SIZE = 50
 INBOX_POLL_SECONDS = 5
 # Columns a list never shows; a 1 MB proposal must not be read to list its title.
@@ -98,7 +101,19 @@ def inbox(request):
         escalation.claim = claim_state(escalation, request.user, now, reviews=False)
 
     panel_query = _query_without(request, "reason", "page")
+    audits = []
+    if not filters.reason and counts["audit"].n:
+        audits = list(
+            inbox_audits(filters, request.user)
+            .select_related("proposal", "proposal__panel", "claimed_by")
+            .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
+        )
+        for escalation in audits:
+            escalation.claim = claim_state(escalation, request.user, now)
     context = {
+        "audits": audits,
+        "audit_count": counts["audit"].label,
+        "audit_query": "&".join(filter(None, [panel_query, "reason=audit"])),
         "page": page,
         "reason": filters.reason,
         "panel_id": filters.panel_id,
@@ -222,6 +237,52 @@ def _more_drill_down(request, rows, words):
             drilldown.LARGER_SIDE_DECIDED & drilldown.LARGER_SIDE[side]
         )
         words.append(LARGER_SIDE_WORDS[side])
+    return _calibration_drill_down(request, rows, words)
+
+
+def _calibration_drill_down(request, rows, words):
+    """A lens's agreement with the reviewers, its pairs' shared errors, a panel's audits."""
+    since, until = _date_param(request, "decided_from"), _date_param(request, "decided_to")
+    if since or until:
+        words.append(
+            "decided by a reviewer "
+            + " ".join(p for p in (since and f"from {since}", until and f"to {until}") if p)
+        )
+    lens_id, lens2_id = (
+        _int_param(request, "agreement_lens"),
+        _int_param(request, "agreement_lens2"),
+    )
+    names = (
+        dict(Lens.objects.filter(pk__in=[lens_id, lens2_id]).values_list("pk", "name"))
+        if lens_id is not None
+        else {}
+    )
+    if lens_id is not None and lens2_id is not None:
+        rows = rows.filter(
+            calibration_drilldown.both_wrong_q(
+                lens_id=lens_id, lens2_id=lens2_id, since=since, until=until
+            )
+        )
+        words.append(
+            f"where lenses {names.get(lens_id, '?')} and {names.get(lens2_id, '?')} "
+            "were both wrong against the reviewer"
+        )
+    elif lens_id is not None:
+        cell = _choice_param(request, "cell", calibration_drilldown.CELLS) or "labelled"
+        kind = _choice_param(request, "kind", calibration_drilldown.KINDS) or None
+        rows = rows.filter(
+            calibration_drilldown.lens_label_q(
+                lens_id=lens_id, cell=cell, kind=kind, since=since, until=until
+            )
+        )
+        words.append(
+            f"judged by lens {names.get(lens_id, '?')}, "
+            f"{calibration_drilldown.CELL_WORDS[cell]}" + (f" ({kind}s)" if kind else "")
+        )
+    audited = _choice_param(request, "audited", calibration_drilldown.AUDITED)
+    if audited:
+        rows = rows.filter(calibration_drilldown.audited_q(which=audited, since=since, until=until))
+        words.append(calibration_drilldown.AUDITED_WORDS[audited])
     return rows, words
 
 
@@ -266,6 +327,8 @@ def proposal_list(request):
                 request,
                 *("page", "set", "start", "end", "lens", "verdict", "lens2", "verdict2"),
                 *("lens_failed", "cites", "workload", "reviewer", "raters", "larger_side"),
+                *("decided_from", "decided_to", "agreement_lens", "agreement_lens2", "cell"),
+                *("kind", "audited"),
             ),
             "page_query": _query_without(request, "page"),
         },

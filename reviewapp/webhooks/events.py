@@ -14,8 +14,9 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from reviewapp.review.models import Decision, Escalation, Lens, Proposal
+from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Proposal
 from reviewapp.review.services.visibility import client_may_see, sees_everything
+from reviewapp.serializers import escalation_why
 
 from .models import PING, Delivery, Endpoint, Event
 
@@ -45,6 +46,36 @@ def webhook_record_decided(*, decision: Decision) -> None:
     _record(Event.PROPOSAL_DECIDED, data, watchers, proposal=proposal)
 
 
+def webhook_record_disputed(*, audit: DecisionAudit) -> None:
+    """A reviewer's audit disagrees with an automatic decision (which stands)."""
+    decision = audit.decision
+    proposal = decision.proposal
+    watchers = _watchers(Event.DECISION_DISPUTED, proposal)
+    if not watchers:
+        return
+    data = {
+        "proposal": _proposal_part(proposal),
+        "decision": {
+            "id": decision.pk,
+            "outcome": decision.outcome,
+            "basis": decision.basis,
+            "hash": decision.hash,
+        },
+        # The audit verdict's signed bytes: a receiver verifies it with the public key.
+        "audit": {
+            "id": audit.pk,
+            "outcome": audit.outcome,
+            "decided_by": audit.decided_by_name,
+            "rationale": audit.rationale,
+            "payload": audit.payload,
+            "signature": audit.signature,
+            "key_id": audit.key_id,
+            "hash": audit.hash,
+        },
+    }
+    _record(Event.DECISION_DISPUTED, data, watchers, proposal=proposal)
+
+
 def webhook_record_escalated(*, escalation: Escalation) -> None:
     proposal = escalation.proposal
     watchers = _watchers(Event.PROPOSAL_ESCALATED, proposal)
@@ -52,9 +83,10 @@ def webhook_record_escalated(*, escalation: Escalation) -> None:
         return
     data = {
         "proposal": _proposal_part(proposal),
+        # Why, as the API's escalation says it: a receiver need not call back to learn it.
         "escalation": {
             **_escalation_part(escalation),
-            "explanation": (escalation.detail or {}).get("explanation", ""),
+            **escalation_why(escalation, proposal.lens_failures.all()),
         },
     }
     _record(Event.PROPOSAL_ESCALATED, data, watchers, proposal=proposal)
@@ -139,6 +171,17 @@ def webhook_record_judgement_requested(*, proposal: Proposal) -> None:
             "judge_url": judge_url,
         }
         _record(Event.JUDGEMENT_REQUESTED, data, targets, proposal=proposal)
+
+
+def webhook_record_lens_drift(*, lens: Lens, event_type: str, data: dict) -> None:
+    """A lens's agreement with the reviewers crossed its floor (lens.drift) or came back.
+
+    Every subscribed endpoint hears it: it is about a lens, not a proposal, and
+    any read token may ask the same figures of GET /api/lenses/{name}/agreement.
+    """
+    endpoints = _subscribed(event_type)
+    lens_part = {"id": lens.pk, "name": lens.name, "version": lens.version}
+    _record(event_type, {"lens": lens_part, **data}, endpoints, proposal=None)
 
 
 def webhook_record_ping(*, endpoint: Endpoint) -> Delivery:

@@ -18,6 +18,9 @@ class Event(models.TextChoices):
     ESCALATION_RELEASED = "escalation.released"
     ESCALATION_REVIEW_SUBMITTED = "escalation.review_submitted"
     ESCALATION_RECONCILE = "escalation.reconcile"
+    LENS_DRIFT = "lens.drift"
+    LENS_RECOVERED = "lens.recovered"
+    DECISION_DISPUTED = "decision.disputed"
 
 
 # Sent by `POST /api/webhooks/{id}/test`; not subscribable.

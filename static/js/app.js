@@ -156,10 +156,10 @@
     box.scrollIntoView({ block: "nearest" });
   };
 
-  // A refusal of the adjudication card (400/409) is the card itself, rationale kept: swap it.
+  // A refusal of the adjudication card (400/409/422) is the card itself, rationale kept: swap it.
   document.body.addEventListener("htmx:beforeSwap", function (event) {
     var status = event.detail.xhr.status;
-    if ((status === 400 || status === 409) && event.detail.target && event.detail.target.id === "adjudication") {
+    if ((status === 400 || status === 409 || status === 422) && event.detail.target && event.detail.target.id === "adjudication") {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
     }

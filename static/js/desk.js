@@ -13,6 +13,8 @@
  * - No one-click accident: Approve / Reject (a click or Ctrl+Enter) first
  *   ask for a confirmation, a focused "Confirm: sign …" button; Enter on it,
  *   Ctrl+Enter again or a click on it signs, Esc goes back to the box.
+ * - On a focused cited claim, 1 / 2 / 3 mark it correct / incorrect /
+ *   irrelevant and move on to the next claim, 0 clears; the arrows move.
  * The card works without this file: it is a plain form, refused posts come
  * back with the text in the box.
  */
@@ -247,9 +249,56 @@
     if (event.key === "Escape" && event.target === box()) box().blur();
   });
 
+  // --- claim marks: one key per mark on the focused claim ---------------------------
+  var MARK_KEYS = { "1": 0, "2": 1, "3": 2 };
+
+  function markRows() { return Array.prototype.slice.call(document.querySelectorAll(".claim-mark")); }
+
+  function showMark(row) {
+    var checked = row.querySelector("input[type=radio]:checked");
+    row.dataset.mark = checked ? checked.value : "";
+  }
+
+  function step(row, by) {
+    var rows = markRows();
+    var next = rows[rows.indexOf(row) + by];
+    if (next) next.focus();
+    return next;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var row = event.target.closest && event.target.closest(".claim-mark");
+    if (!row) return;
+    var radios = row.querySelectorAll("input[type=radio]");
+    var status = document.getElementById("claim-marks-status");
+    if (event.key in MARK_KEYS) {
+      var radio = radios[MARK_KEYS[event.key]];
+      radio.checked = true;
+      showMark(row);
+      if (status) status.textContent = "Marked " + radio.value + ".";
+      step(row, 1);
+    } else if (event.key === "0") {
+      radios.forEach(function (r) { r.checked = false; });
+      showMark(row);
+      if (status) status.textContent = "Mark cleared.";
+    } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      step(row, event.key === "ArrowDown" ? 1 : -1);
+    } else {
+      return;
+    }
+    event.preventDefault();
+  });
+
+  document.addEventListener("change", function (event) {
+    var row = event.target.closest && event.target.closest(".claim-mark");
+    if (row) showMark(row);
+  });
+
   // --- after a swap: put the draft back, and the eyes where they belong ----------------
   function settle(focus) {
     restore();
+    markRows().forEach(showMark);
     var c = card();
     if (!c) return;
     var message = c.querySelector("[data-card-message]");

@@ -15,6 +15,8 @@
  * Characters cited by one lens carry that lens's colour and underline style;
  * characters several lenses cite carry one "multi" mark instead of a blend
  * of colours nobody can read back (the tooltip and the list name them all).
+ * Characters one lens calls verified and another refuted carry the
+ * "conflict" mark instead (hatched, wavy underline), apart from agreement.
  * Cites into the thought process are painted in the thought text the same way.
  * A span that starts or ends inside a grapheme cluster (a cite "cafe" of
  * "cafe\u0301") is flagged as a partial character in the tooltip and list.
@@ -175,9 +177,9 @@
       if (!lenses.length) {
         fragment.appendChild(node);
       } else {
-        // One mark per piece: a lens's own, or the multi-lens mark with its count.
+        // One mark per piece: a lens's own, the multi-lens mark, or the conflict mark.
         var el = document.createElement("mark");
-        el.className = lenses.length > 1 ? "hl hl-multi" : "hl lens-" + lenses[0].slot;
+        el.className = markClass(lenses, disagree(active));
         el.dataset.lenses = String(lenses.length);
         markEls.push({ el: el, start: from, end: to });
         el.appendChild(node);
@@ -204,7 +206,26 @@
     return Array.from(byName.values()).sort(function (x, y) { return x.slot - y.slot; });
   }
 
-  // Cut [start, end) items into pieces covered by the same lenses: [{start, end, lenses}].
+  // Whether one lens calls these items verified and another refuted (presenters.lenses_disagree).
+  function disagree(items) {
+    var verified = new Set(), refuted = new Set();
+    items.forEach(function (it) {
+      it.claims.forEach(function (cl) {
+        if (cl.assessment === "verified") verified.add(cl.lens);
+        else if (cl.assessment === "refuted") refuted.add(cl.lens);
+      });
+    });
+    if (!verified.size || !refuted.size) return false;
+    var all = new Set(Array.from(verified).concat(Array.from(refuted)));
+    return all.size > 1;
+  }
+
+  function markClass(lenses, conflict) {
+    if (conflict) return "hl hl-conflict";
+    return lenses.length > 1 ? "hl hl-multi" : "hl lens-" + lenses[0].slot;
+  }
+
+  // Cut [start, end) items into pieces covered by the same lenses: [{start, end, lenses, conflict}].
   function pieces(items) {
     var bounds = new Set();
     items.forEach(function (it) { bounds.add(it.start); bounds.add(it.end); });
@@ -217,10 +238,11 @@
       active = active.filter(function (it) { return it.end > from; });
       var lenses = lensesOf(active);
       if (!lenses.length) continue;
+      var conflict = disagree(active);
       var last = out[out.length - 1];
-      var key = lenses.map(function (l) { return l.lens; }).join("\u0000");
+      var key = lenses.map(function (l) { return l.lens; }).join("\u0000") + (conflict ? "\u0001" : "");
       if (last && last.end === from && last.key === key) last.end = to;
-      else out.push({ start: from, end: to, lenses: lenses, key: key });
+      else out.push({ start: from, end: to, lenses: lenses, key: key, conflict: conflict });
     }
     return out;
   }
@@ -240,8 +262,9 @@
   function paintPieces(list, makeRange) {
     if (!useHighlightApi) return;
     list.forEach(function (piece) {
-      var name = piece.lenses.length > 1 ? "rv-multi" : "rv-lens-" + piece.lenses[0].slot;
-      highlightNamed(name, piece.lenses.length > 1 ? 100 : piece.lenses[0].slot).add(makeRange(piece.start, piece.end));
+      var name = piece.conflict ? "rv-conflict" : piece.lenses.length > 1 ? "rv-multi" : "rv-lens-" + piece.lenses[0].slot;
+      var priority = piece.conflict ? 101 : piece.lenses.length > 1 ? 100 : piece.lenses[0].slot;
+      highlightNamed(name, priority).add(makeRange(piece.start, piece.end));
     });
   }
 
@@ -260,7 +283,7 @@
   var answerPieces = pieces(valid);
   paintPieces(answerPieces, rangeFor);
   window.reviewappPieces = answerPieces.map(function (p) {
-    return { start: p.start, end: p.end, lenses: p.lenses.map(function (l) { return l.lens; }) };
+    return { start: p.start, end: p.end, conflict: p.conflict, lenses: p.lenses.map(function (l) { return l.lens; }) };
   });
 
   // --- the thought process: anchors carry no offsets, the resolved text is found in it ---
@@ -292,7 +315,7 @@
       // Mark mode: wrap the pieces, last first so earlier offsets stay valid.
       list.slice().reverse().forEach(function (piece) {
         var el = document.createElement("mark");
-        el.className = piece.lenses.length > 1 ? "hl hl-multi" : "hl lens-" + piece.lenses[0].slot;
+        el.className = markClass(piece.lenses, piece.conflict);
         thoughtRange(piece.start, piece.end).surroundContents(el);
       });
     }

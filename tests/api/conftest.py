@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 
 from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
-from reviewapp.review.models import Lens, Proposal
+from reviewapp.review.models import CheckerConfig, Lens, Proposal
 from reviewapp.review.services.clients import api_client_create, api_client_for_token
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
@@ -108,4 +108,27 @@ def decided(db) -> Proposal:
 def escalated(db) -> Proposal:
     proposal = evaluated("Ship it on Friday.", requires_sign_off=True)
     assert proposal.status == Proposal.Status.ESCALATED
+    return proposal
+
+
+def unexplained_escalation(
+    content: str = '{"total": 3}', *, lens: str = "silent", checker: str = "schema"
+) -> Proposal:
+    """A proposal escalated for a lens that failed and a checker that was inconclusive.
+
+    The recorded `lens` has nothing recorded for `content` (it fails as
+    misconfigured); the JSON Schema `checker`'s $ref cannot be resolved offline.
+    """
+    silent = LensFactory(name=lens)
+    inconclusive = CheckerFactory(
+        name=checker,
+        kind=CheckerConfig.Kind.JSON_SCHEMA,
+        settings={"schema": {"$ref": "https://schemas.invalid/total.json"}},
+    )
+    panel = PanelFactory(lenses=[silent], checkers=[inconclusive])
+    proposal, _ = proposal_submit(panel_name=panel.name, content=content)
+    for each in lenses_to_run(proposal):
+        run_lens(proposal.pk, each.pk)
+    finalize_proposal(proposal.pk)
+    proposal.refresh_from_db()
     return proposal

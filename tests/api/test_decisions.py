@@ -5,6 +5,7 @@ import json
 import pytest
 
 from reviewapp.core.signing import canonical_json, verify
+from reviewapp.ledger.models import LedgerEntry
 from reviewapp.review.models import Decision
 
 from .conftest import evaluated
@@ -21,6 +22,18 @@ def test_decision_has_the_documented_fields(api, decided):
     assert body["rationale"] == decision.rationale
     assert body["key_id"] == decision.key_id
     assert body["prev_hash"] == "0" * 64
+
+
+def test_decision_names_its_ledger_entry_to_ask_its_inclusion_proof_by(api, decided):
+    decision = Decision.objects.get()
+    entry = LedgerEntry.objects.get(decision=decision)
+
+    listed = api.get("/api/decisions").json()["items"][0]
+    alone = api.get(f"/api/decisions/{decision.pk}").json()
+
+    assert listed["ledger_index"] == alone["ledger_index"] == entry.leaf_index
+    proof = api.get(f"/api/ledger/proof/{alone['ledger_index']}", {"size": entry.leaf_index + 1})
+    assert proof.json()["leaf_hash"] == entry.leaf_hash
 
 
 def test_decision_verifies_with_nothing_but_its_public_key(api, decided):

@@ -9,7 +9,9 @@ def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
         "/api/proposals/{proposal_id}",
         "/api/proposals/{proposal_id}/judgements",
         "/api/escalations",
+        "/api/escalations/{escalation_id}",
         "/api/escalations/{escalation_id}/decision",
+        "/api/escalations/{escalation_id}/audit",
         "/api/decisions",
         "/api/decisions/{decision_id}",
         "/api/keys",
@@ -21,6 +23,7 @@ def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
         "/api/webhooks",
         "/api/webhooks/{endpoint_id}",
         "/api/webhooks/{endpoint_id}/test",
+        "/api/lenses/{name}/agreement",
     }
     assert {"type": "http", "scheme": "bearer"} in schema["components"]["securitySchemes"].values()
 

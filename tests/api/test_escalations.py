@@ -7,7 +7,7 @@ from reviewapp.review.models import Decision, Escalation, Proposal
 from reviewapp.review.services.escalations import escalation_claim
 from tests.factories import ReviewerFactory
 
-from .conftest import api_with, evaluated
+from .conftest import api_with, evaluated, unexplained_escalation
 
 
 @pytest.fixture
@@ -28,6 +28,66 @@ def test_open_escalations_are_listed(api, escalation):
     assert item["id"] == escalation.pk
     assert item["proposal"] == escalation.proposal_id
     assert (item["status"], item["reasons"], item["claimed_by"]) == ("open", ["sign_off"], None)
+
+
+def test_a_listed_escalation_says_why_it_was_raised(api, db):
+    proposal = unexplained_escalation()
+
+    (item,) = api.get("/api/escalations").json()["items"]
+
+    assert item["proposal"] == proposal.pk
+    assert {"lens_failed", "inconclusive"} <= set(item["reasons"])
+    assert "silent" in item["explanation"]
+    [failure] = item["lens_failures"]
+    assert (failure["lens"], failure["kind"]) == ("silent", "misconfigured")
+    assert "no recorded response" in failure["message"] and failure["at"]
+    [checker] = item["inconclusive_checkers"]
+    assert checker["checker"] == "schema"
+    assert "schemas.invalid" in checker["reason"]
+
+
+# The token lookup, the page with its claimants joined, every row's lens failures.
+LIST_QUERIES = 3
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_the_lens_failures_of_every_listed_escalation_take_one_query(
+    api, db, django_assert_num_queries, rows
+):
+    for n in range(rows):
+        unexplained_escalation(lens=f"silent-{n}", checker=f"schema-{n}")
+    api.get("/api/escalations")  # the token's first use is recorded once, not per request
+
+    with django_assert_num_queries(LIST_QUERIES):
+        items = api.get("/api/escalations").json()["items"]
+
+    assert [len(i["lens_failures"]) for i in items] == [1] * rows
+
+
+def test_an_escalation_is_read_by_id_with_why(api, db):
+    proposal = unexplained_escalation()
+    escalation = Escalation.objects.get(proposal=proposal)
+
+    body = api.get(f"/api/escalations/{escalation.pk}").json()
+
+    assert (body["id"], body["proposal"], body["status"]) == (escalation.pk, proposal.pk, "open")
+    assert [f["kind"] for f in body["lens_failures"]] == ["misconfigured"]
+    assert [c["checker"] for c in body["inconclusive_checkers"]] == ["schema"]
+    assert "lens silent (misconfigured)" in body["explanation"]
+    assert "checker schema" in body["explanation"]
+
+
+def test_an_escalation_of_another_clients_proposal_is_not_found(escalation):
+    other = api_with("read")
+
+    assert other.get(f"/api/escalations/{escalation.pk}").status_code == 404
+
+
+def test_a_sign_off_escalation_names_no_failure(api, escalation):
+    body = api.get(f"/api/escalations/{escalation.pk}").json()
+
+    assert (body["lens_failures"], body["inconclusive_checkers"]) == ([], [])
+    assert body["explanation"]
 
 
 def test_resolved_escalations_are_not_listed_as_open(api, escalation):
@@ -120,8 +180,7 @@ def test_the_list_takes_the_same_queries_however_many_escalations(
         escalation_claim(escalation_id=proposal.escalations.get().pk, user=reviewer)
     api.get("/api/escalations")  # the first use of a token records last_used_at
 
-    # The token lookup, then the page with its claimants joined.
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(LIST_QUERIES):
         response = api.get("/api/escalations")
 
     items = response.json()["items"]

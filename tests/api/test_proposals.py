@@ -1,12 +1,13 @@
 import pytest
 
 from reviewapp.api import api as api_app
+from reviewapp.core.judging import FailureKind
 from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
 from reviewapp.review.models import ApiClient, Judgement, Proposal
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
 from tests.factories import LensFactory, PanelFactory, recorded
 
-from .conftest import api_with, lens_answer
+from .conftest import api_with, lens_answer, unexplained_escalation
 
 
 def api_schema() -> dict:
@@ -166,14 +167,52 @@ def test_detail_names_each_lens_that_failed_and_why(api):
     assert "lens_failed" in body["escalation"]["reasons"]
     [failure] = body["lens_failures"]
     assert (failure["lens"], failure["lens_version"]) == ("silent", silent.version)
+    assert failure["kind"] == "misconfigured"
     assert "silent" not in [j["lens"] for j in body["judgements"]]
     assert failure["message"] and failure["at"]
+
+
+def test_detail_of_an_escalated_proposal_says_why_in_its_escalation(api):
+    proposal = unexplained_escalation()
+
+    escalation = api.get(f"/api/proposals/{proposal.pk}").json()["escalation"]
+
+    assert "lens silent (misconfigured)" in escalation["explanation"]
+    assert [(f["lens"], f["kind"]) for f in escalation["lens_failures"]] == [
+        ("silent", "misconfigured")
+    ]
+    [checker] = escalation["inconclusive_checkers"]
+    assert checker["checker"] == "schema" and "schemas.invalid" in checker["reason"]
+
+
+def test_each_inconclusive_checker_says_why_in_the_evidence(api):
+    proposal = unexplained_escalation()
+
+    [evidence] = api.get(f"/api/proposals/{proposal.pk}").json()["evidence"]
+
+    assert evidence["verdict"] == "inconclusive"
+    assert "schemas.invalid" in evidence["reason"]
 
 
 def test_the_schema_documents_lens_failures():
     properties = api_schema()["components"]["schemas"]["ProposalOut"]["properties"]
 
     assert "lens_failures" in properties
+
+
+def test_the_schema_documents_each_failure_kind():
+    schemas = api_schema()["components"]["schemas"]
+
+    kind = schemas["LensFailureOut"]["properties"]["kind"]
+    assert set(schemas[kind["$ref"].rsplit("/", 1)[1]]["enum"]) == set(FailureKind)
+    assert "rate_limited" in kind["description"]
+
+
+@pytest.mark.parametrize("schema", ["EscalationBriefOut", "EscalationOut"])
+def test_the_schema_documents_why_an_escalation_was_raised(schema):
+    properties = api_schema()["components"]["schemas"][schema]["properties"]
+
+    assert {"explanation", "lens_failures", "inconclusive_checkers"} <= set(properties)
 
 
 def test_detail_of_a_queued_proposal_has_no_tally_yet(api, panel):

@@ -1,12 +1,18 @@
 """Several reviews through the API, each given by a person with their personal token."""
 
+import json
+import random
+
 import pytest
 from django.contrib.auth.models import Group
 from reviewapp_client.verify import VerificationError, verify_decision_reviews
 
-from reviewapp.review.models import Escalation, Review
+from reviewapp.review.models import Claim, Escalation, Review
+from reviewapp.review.services import audits
 from reviewapp.review.services.clients import ClientRefused, api_client_create
 from tests.factories import ReconcilerFactory, ReviewerFactory
+from tests.review.test_audits import CONTENT, audit_of, decided
+from tests.webhooks.helpers import one_lens_panel
 
 from .conftest import Api, evaluated
 
@@ -156,3 +162,40 @@ def test_the_offline_verifier_refuses_a_review_the_decision_does_not_name(two_ne
 
     with pytest.raises(VerificationError, match="not named by the decision"):
         verify_decision_reviews({**decision, "reviews": [forged, decision["reviews"][1]]}, keys)
+
+
+def test_a_review_through_the_api_signs_its_claim_marks(two_needed, ann):
+    claim = Claim.objects.get(judgement__proposal=two_needed.proposal)
+    body = {
+        "outcome": "approved",
+        "rationale": "Checked the account history.",
+        "claims": [{"claim": claim.pk, "mark": "correct"}],
+    }
+    response = ann.post(f"/api/escalations/{two_needed.pk}/decision", body)
+
+    assert response.status_code == 202, response.content
+    signed = json.loads(Review.objects.get().payload)
+    assert [m["mark"] for m in signed["claims"]] == ["correct"]
+
+
+def test_an_unknown_claim_in_a_review_is_422_and_no_review_is_written(two_needed, ann):
+    body = {
+        "outcome": "approved",
+        "rationale": "Checked the account history.",
+        "claims": [{"claim": 999999, "mark": "correct"}],
+    }
+    response = ann.post(f"/api/escalations/{two_needed.pk}/decision", body)
+
+    assert response.status_code == 422
+    assert "999999" in response.json()["detail"]
+    assert not Review.objects.exists()
+
+
+def test_an_audit_on_the_decision_endpoint_is_409_whatever_reviews_are_needed(ann, monkeypatch):
+    monkeypatch.setattr(audits, "AUDIT_RANDOM", random.Random(3))
+    escalation = audit_of(decided(one_lens_panel(CONTENT, audit_rate=100, reviews_needed=2)))
+
+    response = decide(ann, escalation)
+
+    assert response.status_code == 409
+    assert "/audit" in response.json()["detail"]

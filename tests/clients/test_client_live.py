@@ -13,6 +13,7 @@ from reviewapp_client import (
     ConflictError,
     Decision,
     Escalation,
+    LensFailure,
     NotFoundError,
     PermissionDeniedError,
     ProposalSummary,
@@ -23,6 +24,7 @@ from reviewapp_client import (
 )
 
 from reviewapp.review.models import Proposal as Row
+from tests.factories import LensFactory, PanelFactory
 from tests.webhooks.helpers import api_client, one_lens_panel, run_pipeline
 
 CONTENT = "Refunds are issued within 14 days."
@@ -120,6 +122,22 @@ def test_an_escalated_proposal_waits_for_a_human_who_decides_through_the_api(
     assert isinstance(decision, Decision) and decision.basis == "reviewer"
     assert decided.decision == decision and not decided.approved
     assert verify_decision(decided.decision, keys)["outcome"] == "rejected"
+
+
+def test_an_escalation_read_through_the_client_says_why_it_was_raised(live_server, token):
+    client = Client(live_server.url, token)
+    panel = PanelFactory(lenses=[LensFactory(name="silent")])  # nothing recorded: it fails
+    with client as agent:
+        sent = agent.submit(panel=panel.name, content=CONTENT, external_ref="why-1")
+        evaluate(sent.id)
+        escalated = agent.wait(sent.id, timeout=10)
+        escalation = agent.get_escalation(escalated.escalation.id)
+    [failure] = escalation.lens_failures
+    assert isinstance(failure, LensFailure)
+    assert (failure.lens, failure.kind, failure.attempts) == ("silent", "misconfigured", 0)
+    assert escalated.escalation.lens_failures == escalation.lens_failures
+    assert "lens silent (misconfigured)" in escalation.explanation
+    assert escalation.inconclusive_checkers == []
 
 
 def test_decisions_are_exported_in_chain_order_across_pages(live_server, token, panel):

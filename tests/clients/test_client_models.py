@@ -23,6 +23,8 @@ READERS = {
     "ThoughtWindowAnchorOut": models.Anchor,
     "UnresolvedCiteOut": models.UnresolvedCite,
     "EvidenceOut": models.Evidence,
+    "LensFailureOut": models.LensFailure,
+    "InconclusiveCheckerOut": models.InconclusiveChecker,
     "EscalationBriefOut": models.EscalationBrief,
     "EscalationOut": models.Escalation,
     "DecisionOut": models.Decision,
@@ -52,6 +54,50 @@ def test_lens_failures_are_read_where_a_server_sends_them_and_new_fields_are_ign
     ]
     assert proposal.raw["a_field_from_the_future"] == {"nested": [1, 2]}
     assert models.Proposal.from_api(json.loads(proposal_body())).lens_failures == []
+
+
+def test_an_escalation_reads_why_it_was_raised_and_an_older_servers_reads_empty():
+    listed = {
+        "id": 7,
+        "proposal": 3,
+        "status": "open",
+        "reasons": ["lens_failed", "inconclusive"],
+        "claimed_by": None,
+        "created_at": "2026-03-01T12:00:00Z",
+    }
+    said = {
+        "explanation": "Gave no judgement: lens legal (rate limited).",
+        "lens_failures": [
+            {
+                "lens": "legal",
+                "lens_version": 2,
+                "kind": "rate_limited",
+                "message": "the provider answered 429 for 60 s",
+                "attempts": 3,
+                "at": "2026-03-01T11:59:00Z",
+            }
+        ],
+        "inconclusive_checkers": [{"checker": "schema", "reason": "unresolvable $ref"}],
+    }
+
+    escalation = models.Escalation.from_api({**listed, **said})
+
+    assert escalation.explanation == said["explanation"]
+    assert escalation.lens_failures == [
+        models.LensFailure(
+            "legal",
+            "rate_limited",
+            "the provider answered 429 for 60 s",
+            "2026-03-01T11:59:00Z",
+            lens_version=2,
+            attempts=3,
+        )
+    ]
+    assert escalation.inconclusive_checkers == [
+        models.InconclusiveChecker("schema", "unresolvable $ref")
+    ]
+    older = models.Escalation.from_api(listed)
+    assert (older.explanation, older.lens_failures, older.inconclusive_checkers) == ("", [], [])
 
 
 @pytest.mark.parametrize(

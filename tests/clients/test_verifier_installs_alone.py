@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.ledger.helpers import decide, export, public_key_b64, read_jsonl, write_jsonl
+from reviewapp.ledger import services
+from tests.ledger.helpers import (
+    Witness,
+    decide,
+    export,
+    public_key_b64,
+    read_jsonl,
+    write_jsonl,
+)
 from tests.support.wheelhouse import requirement_name, wheelhouse
 
 pytestmark = pytest.mark.django_db
@@ -30,9 +38,11 @@ def _client_requirements() -> list[str]:
     return [requirement_name(requirement) for requirement in wanted]
 
 
-@pytest.fixture
-def alone(tmp_path) -> Path:
-    """A venv holding the client package and its dependencies, and nothing else."""
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory) -> Path:
+    """A venv holding the client package and its dependencies, and nothing else (built once
+    for the module: it is only read)."""
+    tmp_path = tmp_path_factory.mktemp("alone")
     wheels = wheelhouse(_client_requirements(), tmp_path / "wheels")
     # A copy: building in the source tree would leave build/ and egg-info in the repository.
     skipped = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
@@ -103,3 +113,31 @@ def test_the_installed_verifier_checks_an_export_without_django_or_celery(alone,
     assert tampered.returncode == 1
     assert tampered.stderr.startswith(f"FAIL line {decision + 1} (entry ")
     assert "signature does not verify" in tampered.stderr
+
+
+def test_the_installed_verifier_holds_the_checkpoint_to_a_witness_policy(alone, tmp_path):
+    w1, w2 = Witness("w1.example/w", bytes([1]) * 32), Witness("w2.example/w", bytes([2]) * 32)
+    decide(2)
+    w1.cosign(services.checkpoint_create())
+    exported = export(tmp_path)
+    verify = alone / "bin" / "reviewapp-verify"
+    witnesses = ("--witness-key", w1.vkey, "--witness-key", w2.vkey)
+
+    too_few = _run(verify, exported, "--public-key", public_key_b64(), *witnesses, cwd=tmp_path)
+    assert too_few.returncode == 1, too_few.stdout
+    assert too_few.stderr.rstrip().endswith(
+        "cosigned by 1 of the 2 (of 2) witnesses required; missing: w2.example/w"
+    )
+
+    enough = _run(
+        verify,
+        exported,
+        "--public-key",
+        public_key_b64(),
+        *witnesses,
+        "--witness-quorum",
+        "1",
+        cwd=tmp_path,
+    )
+    assert enough.returncode == 0, enough.stderr
+    assert "checkpoint for size 4 cosigned by w1.example/w (witness quorum 1 of 2)" in enough.stdout

@@ -6,6 +6,7 @@ import pytest
 
 from reviewapp.core.cite import EVAL_THOUGHT_LIMIT, REQUOTE_BUDGET, GroundingPolicy
 from reviewapp.core.judging import (
+    FailureKind,
     LensFailed,
     MalformedJudgement,
     OpenAIChatTransport,
@@ -244,6 +245,7 @@ def test_without_a_sleep_the_blocking_driver_fails_a_transient_error_instead_of_
         judge(http(), sleep=None)
 
     assert caught.value.attempts == 1
+    assert caught.value.kind == FailureKind.RATE_LIMITED
     assert caught.value.transcript[-1]["role"] == "user"
     assert len(openai_server.requests) == 1
     assert time.monotonic() - started < 2  # the 3 s Retry-After was not waited
@@ -278,6 +280,7 @@ def test_answer_slower_than_the_timeout_exhausts_the_transport_budget(openai_ser
         judge(http(timeout=0.2), transport_attempts=2)
 
     assert caught.value.attempts == 2
+    assert caught.value.kind == FailureKind.TRANSPORT_ERROR
     assert len(openai_server.requests) == 2
     assert time.monotonic() - started < 2
 
@@ -314,9 +317,10 @@ def test_a_response_that_is_not_a_chat_completion_fails_without_retry(openai_ser
 def test_a_4xx_other_than_429_fails_without_retry(openai_server, http):
     openai_server.script([HttpError(401), judgement("pass")])
 
-    with pytest.raises(LensFailed, match="HTTP 401"):
+    with pytest.raises(LensFailed, match="HTTP 401") as caught:
         judge(http())
 
+    assert caught.value.kind == FailureKind.HTTP_ERROR
     assert len(openai_server.requests) == 1
 
 

@@ -7,7 +7,7 @@ import aiohttp
 import pytest
 
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.core.judging import LensFailed
+from reviewapp.core.judging import FailureKind, LensFailed
 from reviewapp.core.llm_calls import (
     RELEASE_WAIT_SECONDS,
     AsyncChatTransport,
@@ -116,6 +116,7 @@ def test_the_time_limit_ends_a_call_in_flight_as_a_lens_failure(openai_server):
     with pytest.raises(LensFailed, match="time limit of 0.5s reached") as failed:
         _judge(openai_server.base_url, time_limit=0.5)
     assert failed.value.attempts == 1
+    assert failed.value.kind == FailureKind.TIMEOUT
 
 
 def test_waiters_for_a_full_endpoint_are_served_in_turn_never_beyond_its_size():
@@ -292,6 +293,7 @@ def test_a_provider_answering_only_429_fails_the_lens_at_its_deadline_naming_the
         f"the provider at {openai_server.base_url} answered 429 for 1 second"
     )
     assert failed.value.attempts > 3
+    assert failed.value.kind == FailureKind.RATE_LIMITED
 
 
 def test_a_lens_waiting_behind_a_throttled_endpoint_fails_naming_the_429s(openai_server):

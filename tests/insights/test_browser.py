@@ -46,7 +46,9 @@ def test_filter_swaps_the_body_and_pushes_the_url(open_dashboard, panels):
     _, second = panels
     page = open_dashboard()
     assert _total(page) == "5"
-    assert page.locator('svg[role="img"]').count() == 9
+    # Nine charts, the lenses' kappa with the reviewers, and the weekly trend of the two
+    # lenses a reviewer was measured against.
+    assert page.locator('svg[role="img"]').count() == 12
     body = page.locator("#dashboard-body")
     body.evaluate("el => el.dataset.marker = 'before'")
     with page.expect_response(lambda r: "/dashboard?" in r.url):

@@ -16,7 +16,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.insights.urls")]
 
 # Per day, escalation rate, medians, lens rates, lens failures, Cohen, Fleiss, larger side,
 # workload.
-CHARTS = 9
+CHARTS = 10
+# Tables with no chart of their own: lenses that fail together, audits per panel.
+TABLES_WITHOUT_CHART = 2
 
 
 def _get(client, **params):
@@ -44,7 +46,7 @@ def test_renders_with_zero_proposals(reviewer_client):
     assert html.count('role="img"') == CHARTS
     assert len(re.findall(r'<svg[^>]*role="img"[^>]*aria-label="[^"]+"', html)) == CHARTS
     assert html.count("<title>") >= CHARTS
-    assert html.count("<caption>") == CHARTS
+    assert html.count("<caption>") == CHARTS + TABLES_WITHOUT_CHART
     assert "No proposals in this range." in html
     assert "No data in this range." in html
     # No script-driven or external chart: nothing but inline SVG.
@@ -430,7 +432,7 @@ def test_htmx_gets_only_the_dashboard_body_and_the_url_is_pushed(reviewer_client
 
 # --- query count ---------------------------------------------------------------------------------
 
-DASHBOARD_QUERIES = 15  # session, user, reviewer group + panels + 11 aggregates
+DASHBOARD_QUERIES = 20  # session, user, reviewer group + panels + 12 aggregates + 4 calibration
 
 
 def _mixed_proposals(count: int, reviewer) -> None:
@@ -503,7 +505,9 @@ def test_every_linked_count_opens_the_list_of_exactly_those_proposals(reviewer_c
         # cells), Fleiss' items (one panel of 2+ lenses), the larger side (4), the
         # workload (nobody's and rita's rows: open, claimed, resolved).
         lenses = 3 if params else 4
-        assert len(links) == 7 + 2 * 7 + 4 * lenses + 3 * 5 + 1 + 4 + 2 * 3
+        # Lenses against the reviewer (k1 and k3 on the decided proposal: decided, escalations,
+        # audits) and the proposals where that pair was both wrong.
+        assert len(links) == 7 + 2 * 7 + 4 * lenses + 3 * 5 + 1 + 4 + 2 * 3 + 2 * 3 + 1
         for href, count in links:
             assert _list_count(reviewer_client, href) == int(count), href
 

@@ -9,7 +9,8 @@ from django.http import StreamingHttpResponse
 from django.urls import reverse
 
 from reviewapp.insights import exports
-from reviewapp.review.models import Proposal
+from reviewapp.review.models import Claim, Escalation, Proposal, Tag
+from reviewapp.review.services.escalations import escalation_claim, escalation_decide
 from tests.review.helpers import submit
 
 from .builders import BAD_CITE, GOOD_CITE, decide, judged, make_panel
@@ -242,15 +243,16 @@ def test_export_reads_in_chunks_with_a_prefetch_per_chunk(
         judged(panel, {"c1": "pass", "c2": "pass"})
 
     # Signing the reviewer in (3), then the first chunk before the response
-    # starts: the proposals, and the chunk's judgements and escalations.
-    with django_assert_num_queries(SIGN_IN + 3):
+    # starts: the proposals, and the chunk's judgements and escalations, and
+    # its decisions' claim marks, tags and wrong-reason lenses.
+    with django_assert_num_queries(SIGN_IN + 6):
         response = reviewer_client.get(reverse("export_proposals_jsonl"))
     lines = iter(response.streaming_content)
     with django_assert_num_queries(0):
         first = json.loads(next(lines))
         next(lines)  # the rest of the first chunk is already in memory
     assert len(first["judgements"]) == 2
-    with django_assert_num_queries(4):  # two more chunks: judgements and escalations each
+    with django_assert_num_queries(10):  # two more chunks: the five prefetches each
         rest = list(lines)
     assert len(rest) == 3
     assert all(len(json.loads(line)["judgements"]) == 2 for line in rest)
@@ -331,3 +333,34 @@ def test_an_export_that_fails_part_way_breaks_off_instead_of_ending(
     assert response.status_code == 200  # sent before the failure
     with pytest.raises(OperationalError):
         b"".join(response.streaming_content)
+
+
+def test_exports_carry_the_reviewers_marks_tags_and_wrong_reason(reviewer_client, reviewer):
+    Tag.objects.create(name="tone")
+    proposal = judged(make_panel("m1", "m2", need=2), {"m1": "pass", "m2": "fail"})
+    claim = Claim.objects.filter(judgement__proposal=proposal, judgement__lens_name="m1").first()
+    escalation = Escalation.objects.get(proposal=proposal)
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)
+    escalation_decide(
+        escalation_id=escalation.pk,
+        outcome="approved",
+        rationale="Fine.",
+        user=reviewer,
+        decided_by_name=reviewer.get_username(),
+        marks=[(claim.pk, "incorrect")],
+        tags=["tone"],
+        wrong_reason=["m1"],
+    )
+
+    [record] = _jsonl(reviewer_client.get(reverse("export_proposals_jsonl")))
+    [row] = _csv(reviewer_client.get(reverse("export_proposals_csv")))
+
+    marks = [{"claim": claim.pk, "lens": "m1", "mark": "incorrect"}]
+    decision = record["decision"]
+    assert (decision["claim_marks"], decision["tags"], decision["wrong_reason"]) == (
+        marks,
+        ["tone"],
+        ["m1"],
+    )
+    assert json.loads(row["decision_claim_marks"]) == marks
+    assert (row["decision_tags"], row["decision_wrong_reason"]) == ("tone", "m1")

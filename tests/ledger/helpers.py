@@ -3,12 +3,15 @@ import json
 import subprocess
 import sys
 
+from nacl.signing import SigningKey
+
 from reviewapp.core import merkle
-from reviewapp.ledger.models import LedgerEntry, LedgerNode
+from reviewapp.ledger.models import LedgerCosignature, LedgerEntry, LedgerNode
 from reviewapp.ledger.services import checkpoint_create, export_lines
 from reviewapp.review.keys import server_signer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
+from tests.support import c2sp_cosignature as spec
 
 
 def decide(count: int = 3, *, checker: bool = True):
@@ -79,3 +82,32 @@ def rebuild_tree() -> None:
         for (level, index), h in merkle.MemoryTree(leaves).nodes.items()
         if level
     )
+
+
+TIMESTAMP = 1767225600
+
+
+class Witness:
+    """A C2SP witness whose cosignatures are made from the specification's text
+    (tests/support/c2sp_cosignature.py) and stored as the server stores a witness's answer."""
+
+    def __init__(self, name: str, seed: bytes):
+        self.name, self.seed = name, seed
+        self.vkey = spec.vkey(name, bytes(SigningKey(seed).verify_key))
+
+    def cosign(self, checkpoint, *, corrupt: bool = False) -> None:
+        """Store this witness's cosignature of ``checkpoint`` (``corrupt``: its signature's last
+        byte flipped, under this witness's name and key id)."""
+        line = spec.cosign(self.seed, self.name, spec.note_body(checkpoint.note), TIMESTAMP)
+        if corrupt:
+            prefix, blob = line.rsplit(" ", 1)
+            raw = bytearray(base64.b64decode(blob))
+            raw[-1] ^= 1
+            line = f"{prefix} {base64.b64encode(bytes(raw)).decode()}"
+        LedgerCosignature.objects.create(
+            checkpoint=checkpoint,
+            witness=self.name,
+            key_id=self.vkey.split("+")[1],
+            timestamp=TIMESTAMP,
+            line=line,
+        )

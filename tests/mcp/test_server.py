@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from reviewapp.review.models import Lens, Proposal
-from tests.factories import LensFactory, PanelFactory
+from reviewapp.review.models import CheckerConfig, Lens, Proposal
+from tests.factories import CheckerFactory, LensFactory, PanelFactory
 from tests.mcp.conftest import call, call_async, error_text
 from tests.webhooks.helpers import one_lens_panel, run_pipeline
 
@@ -130,8 +130,30 @@ def test_get_review_names_each_lens_that_failed_and_why(server, agent):
     assert "lens_failed" in review["reasons"]
     assert review["judgements"] == []
     [failure] = review["lens_failures"]
-    assert failure["lens"] == "silent"
-    assert failure["message"]
+    assert (failure["lens"], failure["kind"]) == ("silent", "misconfigured")
+    assert failure["message"] and failure["at"]
+
+
+def test_get_review_says_why_a_review_was_escalated(server, agent):
+    checker = CheckerFactory(
+        name="schema",
+        kind=CheckerConfig.Kind.JSON_SCHEMA,
+        settings={"schema": {"$ref": "https://schemas.invalid/total.json"}},
+    )
+    panel = PanelFactory(lenses=[LensFactory(name="silent")], checkers=[checker])
+    proposal = Proposal.objects.get(pk=submit(server, agent[1], panel, '{"total": 3}')["id"])
+    run_pipeline(proposal)
+
+    escalation = call(server, agent[1], "get_review", {"id": proposal.pk}).structured_content[
+        "escalation"
+    ]
+
+    assert "lens silent (misconfigured)" in escalation["explanation"]
+    assert [(f["lens"], f["kind"]) for f in escalation["lens_failures"]] == [
+        ("silent", "misconfigured")
+    ]
+    [inconclusive] = escalation["inconclusive_checkers"]
+    assert inconclusive["checker"] == "schema" and "schemas.invalid" in inconclusive["reason"]
 
 
 def test_get_review_of_a_review_that_does_not_exist_is_not_found(server, agent):

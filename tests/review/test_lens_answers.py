@@ -4,6 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from reviewapp.core.judging import FailureKind
 from reviewapp.review.models import Judgement, LensFailure, Proposal
 from reviewapp.review.services.judgements import (
     judgement_answer,
@@ -28,7 +29,12 @@ def _passes(*lenses):
 def test_answers_arriving_together_are_recorded_and_counted_at_once():
     lenses = [LensFactory() for _ in range(3)]
     proposal = submit(PanelFactory(lenses=lenses, need=2), CONTENT)
-    answers = [*_passes(*lenses[:2]), lens_failure_answer(lens=lenses[2], error="down", attempts=4)]
+    answers = [
+        *_passes(*lenses[:2]),
+        lens_failure_answer(
+            lens=lenses[2], error="down", attempts=4, kind=FailureKind.TRANSPORT_ERROR
+        ),
+    ]
     counted = lens_answers_record(proposal_id=proposal.pk, answers=answers)
     assert counted.lenses_answered == 3 and counted.all_lenses_answered
     assert Judgement.objects.filter(proposal=proposal).count() == 2

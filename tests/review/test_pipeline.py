@@ -333,7 +333,8 @@ def test_external_lenses_wait_then_the_deadline_records_them_as_failed():
     finalize_proposal(proposal.pk, deadline_passed=True)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.ESCALATED
-    assert LensFailure.objects.get(proposal=proposal).lens_name == "human-panel"
+    failure = LensFailure.objects.get(proposal=proposal)
+    assert (failure.lens_name, failure.kind) == ("human-panel", "deadline")
 
 
 def test_verify_decisions_passes_on_an_untouched_chain():

@@ -3,6 +3,7 @@ from django.apps import apps
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 
+from reviewapp.replay.services import regression_case_add, replay_plan
 from reviewapp.review.evaluation.trial import trial_start
 from reviewapp.review.models import Decision, Escalation
 from reviewapp.review.services.clients import api_client_create
@@ -24,6 +25,9 @@ def world(db):
     api_client_create(name="sec-world-client", scopes=["read"])
     trial_start(kind="checker", target=CheckerFactory(), sample="Sample text.")
     decision = Decision.objects.get(proposal=decided)
+    # A replay and a regression case, so their admin pages are asked about real rows.
+    regression_case_add(proposal=decided)
+    replay_plan(panel=decided_panel, source="regression")
     ids = {
         "proposals": escalated.pk,
         "escalations": escalation.pk,

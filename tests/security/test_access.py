@@ -183,6 +183,8 @@ def op_url(path: str, ids: dict) -> str:
         path.replace("{proposal_id}", str(ids["proposals"]))
         .replace("{escalation_id}", str(ids["escalations"]))
         .replace("{decision_id}", str(ids["decisions"]))
+        # GET /api/lenses/{name}/agreement: a lens of the world's panel, so a 404 hides nothing.
+        .replace("{name}", "accuracy")
     )
 
 
@@ -302,3 +304,16 @@ def test_staff_without_permissions_cannot_use_model_admin_pages(client, world, u
             method,
             response.status_code,
         )
+
+
+def test_the_replay_pages_are_enumerated_as_model_admin_pages():
+    """Staff-only, and refused to staff without the replay permissions, by the tests above."""
+    names = {r.name for r in MODEL_ADMIN}
+    for expected in (
+        "admin:replay_replay_progress",
+        "admin:replay_replay_start",
+        "admin:replay_replay_cancel",
+        "admin:replay_replay_change",
+        "admin:replay_regressioncase_add_proposal",
+    ):
+        assert expected in names, expected

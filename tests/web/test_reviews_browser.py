@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from reviewapp.review.models import Decision, Escalation, Review
+from reviewapp.review.models import ClaimMark, Decision, Escalation, Review
 from tests.api.conftest import evaluated
 from tests.factories import ReconcilerFactory, ReviewerFactory
 
@@ -91,3 +91,24 @@ def test_one_click_on_approve_signs_nothing_until_confirmed(open_as, reviewer):
     page.keyboard.press("Enter")  # on the focused confirm button
     page.wait_for_selector("#decision-signature")
     assert Decision.objects.get().outcome == "approved"
+
+
+def test_each_reviewer_marks_claims_in_their_review_and_the_last_ones_decide(open_as, two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    path = f"/proposals/{two_needed.proposal_id}"
+    ann_page, ben_page = open_as(ann, path), open_as(ben, path)
+
+    for page, key in ((ann_page, "2"), (ben_page, "1")):  # incorrect, then correct
+        page.locator(".claim-mark").first.focus()
+        page.keyboard.press(key)
+        _review(page, "approved", "Looked at the claim.")
+
+    signed_by = {r.reviewer_name: json.loads(r.payload) for r in Review.objects.all()}
+    assert {name: p["claims"][0]["mark"] for name, p in signed_by.items()} == {
+        "ann": "incorrect",
+        "ben": "correct",
+    }
+    signed = json.loads(Decision.objects.get(proposal=two_needed.proposal).payload)
+    assert [m["mark"] for m in signed["claims"]] == ["correct"]
+    assert ClaimMark.objects.get().mark == "correct"
+    assert ann_page.errors == [] and ben_page.errors == []

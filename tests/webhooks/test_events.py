@@ -5,7 +5,7 @@ import json
 import pytest
 from django.db import transaction
 
-from reviewapp.review.models import Escalation, Lens, Proposal
+from reviewapp.review.models import CheckerConfig, Escalation, Lens, Proposal
 from reviewapp.review.services.escalations import (
     escalation_claim,
     escalation_release,
@@ -13,9 +13,9 @@ from reviewapp.review.services.escalations import (
 )
 from reviewapp.review.services.proposals import proposal_submit
 from reviewapp.webhooks.models import Delivery
-from tests.factories import LensFactory, PanelFactory, ReviewerFactory
+from tests.factories import CheckerFactory, LensFactory, PanelFactory, ReviewerFactory
 
-from .helpers import api_client, one_lens_panel, submitted_and_decided, subscribe
+from .helpers import api_client, one_lens_panel, run_pipeline, submitted_and_decided, subscribe
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +66,29 @@ def test_an_escalation_names_every_reason():
     assert body["data"]["escalation"]["explanation"]
 
 
+def test_an_escalation_for_a_failed_lens_and_an_inconclusive_checker_says_why():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["proposal.escalated"])
+    checker = CheckerFactory(
+        kind=CheckerConfig.Kind.JSON_SCHEMA,
+        settings={"schema": {"$ref": "https://schemas.invalid/total.json"}},
+    )
+    panel = PanelFactory(lenses=[LensFactory(name="silent")], checkers=[checker])
+    proposal, _ = proposal_submit(panel_name=panel.name, content='{"total": 3}', client=client)
+    run_pipeline(proposal)
+
+    [body] = bodies(endpoint)
+    escalation = body["data"]["escalation"]
+    assert {"lens_failed", "inconclusive"} <= set(escalation["reasons"])
+    [failure] = escalation["lens_failures"]
+    assert (failure["lens"], failure["kind"]) == ("silent", "misconfigured")
+    assert failure["message"] and failure["at"]
+    [inconclusive] = escalation["inconclusive_checkers"]
+    assert inconclusive["checker"] == checker.name
+    assert "schemas.invalid" in inconclusive["reason"]
+    assert "lens silent (misconfigured)" in escalation["explanation"]
+
+
 def test_a_final_step_that_keeps_failing_is_announced_as_escalated():
     from reviewapp.review.services.final_step import proposal_escalate_final_step
 
@@ -76,6 +99,8 @@ def test_a_final_step_that_keeps_failing_is_announced_as_escalated():
     proposal_escalate_final_step(proposal_id=proposal.pk, attempts=3)
     [body] = bodies(endpoint)
     assert body["data"]["escalation"]["reasons"] == ["final_step_failed"]
+    assert "did not finish after 3 attempts" in body["data"]["escalation"]["explanation"]
+    assert body["data"]["escalation"]["lens_failures"] == []
     assert body["data"]["proposal"]["status"] == "escalated"
 
 

@@ -14,7 +14,14 @@ from reviewapp.core.judging.answer import (
     answer_after_reasoning,
     parse_judgement,
 )
-from reviewapp.core.judging.loop import Backoff, JudgeOutcome, LensFailed, judge_steps, run_judge
+from reviewapp.core.judging.loop import (
+    Backoff,
+    FailureKind,
+    JudgeOutcome,
+    LensFailed,
+    judge_steps,
+    run_judge,
+)
 from reviewapp.core.judging.prompt import (
     ASSESSMENTS,
     FENCE_TOKEN_BYTES,
@@ -45,6 +52,7 @@ __all__ = [
     "VERDICTS",
     "Backoff",
     "ChatTransport",
+    "FailureKind",
     "JudgeOutcome",
     "LensFailed",
     "MalformedJudgement",

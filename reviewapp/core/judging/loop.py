@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from reviewapp.core.cite import (
@@ -42,14 +43,38 @@ from reviewapp.core.judging.transport import (
 )
 
 
+class FailureKind(StrEnum):
+    """Why a lens gave no judgement, as a closed set a machine can branch on."""
+
+    # Its time limit (or the worker's) ran out before it answered.
+    TIMEOUT = "timeout"
+    # The provider answered 429 until the lens's time limit.
+    RATE_LIMITED = "rate_limited"
+    # Connection errors, timeouts of single calls or 5xx used up its attempts.
+    TRANSPORT_ERROR = "transport_error"
+    # The provider refused the request for good (4xx other than 429) or answered unreadably.
+    HTTP_ERROR = "http_error"
+    # The model answered, but with no judgement to read (malformed after repair, refusal, cut off).
+    INVALID_ANSWER = "invalid_answer"
+    # The lens cannot run as configured (key variable refused, mandate refused, no recording).
+    MISCONFIGURED = "misconfigured"
+    # A constraints lens's clause could not be evaluated on this text.
+    UNDECIDABLE = "undecidable"
+    # An external lens sent no judgement before the panel's deadline.
+    DEADLINE = "deadline"
+    # The lens was deleted after the submission, so it never ran (no failure row exists).
+    DELETED = "deleted"
+
+
 class LensFailed(Exception):
     """The lens could not produce a judgement within its budgets."""
 
-    def __init__(self, reason: str, attempts: int, transcript: list[dict]):
+    def __init__(self, reason: str, attempts: int, transcript: list[dict], *, kind: FailureKind):
         super().__init__(f"{reason} (after {attempts} transport calls)")
         self.reason = reason
         self.attempts = attempts
         self.transcript = transcript
+        self.kind = kind
 
 
 @dataclass
@@ -114,16 +139,24 @@ class _Caller:
                 refusals += 1
                 continue
             except UnusableCompletion as exc:
-                raise LensFailed(str(exc), self.calls, self.transcript) from exc
+                raise LensFailed(
+                    str(exc), self.calls, self.transcript, kind=FailureKind.INVALID_ANSWER
+                ) from exc
             except PermanentTransportError as exc:
                 raise LensFailed(
-                    f"permanent transport error: {exc}", self.calls, self.transcript
+                    f"permanent transport error: {exc}",
+                    self.calls,
+                    self.transcript,
+                    kind=FailureKind.HTTP_ERROR,
                 ) from exc
             except TransientTransportError as exc:
                 prepaid = False
                 if self.budget <= 0:
                     raise LensFailed(
-                        f"transport budget exhausted: {exc}", self.calls, self.transcript
+                        f"transport budget exhausted: {exc}",
+                        self.calls,
+                        self.transcript,
+                        kind=FailureKind.TRANSPORT_ERROR,
                     ) from exc
                 yield Backoff(self._delay(failures, exc.retry_after))
                 failures += 1
@@ -172,6 +205,9 @@ def run_judge(
                     f"(the retry would wait {step.seconds:.1f}s in this thread)",
                     calls,
                     transcript,
+                    kind=FailureKind.RATE_LIMITED
+                    if isinstance(last_error, RateLimited)
+                    else FailureKind.TRANSPORT_ERROR,
                 ) from last_error
             sleep(step.seconds)
             continue
@@ -218,7 +254,10 @@ def judge_steps(
             if repair_asks >= 1:
                 messages.append({"role": "assistant", "content": raw})
                 raise LensFailed(
-                    f"malformed judgement after repair: {exc.reason}", caller.calls, messages
+                    f"malformed judgement after repair: {exc.reason}",
+                    caller.calls,
+                    messages,
+                    kind=FailureKind.INVALID_ANSWER,
                 ) from exc
             repair_asks += 1
             messages += [{"role": "assistant", "content": raw}, _repair_request(exc.reason)]

@@ -1,4 +1,4 @@
-"""The configuration admin: lenses, panels, checkers, API clients, signing keys.
+"""The configuration admin: lenses, panels, checkers, API clients, signing keys, decision tags.
 
 Every save goes through the same refusals as every other door (the model's
 clean(), core.quorum, the checker ceiling) and is recorded as an audit entry
@@ -7,4 +7,4 @@ with a field diff. Custom pages hang off `get_urls()` and are wrapped in
 """
 
 # Each module registers its model's admin when imported.
-from . import api_client, checker, lens, panel, signing_key  # noqa: F401
+from . import api_client, checker, lens, panel, signing_key, tag  # noqa: F401

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from reviewapp.audit.models import Trial
 from reviewapp.audit.services import audit_change
+from reviewapp.calibration.admin import lens_agreement_html
 
 from ..evaluation import endpoint_limits
 from ..models import Lens
@@ -49,11 +50,13 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
         "used_by_panels",
         "judge_status",
         "endpoint_now",
+        "agreement_with_reviewers",
     )
     actions = ["deactivate", "activate", "delete_selected"]
     fieldsets = (
         (None, {"fields": ("name", "description", "instructions", "backend", "active")}),
         ("Version", {"fields": ("version", "used_by_panels")}),
+        ("Agreement with reviewers", {"fields": ("agreement_with_reviewers",)}),
         (
             "LLM backend",
             {
@@ -93,6 +96,12 @@ class LensAdmin(RefuseDeletingWhatIsInUseMixin, AuditedAdminMixin, TrialMixin, a
     class Media:
         js = ADMIN_MEDIA_JS
         css = ADMIN_MEDIA_CSS
+
+    @admin.display(description="Against the reviewers")
+    def agreement_with_reviewers(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        return lens_agreement_html(obj)
 
     @admin.display(description="API key")
     def api_key_status(self, obj):

@@ -9,6 +9,7 @@ from django.urls import path
 from django.utils.html import format_html, format_html_join
 
 from reviewapp.audit.services import audit_change
+from reviewapp.calibration.admin import panel_calibration_html
 from reviewapp.core.quorum import allowed_needs_text
 
 from ..models import Panel, PanelLens, Proposal
@@ -46,7 +47,7 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ("name", "need", "lens_names", "active", "requires_sign_off", "version")
     list_filter = ("active", "grounding_policy", "requires_sign_off")
     search_fields = ("name", "description")
-    readonly_fields = ("version", "judged_configurations")
+    readonly_fields = ("version", "judged_configurations", "lenses_against_reviewers")
     fieldsets = (
         (None, {"fields": ("name", "description", "need", "reviews_needed", "active", "version")}),
         (
@@ -60,7 +61,9 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
+        ("Audits", {"fields": ("audit_rate",)}),
         ("Configurations proposals were judged with", {"fields": ("judged_configurations",)}),
+        ("Lenses against the reviewers", {"fields": ("lenses_against_reviewers",)}),
     )
 
     # The change form asks this endpoint, as you edit, whether the need and the
@@ -124,6 +127,12 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
     @admin.display(description="Lenses")
     def lens_names(self, obj):
         return ", ".join(lens.name for lens in obj.ordered_lenses()) or "—"
+
+    @admin.display(description="Errors together, audits")
+    def lenses_against_reviewers(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        return panel_calibration_html(obj)
 
     @admin.display(description="Judged with")
     def judged_configurations(self, obj):

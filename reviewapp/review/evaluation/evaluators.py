@@ -9,6 +9,7 @@ from django.conf import settings
 from reviewapp.core import constraints as core_constraints
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import (
+    FailureKind,
     JudgeOutcome,
     LensFailed,
     OpenAIChatTransport,
@@ -46,7 +47,7 @@ def chat_options(lens: Lens) -> dict:
     try:
         api_key = llm_keys.read(lens.api_key_env)
     except PermissionError as refused:
-        raise LensFailed(str(refused), 0, []) from refused
+        raise LensFailed(str(refused), 0, [], kind=FailureKind.MISCONFIGURED) from refused
     return {
         "base_url": lens.base_url,
         "model": lens.model,
@@ -84,14 +85,20 @@ def evaluate_lens(
                 responses = recorded.get(lens.pk)
             if responses is None:
                 raise LensFailed(
-                    f"no recorded response for lens {lens.name!r} and this content", 0, []
+                    f"no recorded response for lens {lens.name!r} and this content",
+                    0,
+                    [],
+                    kind=FailureKind.MISCONFIGURED,
                 )
             # A replay has no server to wait for: its backoffs are not slept.
             return _judge(
                 RecordedTransport(list(responses)), lens, proposal, policy, sleep=_no_wait
             )
     raise LensFailed(
-        f"lens {lens.name!r} has backend {lens.backend!r}, which the worker does not run", 0, []
+        f"lens {lens.name!r} has backend {lens.backend!r}, which the worker does not run",
+        0,
+        [],
+        kind=FailureKind.MISCONFIGURED,
     )
 
 
@@ -119,12 +126,15 @@ def _evaluate_mandate(lens: Lens, proposal: Proposal) -> JudgeOutcome:
     try:
         mandate = core_constraints.ConstraintSet.from_text(lens.mandate)
     except core_constraints.ConstraintError as exc:
-        raise LensFailed(f"mandate refused: {exc}", 0, []) from exc
+        raise LensFailed(f"mandate refused: {exc}", 0, [], kind=FailureKind.MISCONFIGURED) from exc
     verdict = mandate.evaluate(proposal.content)
     if verdict.undecided:
         # A clause that could not be evaluated is no judgement at all.
         raise LensFailed(
-            "could not evaluate: " + "; ".join(v.detail for v in verdict.undecided), 0, []
+            "could not evaluate: " + "; ".join(v.detail for v in verdict.undecided),
+            0,
+            [],
+            kind=FailureKind.UNDECIDABLE,
         )
     lines = verdict.feedback() if not verdict.is_satisfied else []
     rationale = (

@@ -14,7 +14,7 @@ from django.conf import settings
 from kombu.exceptions import ChannelError
 
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.core.judging import JudgeOutcome, LensFailed
+from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
 
 from ..models import Lens, Proposal, RecordedResponse
 from ..services.final_step import (
@@ -98,7 +98,7 @@ def evaluate_proposal(
         if lens.backend == Lens.Backend.LLM:
             continue
         if out_of_time is not None:
-            outcome = LensFailed(out_of_time, 0, [])
+            outcome = LensFailed(out_of_time, 0, [], kind=FailureKind.TIMEOUT)
         else:
             try:
                 outcome = evaluate_lens(lens=lens, proposal=proposal, recorded=recorded)
@@ -108,7 +108,7 @@ def evaluate_proposal(
                 # The task's soft time limit: this lens and the ones after it
                 # fail now, so the proposal ends instead of waiting for the sweeper.
                 out_of_time = "the worker's time limit was reached before this lens answered"
-                outcome = LensFailed(out_of_time, 0, [])
+                outcome = LensFailed(out_of_time, 0, [], kind=FailureKind.TIMEOUT)
         answers.append(_answer(proposal, lens, outcome))
     if llm_pending and llm_answers is None:
         if answers:
@@ -191,7 +191,9 @@ def _answer(proposal: Proposal, lens: Lens, outcome: JudgeOutcome | LensFailed) 
     """A lens's outcome, ready to record: its judgement, or its failure."""
     if isinstance(outcome, LensFailed):
         log.warning("lens %s failed on proposal %s: %s", lens.name, proposal.pk, outcome)
-        return lens_failure_answer(lens=lens, error=str(outcome), attempts=outcome.attempts)
+        return lens_failure_answer(
+            lens=lens, error=str(outcome), attempts=outcome.attempts, kind=outcome.kind
+        )
     return judgement_answer(
         lens=lens,
         verdict=outcome.verdict,
@@ -264,7 +266,12 @@ def run_lens(proposal_id: int, lens_id: int) -> None:
     except LensFailed as exc:
         outcome = exc
     except SoftTimeLimitExceeded:
-        outcome = LensFailed("the worker's time limit was reached before this lens answered", 0, [])
+        outcome = LensFailed(
+            "the worker's time limit was reached before this lens answered",
+            0,
+            [],
+            kind=FailureKind.TIMEOUT,
+        )
     counted = lens_answers_record(
         proposal_id=proposal_id, answers=[_answer(proposal, lens, outcome)]
     )

@@ -6,9 +6,11 @@ cannot fork), so a re-delivered task or a double click ends in an
 IntegrityError instead of a duplicate.
 """
 
+from .annotation import ClaimMark, DecisionTag, Tag, WrongReason
 from .checker import CheckerConfig
 from .client import ApiClient
 from .decision import ChainHead, Decision, SigningKey
+from .decision_audit import DecisionAudit
 from .endpoint_call import EndpointCall, EndpointControl
 from .escalation import Escalation
 from .evidence import Evidence
@@ -25,7 +27,10 @@ __all__ = [
     "ChainHead",
     "CheckerConfig",
     "Claim",
+    "ClaimMark",
     "Decision",
+    "DecisionAudit",
+    "DecisionTag",
     "EndpointCall",
     "EndpointControl",
     "Escalation",
@@ -40,4 +45,6 @@ __all__ = [
     "Review",
     "ReviewClaim",
     "SigningKey",
+    "Tag",
+    "WrongReason",
 ]

@@ -22,6 +22,7 @@ class Escalation(models.Model):
         SIGN_OFF = "sign_off", "Sign-off"
         FINAL_STEP_FAILED = "final_step_failed", "Final step kept failing"
         REVIEWERS_DISAGREE = "reviewers_disagree", "Reviewers disagree"
+        AUDIT = "audit", "Audit of an automatic decision"
 
     class Status(models.TextChoices):
         OPEN = "open"

@@ -3,6 +3,8 @@
 from django.db import models
 from django.db.models import Q
 
+from reviewapp.core.judging import FailureKind
+
 from .lens import Lens
 from .proposal import Proposal
 
@@ -82,12 +84,17 @@ class Claim(models.Model):
         return f"{self.claim_id or '—'}: {self.cite[:60]}"
 
 
+FAILURE_KINDS = [(kind.value, kind.value.replace("_", " ")) for kind in FailureKind]
+
+
 class LensFailure(models.Model):
     proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="lens_failures")
     lens = models.ForeignKey(Lens, on_delete=models.PROTECT, related_name="failures")
     lens_name = models.CharField(max_length=100)
     lens_version = models.PositiveIntegerField()
     error = models.TextField()
+    # What kind of failure `error` describes (reviewapp.core.judging.FailureKind).
+    kind = models.CharField(max_length=20, choices=FAILURE_KINDS)
     attempts = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

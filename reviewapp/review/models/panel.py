@@ -32,7 +32,12 @@ class Panel(models.Model):
         default=1,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_REVIEWS_NEEDED)],
         help_text="Independent human reviews an escalation needs (1 to 5). Agreeing reviews "
-        "decide it; disagreeing ones go to a reconciler.",
+        "decide it; disagreeing ones go to a reconciler. Audits always take one verdict.",
+    )
+    audit_rate = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Percent (0–100) of automatic decisions also sent to the inbox as an audit.",
     )
     active = models.BooleanField(default=True)
     version = models.PositiveIntegerField(default=1, editable=False)

@@ -18,6 +18,11 @@ PREFIX_LENGTH = len(TOKEN_MARK) + 8
 TOUCH_EVERY = timedelta(minutes=1)
 
 
+def token_prefix(token: str) -> str:
+    """The part of a token kept in the clear: it names the token (and its rate limit)."""
+    return token[:PREFIX_LENGTH]
+
+
 class ClientRefused(ValueError):
     """The client cannot be created as asked (unknown scope, no scope, name taken)."""
 
@@ -44,7 +49,7 @@ def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiCl
     token = TOKEN_MARK + secrets.token_urlsafe(32)
     client = ApiClient.objects.create(
         name=name,
-        token_prefix=token[:PREFIX_LENGTH],
+        token_prefix=token_prefix(token),
         token_hash=ApiClient.hash_token(token),
         scopes=wanted,
         user=user,

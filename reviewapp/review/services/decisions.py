@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from reviewapp_client.verify.ledger import decision_facts
 
+from reviewapp.calibration.services import labels_record
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
 from reviewapp.ledger.rows import DECISION_ROW_COLUMNS, decision_row_mismatches
 from reviewapp.ledger.services import (
@@ -20,6 +21,7 @@ from reviewapp.webhooks.events import webhook_record_decided
 
 from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
+from .annotations import Annotations, annotations_payload, annotations_store
 
 GENESIS_HASH = "0" * 64
 DECISION_PAYLOAD_TYPE = "reviewapp.decision/v1"
@@ -38,14 +40,16 @@ def decision_payload(
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
     reviews: list[dict] | None = None,
+    annotations: Annotations | None = None,
 ) -> dict:
     """Everything a decision is bound to, as the dict that gets canonicalised and signed.
 
     `evidence` and `lenses` (lens_name, lens_version) are read from the
-    proposal unless the caller already holds them. `reviews` (reviewer,
-    outcome, review_sha256) are the reviews a decision rests on when its
-    escalation needed several; a decision without them has no `reviews` key,
-    byte for byte what it was before reviews existed.
+    proposal unless the caller already holds them. A reviewer's annotations
+    add their keys only when there are any (see services.annotations).
+    `reviews` (reviewer, outcome, review_sha256) are the reviews a decision
+    rests on when its escalation needed several; a decision without them has
+    no `reviews` key, byte for byte what it was before reviews existed.
     """
     snapshot = proposal.panel_snapshot
     if evidence is None:
@@ -81,6 +85,7 @@ def decision_payload(
         "rationale": rationale,
         "decided_at": decided_at,
         "prev_hash": prev_hash,
+        **annotations_payload(annotations),
     }
     if reviews is not None:
         payload["reviews"] = reviews
@@ -101,6 +106,7 @@ def decision_append(
     lenses: list[dict] | None = None,
     evidence_is_new: bool = False,
     reviews: list[dict] | None = None,
+    annotations: Annotations | None = None,
 ) -> Decision:
     """Sign and store a decision. Raises IntegrityError if the proposal already has one.
 
@@ -126,6 +132,7 @@ def decision_append(
             evidence=evidence,
             lenses=lenses,
             reviews=reviews,
+            annotations=annotations,
         )
         signed = signer.sign(payload)
         decision = Decision.objects.create(
@@ -142,12 +149,15 @@ def decision_append(
             prev_hash=head.last_hash,
             hash=sha256_hex(signed.payload_bytes),
         )
+        annotations_store(decision=decision, annotations=annotations)
         # Same transaction: a decision exists exactly when its ledger entry does.
         new_entries = [evidence_entry(e) for e in evidence] if evidence_is_new else []
         ledger_append([*new_entries, decision_entry(decision)])
         head.last_hash = decision.hash
         head.save(update_fields=["last_hash"])
         webhook_record_decided(decision=decision)  # the outbox row commits with the decision
+        # A reviewer's decision is the human label each lens is measured against.
+        labels_record(decision=decision)
     return decision
 
 

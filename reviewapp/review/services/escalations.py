@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -20,7 +21,9 @@ from reviewapp.webhooks.events import (
 )
 
 from ..access import may_reconcile, may_sign_decisions
-from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
+from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal, ReviewClaim
+from .annotations import Annotations, annotations_payload, annotations_validate
+from .audits import audit_verdict_sign, is_audit
 from .decisions import decision_append
 from .reviews import review_create, reviews_named
 
@@ -203,7 +206,8 @@ class ReviewResult:
     status: str  # "decided", "awaiting_reviews" or "reconcile"
     reviews: int
     reviews_needed: int
-    decision: Decision | None = None
+    # The decision, or for an audit escalation the signed verdict beside the decision.
+    decision: Decision | DecisionAudit | None = None
 
 
 class AlreadyReviewed(Exception):
@@ -230,14 +234,21 @@ def escalation_decide(
     rationale: str,
     user=None,
     decided_by_name: str,
-) -> Decision | None:
-    """`escalation_review`'s decision: None while reviews are awaited or disagree."""
+    marks: list[tuple[object, object]] | None = None,
+    tags: list[object] | None = None,
+    wrong_reason: list[object] | None = None,
+) -> Decision | DecisionAudit | None:
+    """`escalation_review`'s outcome: the decision (or an audit's verdict), or None while
+    reviews are awaited or disagree."""
     return escalation_review(
         escalation_id=escalation_id,
         outcome=outcome,
         rationale=rationale,
         user=user,
         decided_by_name=decided_by_name,
+        marks=marks,
+        tags=tags,
+        wrong_reason=wrong_reason,
     ).decision
 
 
@@ -248,7 +259,9 @@ def escalation_review(
     rationale: str,
     user=None,
     decided_by_name: str,
-    annotations: dict | None = None,
+    marks: list[tuple[object, object]] | None = None,
+    tags: list[object] | None = None,
+    wrong_reason: list[object] | None = None,
 ) -> ReviewResult:
     """A reviewer's verdict: the decision itself, or one of the reviews it needs.
 
@@ -257,6 +270,18 @@ def escalation_review(
     several, it is signed as the reviewer's own review: agreeing reviews make
     the decision, which names each of them; disagreeing ones send the
     escalation to reconcile, which only a reconciler decides.
+
+    ``marks`` ((claim id, mark) pairs), ``tags`` and ``wrong_reason`` (lens
+    names) are checked by services.annotations before anything is written (an
+    ``AnnotationError`` names what does not fit). Each review signs its own
+    reviewer's. The decision signs, and its ``ClaimMark``/tag rows restate,
+    those of the act that decided: the single reviewer's, the reconciler's, or
+    for agreeing reviews those of the review that completed the agreement (the
+    last one given); the earlier reviewers' stay in their own signed reviews.
+
+    An audit escalation always takes one verdict, whatever ``reviews_needed``
+    says, signed as a ``DecisionAudit`` (services.audits): the automatic
+    decision it audits stands.
     """
     if user is not None:  # a `review` token has no user; its scope was checked
         _ensure_may_sign(user)
@@ -274,6 +299,15 @@ def escalation_review(
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
         needed = escalation.reviews_needed
+        # Checked where each flow has passed its permission and claim checks.
+        annotated = partial(
+            annotations_validate,
+            proposal=escalation.proposal,
+            outcome=outcome,
+            marks=marks,
+            tags=tags,
+            wrong_reason=wrong_reason,
+        )
         if escalation.status == Escalation.Status.RECONCILE:
             if not may_reconcile(user):
                 raise NotAReconciler(
@@ -281,22 +315,40 @@ def escalation_review(
                 )
             reviews = list(escalation.reviews.order_by("id"))
             decision = _resolve(
-                escalation, outcome, rationale, user, decided_by_name, reviews=reviews
+                escalation,
+                outcome,
+                rationale,
+                user,
+                decided_by_name,
+                reviews=reviews,
+                annotations=annotated(),
             )
             return ReviewResult("decided", len(reviews), needed, decision)
-        if needed <= 1:
+        if needed <= 1 or is_audit(escalation):
             claim_live = (
                 escalation.status == Escalation.Status.CLAIMED
                 and escalation.claimed_at >= _claim_expiry_cutoff()
             )
             if claim_live and (user is None or escalation.claimed_by_id != user.pk):
                 raise ClaimHeldByOther(_holder_name(escalation))
-            decision = _resolve(escalation, outcome, rationale, user, decided_by_name)
+            if is_audit(escalation):
+                # The machine's decision stands: the verdict is signed beside it.
+                audit = audit_verdict_sign(
+                    escalation=escalation,
+                    outcome=outcome,
+                    rationale=rationale,
+                    user=user,
+                    decided_by_name=decided_by_name,
+                )
+                return ReviewResult("decided", 1, 1, audit)
+            decision = _resolve(
+                escalation, outcome, rationale, user, decided_by_name, annotations=annotated()
+            )
             return ReviewResult("decided", 1, 1, decision)
-        return _review(escalation, outcome, rationale, user, decided_by_name, annotations)
+        return _review(escalation, outcome, rationale, user, decided_by_name, annotated)
 
 
-def _review(escalation, outcome, rationale, user, name, annotations) -> ReviewResult:
+def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
     if user is None:
         raise NeedsAPerson(
             f"this escalation needs {escalation.reviews_needed} reviews, each by a person: "
@@ -314,13 +366,14 @@ def _review(escalation, outcome, rationale, user, name, annotations) -> ReviewRe
     if not mine and len(held_by_others) + escalation.reviews.count() >= escalation.reviews_needed:
         # Every place left is held by someone else: the last review is theirs to give.
         raise ClaimHeldByOther(", ".join(held_by_others))
+    annotations = annotated()
     review_create(
         escalation=escalation,
         user=user,
         reviewer_name=name,
         outcome=outcome,
         rationale=rationale,
-        annotations=annotations,
+        annotations=annotations_payload(annotations),
     )
     reviews = list(escalation.reviews.order_by("id"))
     needed = escalation.reviews_needed
@@ -330,6 +383,7 @@ def _review(escalation, outcome, rationale, user, name, annotations) -> ReviewRe
         _claims_end(escalation, user)
         return ReviewResult("awaiting_reviews", len(reviews), needed)
     if len({r.outcome for r in reviews}) == 1:
+        # The review that completed the agreement decides: its annotations are the decision's.
         decision = _resolve(
             escalation,
             outcome,
@@ -337,6 +391,7 @@ def _review(escalation, outcome, rationale, user, name, annotations) -> ReviewRe
             user,
             ", ".join(r.reviewer_name for r in reviews),
             reviews=reviews,
+            annotations=annotations,
         )
         return ReviewResult("decided", len(reviews), needed, decision)
     escalation.status = Escalation.Status.RECONCILE
@@ -357,7 +412,16 @@ def _claims_end(escalation: Escalation, user) -> None:
         escalation.save(update_fields=["status", "claimed_by", "claimed_at"])
 
 
-def _resolve(escalation, outcome, rationale, user, decided_by_name, *, reviews=None) -> Decision:
+def _resolve(
+    escalation,
+    outcome,
+    rationale,
+    user,
+    decided_by_name,
+    *,
+    reviews=None,
+    annotations: Annotations | None = None,
+) -> Decision:
     escalation.status = Escalation.Status.RESOLVED
     escalation.resolved_at = timezone.now()
     escalation.search = None  # only open escalations are searched
@@ -374,4 +438,5 @@ def _resolve(escalation, outcome, rationale, user, decided_by_name, *, reviews=N
         decided_by_name=decided_by_name,
         escalation=escalation,
         reviews=None if reviews is None else reviews_named(reviews),
+        annotations=annotations,
     )

@@ -7,6 +7,7 @@ from django.db.models import Value
 from django.utils import timezone
 
 from reviewapp.core import checkers as core_checkers
+from reviewapp.core.judging import FailureKind
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import route
 from reviewapp.core.signing import Signer
@@ -16,6 +17,7 @@ from reviewapp.webhooks.events import webhook_record_escalated
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from ..search import escalation_search_vector
+from .audits import audit_open_maybe
 from .decisions import decision_append
 from .escalations import panel_reviews_needed
 from .in_flight import gone_from_snapshot
@@ -193,7 +195,7 @@ def proposal_finalize(
             ledger_append(evidence_entry(row) for row in evidence)
             webhook_record_escalated(escalation=escalation)  # commits with the escalation
         else:
-            decision_append(
+            decision = decision_append(
                 proposal=proposal,
                 outcome=decided.outcome,
                 basis="system",
@@ -203,6 +205,7 @@ def proposal_finalize(
                 lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
                 evidence_is_new=True,
             )
+            audit_open_maybe(proposal=proposal, decision=decision)
     return proposal
 
 
@@ -253,6 +256,7 @@ def _record_missing_lenses(proposal: Proposal) -> None:
             lens_name=lens.name,
             lens_version=lens.version,
             error="no judgement arrived before the panel's external deadline",
+            kind=FailureKind.DEADLINE,
             attempts=0,
         )
     proposal.lenses_answered = proposal.lenses_asked

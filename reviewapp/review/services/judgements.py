@@ -12,6 +12,7 @@ from reviewapp.core.cite import (
     UnresolvedCite,
     ground_claims,
 )
+from reviewapp.core.judging import FailureKind
 from reviewapp.core.text import storable
 
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Proposal
@@ -232,7 +233,7 @@ def judgement_answer(
     return LensAnswer(lens=lens, rows=rows)
 
 
-def lens_failure_answer(*, lens: Lens, error: str, attempts: int) -> LensAnswer:
+def lens_failure_answer(*, lens: Lens, error: str, attempts: int, kind: FailureKind) -> LensAnswer:
     """That a lens never answered, ready to write with ``lens_answers_record``."""
 
     def rows() -> tuple[LensFailure, list[Claim]]:
@@ -241,6 +242,7 @@ def lens_failure_answer(*, lens: Lens, error: str, attempts: int) -> LensAnswer:
             lens_name=lens.name,
             lens_version=lens.version,
             error=storable(error[:4000]),
+            kind=kind,
             attempts=attempts,
         )
         return failure, []
@@ -287,10 +289,11 @@ def lens_failure_record(
     lens: Lens,
     error: str,
     attempts: int,
+    kind: FailureKind,
     enqueue_final_step: bool = True,
 ) -> LensFailure | None:
     """Record that a lens never answered; None if it had already answered or failed."""
-    answer = lens_failure_answer(lens=lens, error=error, attempts=attempts)
+    answer = lens_failure_answer(lens=lens, error=error, attempts=attempts, kind=kind)
     recorded = _record_answers(proposal_id, [answer], enqueue_final_step=enqueue_final_step)
     return recorded[1][0] if recorded else None
 

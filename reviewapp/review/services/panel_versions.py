@@ -30,6 +30,7 @@ def panel_state(panel: Panel) -> dict:
     return {
         **{name: getattr(stored, name) for name in PANEL_VERSIONED_FIELDS},
         "description": stored.description,
+        "audit_rate": stored.audit_rate,
         "lenses": [
             name
             for name in PanelLens.objects.filter(panel=stored)

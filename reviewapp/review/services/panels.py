@@ -30,8 +30,13 @@ def panel_configure(
     requires_sign_off: bool = False,
     external_deadline_seconds: int = 3600,
     reviews_needed: int = 1,
+    audit_rate: int | None = None,
 ) -> Panel:
-    """Create or update a panel; refuses what `core.quorum` refuses, writing nothing."""
+    """Create or update a panel; refuses what `core.quorum` refuses, writing nothing.
+
+    `audit_rate` (percent of automatic decisions audited) is kept as it is when
+    None; it does not change how proposals are judged, so no new version.
+    """
     refusal = panel_quorum_error(need=need, lenses=lenses)
     if refusal:
         raise ValidationError({"need": refusal})
@@ -39,6 +44,8 @@ def panel_configure(
         raise ValidationError(
             {"reviews_needed": f"reviews_needed must be 1 to {MAX_REVIEWS_NEEDED}"}
         )
+    if audit_rate is not None and not 0 <= audit_rate <= 100:
+        raise ValidationError({"audit_rate": "the audit rate is a percentage, 0 to 100"})
     panel = Panel.objects.select_for_update().filter(name=name).first() or Panel(name=name)
     changed = panel.pk is None or (
         panel.need != need
@@ -55,6 +62,8 @@ def panel_configure(
     panel.requires_sign_off = requires_sign_off
     panel.external_deadline_seconds = external_deadline_seconds
     panel.reviews_needed = reviews_needed
+    if audit_rate is not None:
+        panel.audit_rate = audit_rate
     if changed and panel.pk:
         panel.version += 1
     panel.save()

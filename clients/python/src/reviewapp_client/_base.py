@@ -293,9 +293,27 @@ class Core:
             params=_params(status=status, cursor=cursor, limit=page_size),
         )
 
+    def get_escalation(self, escalation_id: int) -> Request[Escalation]:
+        path = f"/api/escalations/{_id(escalation_id)}"
+        return Request("GET", path, lambda a: Escalation.from_api(_object(a)), idempotent=True)
+
     def decide(
-        self, escalation_id: int, *, outcome: str, rationale: str
+        self,
+        escalation_id: int,
+        *,
+        outcome: str,
+        rationale: str,
+        claims: Mapping[int, str] | None = None,
+        tags: list[str] | None = None,
+        wrong_reason: list[str] | None = None,
     ) -> Request[Decision | ReviewStatus]:
+        body: dict[str, Any] = {"outcome": outcome, "rationale": rationale}
+        if claims:
+            body["claims"] = [{"claim": c, "mark": m} for c, m in claims.items()]
+        if tags:
+            body["tags"] = list(tags)
+        if wrong_reason:
+            body["wrong_reason"] = list(wrong_reason)
         return Request(
             "POST",
             f"/api/escalations/{_id(escalation_id)}/decision",
@@ -306,7 +324,7 @@ class Core:
                 else Decision.from_api(_object(a))
             ),
             idempotent=False,  # a repeat is a 409: the escalation is already decided
-            json={"outcome": outcome, "rationale": rationale},
+            json=body,
         )
 
     def list_decisions(self, *, after: int, page_size: int) -> Request[Page[Decision]]:

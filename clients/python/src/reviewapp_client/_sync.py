@@ -211,15 +211,39 @@ class Client:
             )
         )
 
+    def get_escalation(self, escalation_id: int, *, timeout: float | None = None) -> Escalation:
+        """An escalation and why it was raised: the explanation, each lens that failed
+        (with its kind and message) and each checker that was inconclusive (with why)."""
+        return self._send(self._core.get_escalation(escalation_id), timeout)
+
     def decide(
-        self, escalation_id: int, outcome: str, rationale: str, *, timeout: float | None = None
+        self,
+        escalation_id: int,
+        outcome: str,
+        rationale: str,
+        *,
+        claims: Mapping[int, str] | None = None,
+        tags: list[str] | None = None,
+        wrong_reason: list[str] | None = None,
+        timeout: float | None = None,
     ) -> Decision | ReviewStatus:
         """Decide an escalation ("approved" or "rejected"; needs the `review` scope).
+        `claims` maps claim ids to "correct" / "incorrect" / "irrelevant"; `tags`
+        are admin-defined tag names; `wrong_reason` names lenses whose verdict
+        matched for the wrong reason. All are signed with the decision (or, where
+        the panel needs several reviews, with this person's review).
         The answer is the signed decision, or, where the panel needs several reviews
         and this one decided nothing yet, a ReviewStatus ("awaiting_reviews" or
         "reconcile"). A decided escalation, or a second review by the same person,
         is a ConflictError."""
-        request = self._core.decide(escalation_id, outcome=outcome, rationale=rationale)
+        request = self._core.decide(
+            escalation_id,
+            outcome=outcome,
+            rationale=rationale,
+            claims=claims,
+            tags=tags,
+            wrong_reason=wrong_reason,
+        )
         return self._send(request, timeout)
 
     def list_decisions(

@@ -250,12 +250,28 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class InconclusiveChecker:
+    """A checker that could say neither pass nor fail, and why."""
+
+    checker: str
+    reason: str
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str) -> InconclusiveChecker:
+        return cls(checker=req(data, "checker", str, at=at), reason=req(data, "reason", str, at=at))
+
+
+@dataclass(frozen=True)
 class EscalationBrief:
-    """The escalation of a proposal: its id is what `decide()` takes."""
+    """The escalation of a proposal: its id is what `decide()` takes; the rest says why."""
 
     id: int
     status: str  # "open" | "claimed" | "resolved"
     reasons: list[str]
+    # Servers before issue 32 do not send these: empty then.
+    explanation: str = ""
+    lens_failures: list[LensFailure] = field(default_factory=list)
+    inconclusive_checkers: list[InconclusiveChecker] = field(default_factory=list)
 
     @classmethod
     def from_api(cls, data: Mapping, at: str) -> EscalationBrief:
@@ -263,12 +279,17 @@ class EscalationBrief:
             id=req(data, "id", int, at=at),
             status=req(data, "status", str, at=at),
             reasons=[_check(r, (str,), f"{at}.reasons") for r in req(data, "reasons", list, at=at)],
+            explanation=opt(data, "explanation", str, at=at, default=""),
+            lens_failures=items(data, "lens_failures", LensFailure.from_api, at=at, required=False),
+            inconclusive_checkers=items(
+                data, "inconclusive_checkers", InconclusiveChecker.from_api, at=at, required=False
+            ),
         )
 
 
 @dataclass(frozen=True)
 class Escalation:
-    """An escalation in the human inbox."""
+    """An escalation in the human inbox, and why it was raised."""
 
     id: int
     proposal: int
@@ -276,6 +297,9 @@ class Escalation:
     reasons: list[str]
     claimed_by: str | None
     created_at: datetime
+    explanation: str = ""
+    lens_failures: list[LensFailure] = field(default_factory=list)
+    inconclusive_checkers: list[InconclusiveChecker] = field(default_factory=list)
 
     @classmethod
     def from_api(cls, data: Mapping, at: str = "escalation") -> Escalation:
@@ -287,6 +311,26 @@ class Escalation:
             reasons=brief.reasons,
             claimed_by=req(data, "claimed_by", str, type(None), at=at),
             created_at=when(data, "created_at", at=at),
+            explanation=brief.explanation,
+            lens_failures=brief.lens_failures,
+            inconclusive_checkers=brief.inconclusive_checkers,
+        )
+
+
+@dataclass(frozen=True)
+class ClaimMark:
+    """A reviewer's mark on one cited claim: "correct", "incorrect" or "irrelevant"."""
+
+    claim: int
+    lens: str
+    mark: str
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str = "claim") -> ClaimMark:
+        return cls(
+            claim=req(data, "claim", int, at=at),
+            lens=req(data, "lens", str, at=at),
+            mark=req(data, "mark", str, at=at),
         )
 
 
@@ -351,6 +395,11 @@ class Decision:
     hash: str
     prev_hash: str = ""
     public_key: str | None = None  # informative only: verify with keys you trust
+    ledger_index: int | None = None  # its ledger entry: GET /api/ledger/proof/{ledger_index}
+    # A reviewer's annotations, as signed (empty for older servers and system decisions).
+    claims: list[ClaimMark] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    wrong_reason: list[str] = field(default_factory=list)
     reviews: list[Review] = field(default_factory=list)
 
     @property
@@ -372,6 +421,10 @@ class Decision:
             hash=req(data, "hash", str, at=at),
             prev_hash=opt(data, "prev_hash", str, at=at, default=""),
             public_key=opt(data, "public_key", str, at=at),
+            ledger_index=opt(data, "ledger_index", int, at=at),
+            claims=items(data, "claims", ClaimMark.from_api, at=at, required=False),
+            tags=opt(data, "tags", list, at=at, default=[]),
+            wrong_reason=opt(data, "wrong_reason", list, at=at, default=[]),
             reviews=items(data, "reviews", Review.from_api, at=at, required=False),
         )
 

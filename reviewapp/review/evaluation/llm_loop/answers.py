@@ -14,7 +14,7 @@ from reviewapp.core.cite import (
     ThoughtWindowAnchor,
     UnresolvedCite,
 )
-from reviewapp.core.judging import JudgeOutcome, LensFailed
+from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
 
 from ...models import Lens
 
@@ -55,7 +55,12 @@ def answer_json(lens_id: int, outcome: JudgeOutcome) -> dict:
 
 def failure_json(lens_id: int, failed: LensFailed) -> dict:
     """A lens's failure as the task that records it carries it."""
-    return {"lens": lens_id, "error": failed.reason, "attempts": failed.attempts}
+    return {
+        "lens": lens_id,
+        "error": failed.reason,
+        "attempts": failed.attempts,
+        "kind": failed.kind.value,
+    }
 
 
 def _anchor(data: dict | None) -> AnswerBodyAnchor | ThoughtWindowAnchor | None:
@@ -69,7 +74,9 @@ def _anchor(data: dict | None) -> AnswerBodyAnchor | ThoughtWindowAnchor | None:
 def answer_outcome(answer: dict) -> JudgeOutcome | LensFailed:
     """An answer read back from its task: a judgement to record, or the lens's failure."""
     if "error" in answer:
-        return LensFailed(answer["error"], answer["attempts"], [])
+        # An answer queued by a release before kinds: its failure was the transport's.
+        kind = FailureKind(answer.get("kind", FailureKind.TRANSPORT_ERROR))
+        return LensFailed(answer["error"], answer["attempts"], [], kind=kind)
     return JudgeOutcome(
         verdict=answer["verdict"],
         rationale=answer["rationale"],

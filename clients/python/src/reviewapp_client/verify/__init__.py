@@ -8,9 +8,11 @@ its own ledger with the same code:
 - ``signing``: RFC 8785 canonical JSON, key ids, ed25519 signature checks;
 - ``merkle``: RFC 6962 leaves and roots, inclusion and consistency proofs,
   C2SP signed notes and checkpoints;
+- ``cosignature``: witness verifier keys, C2SP tlog-cosignature lines and
+  k-of-n witness policies;
 - ``ledger``: one ledger record checked on its own, the ledger rebuilt in order;
 - ``export``: a whole ledger export or the API's decisions, file by file;
-- ``files``: reading keys, checkpoints, witness logs and proofs;
+- ``files``: reading keys (the log's and the witnesses'), checkpoints, witness logs and proofs;
 - ``messages``: one decision (and the reviews it names) or one webhook delivery as it arrives.
 """
 

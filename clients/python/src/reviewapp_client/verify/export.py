@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from . import merkle
+from .cosignature import WitnessPolicy, note_policy_check
 from .files import BadLine, json_lines, read_checkpoint_file, read_proofs, read_witness_file
 from .ledger import (
+    ANNOTATION_KEYS,
     ENTRY_KEYS,
     GENESIS_HASH,
     PARALLEL_THRESHOLD,
@@ -74,6 +76,8 @@ class Report:
     evidence: int = 0
     checkpoints: int = 0
     root: str | None = None
+    # The witness policy's verdict: "checkpoint for size 6 cosigned by w1, w2 (witness quorum …)"
+    witnessed: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -85,11 +89,28 @@ class Report:
             )
             if self.root:
                 text += f"; root at size {self.entries} is {self.root}"
-            return text
-        text = f"OK: {self.decisions} decisions: signatures, hashes and the hash chain verified"
-        if self.checkpoints:
-            text += "; every decision's inclusion in the checkpoint verified"
+        else:
+            text = f"OK: {self.decisions} decisions: signatures, hashes and the hash chain verified"
+            if self.checkpoints:
+                text += "; every decision's inclusion in the checkpoint verified"
+        if self.witnessed:
+            text += f"; {self.witnessed}"
         return text
+
+
+def witness_verdict(policy: WitnessPolicy, size: int, notes: list[tuple[str, str]]) -> str:
+    """Hold the checkpoint for ``size`` to ``policy``: one of its ``notes`` (``(where, note)``,
+    each opened already) must meet it. Returns what the report says; raises Failure naming
+    the witnesses missing (from the note cosigned by the most)."""
+    results = [(where, note_policy_check(policy, note)) for where, note in notes]
+    for _, result in results:
+        if result.ok:
+            return (
+                f"checkpoint for size {size} cosigned by {', '.join(result.cosigned) or 'none'} "
+                f"(witness quorum {policy.quorum} of {len(policy.witnesses)})"
+            )
+    where, result = max(results, key=lambda item: len(item[1].cosigned))
+    raise Failure(where, f"checkpoint for size {size}: {result.problem()}")
 
 
 def verify_export(
@@ -100,6 +121,7 @@ def verify_export(
     extra_checkpoints: Iterable[tuple[str, str]] = (),
     witnessed: Iterable[tuple[str, str]] = (),
     require_checkpoint: bool = True,
+    witness_policy: WitnessPolicy | None = None,
     workers: int = 1,
 ) -> Report:
     """A ledger export: header, entries in order, checkpoint lines (raw lines after the first).
@@ -107,6 +129,9 @@ def verify_export(
     ``witnessed`` checkpoints (a witness log) are checked like ``extra_checkpoints``,
     except that those before a partial export's start are skipped. Without any
     checkpoint at all the export fails, unless ``require_checkpoint`` is false.
+    With a ``witness_policy``, the newest checkpoint (the largest tree size; of
+    several at that size, any one) must carry enough cosignatures: older ones
+    may predate the witnesses, and a consistent newer one vouches for them.
     """
     report = Report("ledger")
     number, header = first
@@ -126,8 +151,14 @@ def verify_export(
         rest = _chain([(number, json.dumps(header))], lines)
 
     pending: dict[int, list[tuple[str, merkle.Checkpoint]]] = {}
+    newest: tuple[int, list[tuple[str, str]]] = (-1, [])  # size, (where, note) at that size
 
-    def expect(where: str, checkpoint: merkle.Checkpoint) -> None:
+    def expect(where: str, checkpoint: merkle.Checkpoint, note: str) -> None:
+        nonlocal newest
+        if checkpoint.size > newest[0]:
+            newest = (checkpoint.size, [])
+        if checkpoint.size == newest[0]:
+            newest[1].append((where, note))
         if checkpoint.size < verifier.size or checkpoint.size < start:
             raise Failure(
                 where,
@@ -141,14 +172,14 @@ def verify_export(
             verifier.check_root(where, checkpoint)
 
     for where, note in extra_checkpoints:
-        expect(where, verifier.open_checkpoint(where, note))
+        expect(where, verifier.open_checkpoint(where, note), note)
     skipped = 0
     for where, note in witnessed:
         checkpoint = verifier.open_checkpoint(where, note)
         if checkpoint.size < start:
             skipped += 1
             continue
-        expect(where, checkpoint)
+        expect(where, checkpoint, note)
     settle()
 
     records = ((n, line) for n, line in rest if line.strip())
@@ -160,7 +191,7 @@ def verify_export(
             raise Failure(f"line {number}", a)
         if what == "checkpoint":
             where = f"line {number} (checkpoint)"
-            expect(where, verifier.open_checkpoint(where, a))
+            expect(where, verifier.open_checkpoint(where, a), a)
             settle()
             continue
         index, kind, leaf_hex = a
@@ -201,6 +232,15 @@ def verify_export(
         report.warnings.append(
             "no signed checkpoint: the entries verify, but nothing proves the export is complete"
         )
+    if witness_policy is not None:
+        if not newest[1]:
+            raise Failure("export", "carries no checkpoint to hold to the witness policy")
+        report.witnessed = witness_verdict(witness_policy, *newest)
+        if verifier.size > newest[0]:
+            report.warnings.append(
+                f"entries {newest[0]}–{verifier.size - 1} come after the cosigned checkpoint: "
+                "no witness vouches for them yet"
+            )
     return report
 
 
@@ -210,6 +250,8 @@ def _chain(first: list, rest: Iterable) -> Iterator:
 
 
 DECISION_FIELDS = ("payload", "signature", "key_id", "prev_hash", "hash")
+# The fields of a decision object that restate its signed bytes.
+READABLE_FIELDS = ("outcome", "basis", "rationale", "decided_by", "proposal", *ANNOTATION_KEYS)
 
 
 def check_api_decisions(
@@ -241,9 +283,7 @@ def check_api_decisions(
             results.append((checked, "prev_hash differs from the signed bytes"))
         else:
             mismatched = [
-                name
-                for name in ("outcome", "basis", "rationale", "decided_by", "proposal")
-                if name in obj and obj[name] != facts[name]
+                name for name in READABLE_FIELDS if name in obj and obj[name] != facts[name]
             ]
             problem = (
                 f"differs from its signed bytes in {', '.join(mismatched)}" if mismatched else None
@@ -259,12 +299,29 @@ def verify_decisions(
     first: tuple[Any, Any],
     checkpoints: Iterable[tuple[str, str]] = (),
     proofs: Mapping[str, tuple[str, dict]] | None = None,
+    witness_policy: WitnessPolicy | None = None,
     workers: int = 1,
 ) -> Report:
-    """Decisions as the REST API serves them, one per line (pages already unpacked)."""
+    """Decisions as the REST API serves them, one per line (pages already unpacked).
+
+    With a ``witness_policy``, every checkpoint the decisions are proven
+    included in must carry enough cosignatures, and there must be one.
+    """
     report = Report("decisions")
     probe = LedgerVerifier(keys)
+    checkpoints = list(checkpoints)
     opened = [(where, probe.open_checkpoint(where, note)) for where, note in checkpoints]
+    if witness_policy is not None:
+        if not opened:
+            raise Failure(
+                "decisions",
+                "a witness policy needs the cosigned checkpoint they are included in "
+                "(--checkpoint, with --proofs)",
+            )
+        report.witnessed = "; ".join(
+            witness_verdict(witness_policy, checkpoint.size, [(where, note)])
+            for (where, note), (_, checkpoint) in zip(checkpoints, opened, strict=True)
+        )
     proofs = proofs or {}
     previous: str | None = None
     records = (((number, obj), obj) for number, obj in _chain([first], objects))
@@ -334,6 +391,7 @@ def verify_file(
     witness_files: Iterable[str] = (),
     proofs_file: str | None = None,
     require_checkpoint: bool = True,
+    witness_policy: WitnessPolicy | None = None,
     workers: int | None = None,
 ) -> Report:
     """Verify one file; raises Failure at the first problem."""
@@ -366,6 +424,7 @@ def verify_file(
                 extra_checkpoints=extra,
                 witnessed=witnessed,
                 require_checkpoint=require_checkpoint,
+                witness_policy=witness_policy,
                 workers=workers,
             )
         objects = _unpaged(_chain([first], json_lines(lines)))
@@ -376,7 +435,13 @@ def verify_file(
         if isinstance(obj, dict) and "prev_hash" in obj and "hash" in obj:
             proofs = read_proofs(proofs_file) if proofs_file else {}
             return verify_decisions(
-                objects, keys, first=first, checkpoints=extra, proofs=proofs, workers=workers
+                objects,
+                keys,
+                first=first,
+                checkpoints=extra,
+                proofs=proofs,
+                witness_policy=witness_policy,
+                workers=workers,
             )
         raise Failure(f"line {number}", "neither a ledger export nor decisions from the API")
 

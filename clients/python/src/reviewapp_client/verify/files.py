@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cosignature import CosignatureError, VerifierKey, parse_vkey
 from .ledger import Failure, loads
 
 
@@ -90,6 +91,34 @@ def load_public_keys(value: str) -> list[bytes]:
             keys.append(_decode_key(line.split()[0], f"{value} line {number}"))
     if not keys:
         raise ValueError(f"{value} holds no public key")
+    return keys
+
+
+def load_witness_keys(value: str) -> list[VerifierKey]:
+    """Keys from ``--witness-key``: a witness's verifier key, or a file holding them.
+
+    A vkey is ``<name>+<key id>+<base64(0x04 ‖ Ed25519 key)>`` (C2SP signed
+    note). A file holds one per line; lines starting with ``#`` are skipped and
+    anything after the key on a line is ignored, so the server's
+    ``REVIEWAPP_LEDGER_WITNESSES`` (``<vkey> <url>`` lines) can be given as it is.
+    """
+    path = Path(value)
+    if not path.is_file():
+        if "+" not in value:
+            raise ValueError(f"{value!r} is neither a witness verifier key nor a file")
+        try:
+            return [parse_vkey(value)]
+        except CosignatureError as exc:
+            raise ValueError(f"--witness-key {exc}") from None
+    keys = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            try:
+                keys.append(parse_vkey(line.split()[0]))
+            except CosignatureError as exc:
+                raise ValueError(f"{value} line {number}: {exc}") from None
+    if not keys:
+        raise ValueError(f"{value} holds no witness verifier key")
     return keys
 
 

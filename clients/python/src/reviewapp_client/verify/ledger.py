@@ -29,6 +29,7 @@ BATCH = 500
 # Below this many entries a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 20000
 ENTRY_KEYS = ("kind", "payload", "signature", "key_id")
+ANNOTATION_KEYS = ("claims", "tags", "wrong_reason")
 
 
 def loads(text: str | bytes) -> Any:
@@ -83,6 +84,8 @@ def decision_facts(payload_bytes: bytes, signed: dict) -> dict[str, Any]:
         "prev_hash": signed.get("prev_hash"),
         "proposal": proposal.get("id") if isinstance(proposal, dict) else None,
         **{k: signed.get(k) for k in ("outcome", "basis", "rationale", "decided_by")},
+        # A reviewer's annotations: keys present only when given, so absent means none.
+        **{k: signed.get(k, []) for k in ANNOTATION_KEYS},
     }
 
 

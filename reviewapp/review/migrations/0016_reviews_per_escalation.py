@@ -3,7 +3,8 @@
 The new status `reconcile` is in the inbox, so the inbox's partial indexes
 hold it too: `inbox_open` (both databases, in the operations) and, on
 PostgreSQL, 0011's GIN index and per-reason indexes, rebuilt here with the
-new condition, plus one for the new reason `reviewers_disagree`.
+new condition, plus one for each reason added since 0011: `audit` (0015
+added the reason without its index) and `reviewers_disagree`.
 """
 
 from django.contrib.postgres.indexes import GinIndex
@@ -16,7 +17,7 @@ from django.db import migrations, models
 OLD_OPEN = Q(status__in=["open", "claimed"])
 NEW_OPEN = Q(status__in=["open", "claimed", "reconcile"])
 OLD_REASONS = ("no_quorum", "inconclusive", "lens_failed", "sign_off", "final_step_failed")
-NEW_REASONS = (*OLD_REASONS, "reviewers_disagree")
+NEW_REASONS = (*OLD_REASONS, "audit", "reviewers_disagree")
 
 
 def _indexes(open_q, reasons):
@@ -54,7 +55,7 @@ def _swap(old, new):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('review', '0012_lens_deadline_and_endpoint_control'),
+        ('review', '0015_decision_audits'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -101,7 +102,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='panel',
             name='reviews_needed',
-            field=models.PositiveSmallIntegerField(default=1, help_text='Independent human reviews an escalation needs (1 to 5). Agreeing reviews decide it; disagreeing ones go to a reconciler.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(5)]),
+            field=models.PositiveSmallIntegerField(default=1, help_text='Independent human reviews an escalation needs (1 to 5). Agreeing reviews decide it; disagreeing ones go to a reconciler. Audits always take one verdict.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(5)]),
         ),
         migrations.AlterField(
             model_name='escalation',

@@ -1,12 +1,13 @@
-"""The per-token rate limit counts exactly under concurrency, with or without Redis."""
+"""The per-token rate limit counts exactly under concurrency, with or without Redis
+(reviewapp/review/rate_limit.py; the REST API's 429 is in tests/api/test_auth.py,
+its budget shared with MCP in tests/mcp/test_rate_limit.py)."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from ninja.errors import Throttled
 
-from reviewapp.api.auth import _count_request
+from reviewapp.review.rate_limit import RateLimitExceeded, rate_limit_count
 from tests.api.conftest import client_of, make_token
 
 pytestmark = pytest.mark.django_db
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.django_db
 
 def _passes(client) -> bool:
     try:
-        _count_request(client)
-    except Throttled:
+        rate_limit_count(token_prefix=client.token_prefix)
+    except RateLimitExceeded:
         return False
     return True
 

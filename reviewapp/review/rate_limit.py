@@ -1,4 +1,10 @@
-"""Counting API requests per token and window, exactly, with or without Redis.
+"""The per-token request limit, shared by the REST API and the MCP server.
+
+One budget per token: a REST request and an MCP tool call each count once
+against `REVIEWAPP_API_RATE_LIMIT_PER_MINUTE`, in a fixed one-minute window,
+so a token cannot double its rate by switching protocol.
+
+Counting requests per token and window, exactly, with or without Redis:
 
 Redis increments atomically, so with a Redis cache the count lives there. Django's
 file cache does not: its `incr` is a read followed by a write, and concurrent
@@ -8,19 +14,49 @@ one UPSERT statement increments under SQLite's write lock, so every web process 
 thread on the machine counts the same window exactly.
 """
 
+import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from django.conf import settings
 from django.core.cache import cache
 
+WINDOW_SECONDS = 60
+
+log = logging.getLogger(__name__)
 _local = threading.local()
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS hits ("
     " bucket TEXT NOT NULL, window INTEGER NOT NULL, n INTEGER NOT NULL,"
     " PRIMARY KEY (bucket, window)) WITHOUT ROWID"
 )
+
+
+class RateLimitExceeded(Exception):
+    """The token used up this window's budget; `wait`: seconds until the next window."""
+
+    def __init__(self, wait: int):
+        super().__init__(f"rate limit exceeded for this token; retry in {wait} s")
+        self.wait = wait
+
+
+def rate_limit_count(*, token_prefix: str) -> None:
+    """Count one request by the token; raise RateLimitExceeded past the window's budget."""
+    limit = settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE
+    now = time.time()
+    window = int(now // WINDOW_SECONDS)
+    try:
+        # Keyed by the token's random prefix, never the row id: ids can be reused.
+        count = count_hit(token_prefix, window, ttl_seconds=WINDOW_SECONDS * 2)
+    except Exception:
+        # The counter (Redis) is down: fail open. Refusing every request would
+        # turn a cache outage into an API outage; the limit is a courtesy.
+        log.warning("rate limit not counted: the counter is unavailable", exc_info=True)
+        return
+    if count > limit:
+        raise RateLimitExceeded(int(WINDOW_SECONDS - now % WINDOW_SECONDS) + 1)
 
 
 def _redis_backed() -> bool:

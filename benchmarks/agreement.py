@@ -1,0 +1,350 @@
+"""Each lens against the reviewers at volume: 1,000,000 judgements, 100,000 human decisions.
+
+Run:  .venv/bin/python benchmarks/agreement.py [--judgements 1000000] [--decisions 100000]
+                                               [--requests 200]
+
+On a fresh PostgreSQL database (`reviewapp_bench_agreement`, or BENCH_AGREEMENT_DB)
+it creates two panels of five lenses, then bulk-loads inside the database
+(INSERT ... SELECT over a series: no row passes through Python) the proposals,
+five judgements each, and for one proposal in `judgements / 5 / decisions` an
+escalation (one in ten an audit) resolved by a reviewer's decision. The lenses
+err at different rates, two of them on the same proposals. The human labels
+and their daily sums are then written by `labels_rebuild` (the same statements
+a backfill runs), and VACUUM ANALYZE.
+
+1. Query counts, in-process with CaptureQueriesContext, of the API's
+   `GET /api/lenses/{name}/agreement` and the dashboard's per-lens page
+   (`/dashboard/lenses`, the same section the dashboard shows), before the
+   load (no decisions) and after it. They must be equal.
+2. Server time: each answered `--requests` times in this process through
+   Django's full request handling (middleware, session or token auth,
+   rendering), all time and over a 90-day window; p50/p95/max.
+   Target: p95 < 150 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import support as s  # noqa: E402
+
+TARGET_P95_MS = 150.0
+PER_PANEL = 5
+BENCH_DB = os.environ.get("BENCH_AGREEMENT_DB", "reviewapp_bench_agreement")
+
+
+# --- SQL that reads the same on PostgreSQL and SQLite ------------------------------
+
+
+def _vendor() -> str:
+    from django.db import connection
+
+    return connection.vendor
+
+
+def _series(count: int) -> str:
+    if _vendor() == "postgresql":
+        return f"(SELECT generate_series(1, {int(count)}) AS i) s"
+    return (
+        f"(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {int(count)})"
+        " SELECT i FROM n) s"
+    )
+
+
+def _days_ago(days_sql: str, hours: int = 0) -> str:
+    if _vendor() == "postgresql":
+        return f"(NOW() - ({days_sql}) * INTERVAL '1 day' + INTERVAL '{hours} hours')"
+    return f"datetime('now', '-' || ({days_sql}) || ' days', '+{hours} hours')"
+
+
+def _json(sql: str) -> str:
+    return f"CAST({sql} AS jsonb)" if _vendor() == "postgresql" else sql
+
+
+def _insert(model, count: int, exprs: dict[str, str]) -> None:
+    """INSERT ... SELECT one row per i in 1..count; columns not named take their default."""
+    from django.db import connection, models
+
+    columns, values = [], []
+    for f in model._meta.concrete_fields:
+        if f.column in exprs:
+            value = exprs[f.column]
+        elif f.primary_key:
+            continue
+        elif f.null:
+            value = "NULL"
+        elif isinstance(f, models.JSONField):
+            value = _json("'{}'" if f.default is dict else "'[]'")
+        elif isinstance(f, models.DateTimeField):
+            value = _days_ago("0")
+        elif isinstance(f, models.BooleanField):
+            value = "TRUE" if f.default is True else "FALSE"
+        elif isinstance(f, models.IntegerField | models.FloatField):
+            value = str(f.default if isinstance(f.default, int | float) else 0)
+        else:
+            value = "''"
+        columns.append(connection.ops.quote_name(f.column))
+        values.append(value)
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) "
+            f"SELECT {', '.join(values)} FROM {_series(count)}"
+        )
+
+
+def _reset_sequences(*models) -> None:
+    from django.core.management.color import no_style
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for sql in connection.ops.sequence_reset_sql(no_style(), models):
+            cursor.execute(sql)
+
+
+def setup_lenses() -> list:
+    """Two panels of five recorded lenses; returns the ten lenses in panel order."""
+    from reviewapp.review.models import Lens, Panel, PanelLens
+
+    lenses = []
+    for p in range(2):
+        panel = Panel.objects.create(name=f"bench-panel-{p}", need=PER_PANEL)
+        for k in range(PER_PANEL):
+            lens = Lens.objects.create(name=f"bench-lens-{p}-{k}", backend=Lens.Backend.RECORDED)
+            PanelLens.objects.create(panel=panel, lens=lens, position=k)
+            lenses.append(lens)
+    return lenses
+
+
+def load(*, judgements: int, decisions: int, lenses: list) -> None:
+    """The proposals, their judgements, escalations and reviewer decisions, then the labels."""
+    from django.db.models import Max
+
+    from reviewapp.calibration.services import labels_rebuild
+    from reviewapp.review.models import Decision, Escalation, Judgement, Panel, Proposal
+
+    proposals = judgements // PER_PANEL
+    step = max(1, proposals // decisions)
+    decided = proposals // step
+    base = Proposal.objects.aggregate(m=Max("id"))["m"] or 0
+    e_base = Escalation.objects.aggregate(m=Max("id"))["m"] or 0
+    panels = list(Panel.objects.filter(name__startswith="bench-panel-").order_by("name"))
+    panel_of = f"CASE i % 2 WHEN 0 THEN {panels[0].pk} ELSE {panels[1].pk} END"
+    # Proposal p is approved by its reviewer iff p % 10 < 5, decided by one iff p % step = 0.
+    approved = "(p % 10 < 5)"
+    _insert(
+        Proposal,
+        proposals,
+        {
+            "id": f"{base} + i",
+            "panel_id": panel_of,
+            "panel_version": "1",
+            "panel_snapshot": _json('\'{"name": "bench", "version": 1, "need": 5}\''),
+            "content": "'Bench proposal.'",
+            "status": "'decided'",
+            "lenses_asked": str(PER_PANEL),
+            "lenses_answered": str(PER_PANEL),
+            "tally": _json(
+                'CASE WHEN i % 10 = 0 THEN \'{"outcome": "reached_pass"}\' '
+                'ELSE \'{"outcome": "no_quorum"}\' END'
+            ),
+            "created_at": _days_ago("i % 364"),
+            "updated_at": _days_ago("i % 364"),
+        },
+    )
+    lens_case = (
+        "CASE (p % 2) * 5 + k "
+        + " ".join(f"WHEN {n} THEN {lens.pk}" for n, lens in enumerate(lenses))
+        + " END"
+    )
+    name_case = (
+        "CASE (p % 2) * 5 + k "
+        + " ".join(f"WHEN {n} THEN '{lens.name}'" for n, lens in enumerate(lenses))
+        + " END"
+    )
+    # Lens k errs on (10 + 5k) % of proposals; lenses 3 and 4 of a panel on overlapping ones.
+    wrong = "(((p * 31 + (CASE WHEN k >= 3 THEN 3 ELSE k END) * 17) % 100) < 10 + 5 * k)"
+    verdict = f"CASE WHEN {approved} <> {wrong} THEN 'pass' ELSE 'fail' END"
+    judgement_exprs = {
+        "proposal_id": f"{base} + p",
+        "lens_id": lens_case,
+        "lens_name": name_case,
+        "lens_version": "1",
+        "verdict": verdict,
+        "created_at": _days_ago("p % 364"),
+    }
+    from django.db import connection
+
+    # p and k from i: five judgements per proposal.
+    derived = (
+        f"(SELECT (i - 1) / {PER_PANEL} + 1 AS p, (i - 1) % {PER_PANEL} AS k "
+        f"FROM {_series(judgements)}) s"
+    )
+    columns = list(judgement_exprs)
+    table = connection.ops.quote_name(Judgement._meta.db_table)
+    extra = {"rationale": "''", "raw_response": "''", "attempts": "1", "requote_rounds": "0"}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join([*columns, *extra])}) "
+            f"SELECT {', '.join([*judgement_exprs.values(), *extra.values()])} FROM {derived}"
+        )
+    # Decided proposal j is proposal p = j * step.
+    _insert(
+        Escalation,
+        decided,
+        {
+            "id": f"{e_base} + i",
+            "proposal_id": f"{base} + i * {step}",
+            "reasons": _json("CASE WHEN i % 10 = 0 THEN '[\"audit\"]' ELSE '[\"no_quorum\"]' END"),
+            "status": "'resolved'",
+            "created_at": _days_ago(f"(i * {step}) % 364"),
+            "resolved_at": _days_ago(f"(i * {step}) % 364", hours=1),
+        },
+    )
+    _insert(
+        Decision,
+        decided,
+        {
+            "proposal_id": f"{base} + i * {step}",
+            "escalation_id": f"{e_base} + i",
+            "outcome": f"CASE WHEN ((i * {step}) % 10 < 5) THEN 'approved' ELSE 'rejected' END",
+            "basis": "'reviewer'",
+            "decided_by_name": "'bench-reviewer'",
+            "rationale": "'Checked.'",
+            "payload": "'{}'",
+            "signature": "'bench'",
+            "key_id": "'bench'",
+            "prev_hash": f"'p' || CAST({e_base} + i AS TEXT)",
+            "hash": f"'h' || CAST({e_base} + i AS TEXT)",
+            "created_at": _days_ago(f"(i * {step}) % 364", hours=1),
+        },
+    )
+    _reset_sequences(Proposal, Escalation, Decision, Judgement)
+    labels_rebuild()
+
+
+def _targets(lens_name: str) -> dict[str, tuple[str, dict]]:
+    from datetime import date, timedelta
+
+    since = (date.today() - timedelta(days=90)).isoformat()
+    return {
+        "API agreement, all time": (f"/api/lenses/{lens_name}/agreement", {}),
+        "API agreement, 90 days": (f"/api/lenses/{lens_name}/agreement", {"since": since}),
+        "per-lens table, all time": ("/dashboard/lenses", {}),
+        "per-lens table, 90 days": ("/dashboard/lenses", {"since": since}),
+    }
+
+
+def clients():
+    """A reviewer's browser and a read token, both as Django test clients."""
+    from django.test import Client
+
+    from reviewapp.review.services.clients import api_client_create
+
+    _, cookie = s.reviewer_session("bench-agreement-reviewer")
+    browser = Client(HTTP_HOST="localhost")
+    from django.conf import settings
+
+    browser.cookies[settings.SESSION_COOKIE_NAME] = cookie
+    _, token = api_client_create(name="bench-agreement-reader", scopes=["read"])
+    api = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return browser, api
+
+
+def _client_for(path: str, browser, api):
+    return api if path.startswith("/api/") else browser
+
+
+def query_counts(lens_name: str, browser, api) -> dict[str, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = {}
+    for label, (path, params) in _targets(lens_name).items():
+        client = _client_for(path, browser, api)
+        client.get(path, params)  # a token's or session's first use may write
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(path, params)
+        assert response.status_code == 200, (path, response.status_code)
+        counts[label] = len(captured)
+    return counts
+
+
+def timings(lens_name: str, browser, api, requests: int) -> dict[str, list[float]]:
+    out = {}
+    for label, (path, params) in _targets(lens_name).items():
+        client = _client_for(path, browser, api)
+        samples = []
+        for _ in range(requests):
+            start = time.perf_counter()
+            response = client.get(path, params)
+            samples.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200
+        out[label] = samples
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--judgements", type=int, default=1_000_000)
+    parser.add_argument("--decisions", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+
+    env = s.bench_env("agreement", database_url=f"{s.PG_URL}/{BENCH_DB}")
+    s.reset_database(BENCH_DB)
+    s.django_setup(env)
+    s.migrate()
+    s.collectstatic()
+    s.heading("Lenses against the reviewers")
+    s.line("load average", s.load_average())
+    lenses = setup_lenses()
+    browser, api = clients()
+    before = query_counts(lenses[0].name, browser, api)
+
+    started = time.perf_counter()
+    load(judgements=args.judgements, decisions=args.decisions, lenses=lenses)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    from reviewapp.calibration.models import HumanLabel, LensLabel
+    from reviewapp.review.models import Judgement
+
+    s.line("load + labels_rebuild + VACUUM", f"{time.perf_counter() - started:.1f} s")
+    s.line(
+        "rows",
+        f"{Judgement.objects.count():,} judgements, {HumanLabel.objects.count():,} human "
+        f"decisions, {LensLabel.objects.count():,} lens labels",
+    )
+
+    after = query_counts(lenses[0].name, browser, api)
+    s.heading("Queries per answer (no decisions → full volume)")
+    for label in before:
+        s.line(label, f"{before[label]} → {after[label]}")
+    ok = before == after
+
+    s.heading(f"Server time, {args.requests} requests each (ms)")
+    for label, samples in timings(lenses[0].name, browser, api, args.requests).items():
+        p95 = s.percentile(samples, 95)
+        s.line(
+            label,
+            f"p50 {s.percentile(samples, 50):.1f}  p95 {p95:.1f}  max {max(samples):.1f}"
+            f"  {'OK' if p95 < TARGET_P95_MS else 'OVER TARGET'}",
+        )
+        ok = ok and p95 < TARGET_P95_MS
+    s.line("load average", s.load_average())
+    s.line(
+        "target", f"p95 < {TARGET_P95_MS:.0f} ms, same query count: {'met' if ok else 'NOT met'}"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Each lens's agreement with the reviewers who adjudicated what it judged."""
+
+from datetime import date
+
+from django.shortcuts import get_object_or_404
+from ninja import Router, Schema
+from ninja.errors import HttpError
+
+from reviewapp.calibration.queries import Window, agreement_out, lens_figures
+from reviewapp.review.models import Lens
+
+from .auth import ApiAuth
+from .schemas import errors
+
+router = Router(tags=["lenses"])
+
+
+class WindowOut(Schema):
+    since: date | None
+    until: date | None
+
+
+class AgreementOut(Schema):
+    lens: str
+    n: int
+    n_by_kind: dict[str, int]
+    agreement: float | None
+    kappa: float | None
+    kappa_ci: list[float] | None
+    kappa_undefined_reason: str | None
+    true_pass_rate: float | None
+    true_fail_rate: float | None
+    claims_marked_incorrect: float | None
+    drifting: bool
+    window: WindowOut
+
+
+@router.get(
+    "/lenses/{name}/agreement",
+    auth=ApiAuth("read"),
+    response={200: AgreementOut, **errors(404)},
+    summary="A lens's agreement with the reviewers",
+    description="Over the human decisions made from `since` to `until` (UTC dates, both "
+    "included; either may be left out): how many proposals the lens judged that a reviewer "
+    "decided (`n`, and by kind: escalations and audits), the share where its verdict matched "
+    "the decision (approve = pass), Cohen's kappa with its 95 % interval (Fleiss, Cohen & "
+    "Everitt 1969), and its true-pass and true-fail rates. `kappa` is null, with "
+    "`kappa_undefined_reason`, when there are too few decisions or only one class. "
+    "`claims_marked_incorrect` is null until reviewers mark claims.",
+)
+def lens_agreement(request, name: str, since: date | None = None, until: date | None = None):
+    if since and until and since > until:
+        raise HttpError(422, f"since ({since}) is after until ({until}): swap them")
+    lens = get_object_or_404(Lens.objects.only("id", "name"), name=name)
+    window = Window(since=since, until=until)
+    (figures,) = lens_figures(window, lens=lens)
+    return agreement_out(figures, window)

@@ -1,0 +1,1 @@
+"""How far each lens agrees with the humans who adjudicated what it judged, and its drift."""

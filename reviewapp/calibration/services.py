@@ -1,0 +1,313 @@
+"""Writing human labels with each reviewer decision, and catching a lens's drift.
+
+`labels_record` runs inside the decision's own transaction (decision_append
+calls it), so a label exists exactly when its decision does; `labels_rebuild`
+writes them all again from the decisions in a few statements (after a bulk
+load, or to backfill). Drift is evaluated for the lenses of the decided
+proposal only, in one query for all of them.
+"""
+
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from reviewapp.audit.models import AuditEntry
+from reviewapp.audit.services import audit_record
+from reviewapp.core.calibration import (
+    DRIFTED,
+    HumanTable,
+    drift_transition,
+    kappa_with_interval,
+)
+from reviewapp.review.models import Decision, Escalation, Judgement, Lens
+from reviewapp.webhooks.events import webhook_record_lens_drift
+from reviewapp.webhooks.models import Event
+
+from .models import HumanLabel, LensAgreementDay, LensFloor, LensLabel, PairErrorDay
+
+AUDIT_REASON = "audit"
+MACHINE_APPROVED = {"reached_pass": True, "reached_fail": False}
+
+
+def _q(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def labels_record(*, decision: Decision) -> None:
+    """The reviewer's decision as the human label of the proposal and of each lens on it."""
+    if decision.basis != Decision.Basis.REVIEWER or decision.escalation_id is None:
+        return
+    proposal = decision.proposal
+    escalation = decision.escalation
+    audit = AUDIT_REASON in (escalation.reasons or [])
+    approved = decision.outcome == Decision.Outcome.APPROVED
+    with transaction.atomic(savepoint=False):
+        label = HumanLabel.objects.create(
+            proposal=proposal,
+            panel_id=proposal.panel_id,
+            decision=decision,
+            decided_at=decision.created_at,
+            approved=approved,
+            audit=audit,
+            machine_approved=MACHINE_APPROVED.get((proposal.tally or {}).get("outcome")),
+        )
+        verdicts = list(
+            Judgement.objects.filter(proposal=proposal).values_list("lens_id", "verdict")
+        )
+        LensLabel.objects.bulk_create(
+            LensLabel(
+                label=label,
+                lens_id=lens_id,
+                proposal=proposal,
+                panel_id=proposal.panel_id,
+                decided_at=decision.created_at,
+                passed=verdict == Judgement.Verdict.PASS,
+                approved=approved,
+                audit=audit,
+            )
+            for lens_id, verdict in verdicts
+        )
+        _add_to_days(
+            [(lens_id, verdict == Judgement.Verdict.PASS) for lens_id, verdict in verdicts],
+            day=decision.created_at.date(),
+            audit=audit,
+            approved=approved,
+        )
+        _add_to_pair_days(
+            sorted((lens_id, verdict == Judgement.Verdict.PASS) for lens_id, verdict in verdicts),
+            panel_id=proposal.panel_id,
+            day=decision.created_at.date(),
+            approved=approved,
+        )
+        drift_evaluate(lens_ids=[lens_id for lens_id, _ in verdicts])
+
+
+def _add_to_days(verdicts: list[tuple[int, bool]], *, day, audit: bool, approved: bool) -> None:
+    """Add one item per lens to its day's table; an upsert, so concurrent decisions both count."""
+    if not verdicts:
+        return
+    table = _q(LensAgreementDay._meta.db_table)
+    columns = ("pass_approved", "pass_rejected", "fail_approved", "fail_rejected")
+    rows, params = [], []
+    for lens_id, passed in verdicts:
+        cell = ("pass" if passed else "fail") + ("_approved" if approved else "_rejected")
+        rows.append("(%s, %s, %s, %s, %s, %s, %s)")
+        params += [lens_id, day, audit, *(int(cell == c) for c in columns)]
+    updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (lens_id, day, audit, {', '.join(columns)}) "
+            f"VALUES {', '.join(rows)} "
+            f"ON CONFLICT (lens_id, day, audit) DO UPDATE SET {updates}",
+            params,
+        )
+
+
+def _add_to_pair_days(verdicts: list[tuple[int, bool]], *, panel_id: int, day, approved: bool):
+    """Add this proposal to each pair of its lenses' day (lens ids ascending); one upsert."""
+    pairs = [(a, b) for i, a in enumerate(verdicts) for b in verdicts[i + 1 :]]
+    if not pairs:
+        return
+    table = _q(PairErrorDay._meta.db_table)
+    columns = ("items", "first_wrong", "second_wrong", "both_wrong")
+    rows, params = [], []
+    for (first, first_passed), (second, second_passed) in pairs:
+        first_wrong, second_wrong = first_passed != approved, second_passed != approved
+        rows.append("(%s, %s, %s, %s, %s, %s, %s, %s)")
+        params += [panel_id, first, second, day, 1, int(first_wrong), int(second_wrong)]
+        params.append(int(first_wrong and second_wrong))
+    updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (panel_id, first_id, second_id, day, {', '.join(columns)}) "
+            f"VALUES {', '.join(rows)} "
+            f"ON CONFLICT (panel_id, first_id, second_id, day) DO UPDATE SET {updates}",
+            params,
+        )
+
+
+def rolling_tables(lens_windows: dict[int, int]) -> dict[int, HumanTable]:
+    """Each lens's table over its last `window` labels, in one query for all of them."""
+    if not lens_windows:
+        return {}
+    table = _q(LensLabel._meta.db_table)
+    # A (lens, window) VALUES list joined in, so each lens keeps its own N.
+    values = ", ".join("(%s, %s)" for _ in lens_windows)
+    params = [v for item in lens_windows.items() for v in item]
+    sql = f"""
+        WITH wanted(lens_id, n) AS (VALUES {values}),
+        ranked AS (
+            SELECT l.lens_id, l.passed, l.approved,
+                   ROW_NUMBER() OVER (PARTITION BY l.lens_id ORDER BY l.decided_at DESC, l.id DESC)
+                       AS age,
+                   w.n
+            FROM {table} l JOIN wanted w ON w.lens_id = l.lens_id
+        )
+        SELECT lens_id,
+               SUM(CASE WHEN passed AND approved THEN 1 ELSE 0 END),
+               SUM(CASE WHEN passed AND NOT approved THEN 1 ELSE 0 END),
+               SUM(CASE WHEN NOT passed AND approved THEN 1 ELSE 0 END),
+               SUM(CASE WHEN NOT passed AND NOT approved THEN 1 ELSE 0 END)
+        FROM ranked WHERE age <= n GROUP BY lens_id
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0]: HumanTable(*(int(v) for v in row[1:])) for row in cursor.fetchall()}
+
+
+def drift_evaluate(*, lens_ids: list[int], now: datetime | None = None) -> list[tuple[int, str]]:
+    """Compare each lens's rolling kappa with its floor; record and announce each crossing.
+
+    The floors are locked first (in lens order, so two decisions never wait on
+    each other crosswise): two decisions committing at once must not both see
+    the lens cross and fire lens.drift twice.
+    """
+    if not lens_ids:
+        return []
+    now = now or timezone.now()
+    with transaction.atomic(savepoint=False):
+        # A lens nobody set a floor for gets the defaults; one statement for all.
+        LensFloor.objects.bulk_create(
+            [LensFloor(lens_id=lens_id) for lens_id in sorted(set(lens_ids))],
+            ignore_conflicts=True,
+        )
+        floors = list(
+            LensFloor.objects.select_for_update()
+            .filter(lens_id__in=lens_ids)
+            .select_related("lens")
+            .order_by("lens_id")
+        )
+        tables = rolling_tables({f.lens_id: f.window for f in floors})
+        crossings = []
+        for floor in floors:
+            table = tables.get(floor.lens_id, HumanTable())
+            # Fewer labels than the window: the rolling value is not yet defined.
+            kappa = kappa_with_interval(table).value if table.n >= floor.window else None
+            change = drift_transition(drifting=floor.drifting, kappa=kappa, floor=floor.floor)
+            floor.last_kappa, floor.evaluated_at = kappa, now
+            if change:
+                floor.drifting = change == DRIFTED
+                floor.drifted_at = now if floor.drifting else None
+                _announce(floor, change=change, kappa=kappa, table=table, now=now)
+                crossings.append((floor.lens_id, change))
+            floor.save(update_fields=["last_kappa", "evaluated_at", "drifting", "drifted_at"])
+    return crossings
+
+
+def _announce(floor: LensFloor, *, change: str, kappa: float, table: HumanTable, now) -> None:
+    drifted = change == DRIFTED
+    audit_record(
+        actor="system",
+        action=AuditEntry.Action.UPDATE,
+        target_type="lens",
+        target=floor.lens,
+        changes={"drifting": {"old": not drifted, "new": drifted}},
+        note=(
+            f"Rolling kappa over the last {table.n} adjudications {kappa:.3f} "
+            f"{'fell below' if drifted else 'is back at or above'} the floor {floor.floor}."
+        ),
+    )
+    webhook_record_lens_drift(
+        lens=floor.lens,
+        event_type=Event.LENS_DRIFT if drifted else Event.LENS_RECOVERED,
+        data={
+            "kappa": kappa,
+            "floor": floor.floor,
+            "window": floor.window,
+            "adjudications": table.n,
+            "at": now.isoformat(),
+        },
+    )
+
+
+def floor_update(*, lens: Lens, floor: float, window: int) -> LensFloor:
+    """Set a lens's floor; the next adjudication is compared with it."""
+    with transaction.atomic():
+        row, _ = LensFloor.objects.select_for_update().get_or_create(lens=lens)
+        row.floor, row.window = floor, window
+        row.save(update_fields=["floor", "window"])
+    return row
+
+
+def labels_rebuild() -> int:
+    """Every label and day table again from the reviewer decisions on escalations; a few statements.
+
+    For a backfill or after a bulk load. Drift state is left as it is.
+    """
+    d, e, p, j = (
+        _q(Decision._meta.db_table),
+        _q(Escalation._meta.db_table),
+        _q("review_proposal"),
+        _q(Judgement._meta.db_table),
+    )
+    human, lens_label, day, pair_day = (
+        _q(HumanLabel._meta.db_table),
+        _q(LensLabel._meta.db_table),
+        _q(LensAgreementDay._meta.db_table),
+        _q(PairErrorDay._meta.db_table),
+    )
+    audit = "CAST(e.reasons AS TEXT) LIKE '%%\"audit\"%%'"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {lens_label}")
+        cursor.execute(f"DELETE FROM {day}")
+        cursor.execute(f"DELETE FROM {pair_day}")
+        cursor.execute(f"DELETE FROM {human}")
+        cursor.execute(
+            f"""
+            INSERT INTO {human} (proposal_id, panel_id, decision_id, decided_at, approved, audit,
+                                 machine_approved)
+            SELECT d.proposal_id, p.panel_id, d.id, d.created_at, d.outcome = %s, {audit},
+                   CASE WHEN p.tally IS NULL THEN NULL
+                        WHEN CAST(p.tally AS TEXT) LIKE '%%"reached_pass"%%' THEN %s
+                        WHEN CAST(p.tally AS TEXT) LIKE '%%"reached_fail"%%' THEN %s END
+            FROM {d} d JOIN {e} e ON e.id = d.escalation_id JOIN {p} p ON p.id = d.proposal_id
+            WHERE d.basis = %s
+            """,
+            [Decision.Outcome.APPROVED, True, False, Decision.Basis.REVIEWER],
+        )
+        cursor.execute(
+            f"""
+            INSERT INTO {lens_label} (label_id, lens_id, proposal_id, panel_id, decided_at,
+                                      passed, approved, audit)
+            SELECT h.id, j.lens_id, h.proposal_id, h.panel_id, h.decided_at, j.verdict = %s,
+                   h.approved, h.audit
+            FROM {human} h JOIN {j} j ON j.proposal_id = h.proposal_id
+            """,
+            [Judgement.Verdict.PASS],
+        )
+        cursor.execute(
+            f"""
+            INSERT INTO {day} (lens_id, day, audit, pass_approved, pass_rejected,
+                               fail_approved, fail_rejected)
+            SELECT lens_id, {_utc_day("decided_at")}, audit,
+                   SUM(CASE WHEN passed AND approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN passed AND NOT approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN NOT passed AND approved THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN NOT passed AND NOT approved THEN 1 ELSE 0 END)
+            FROM {lens_label} GROUP BY lens_id, {_utc_day("decided_at")}, audit
+            """
+        )
+        wrong_a, wrong_b = "(a.passed <> a.approved)", "(b.passed <> b.approved)"
+        cursor.execute(
+            f"""
+            INSERT INTO {pair_day} (panel_id, first_id, second_id, day, items, first_wrong,
+                                    second_wrong, both_wrong)
+            SELECT a.panel_id, a.lens_id, b.lens_id, {_utc_day("a.decided_at")}, COUNT(*),
+                   SUM(CASE WHEN {wrong_a} THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN {wrong_b} THEN 1 ELSE 0 END),
+                   SUM(CASE WHEN {wrong_a} AND {wrong_b} THEN 1 ELSE 0 END)
+            FROM {lens_label} a
+            JOIN {lens_label} b ON b.proposal_id = a.proposal_id AND b.lens_id > a.lens_id
+            GROUP BY a.panel_id, a.lens_id, b.lens_id, {_utc_day("a.decided_at")}
+            """
+        )
+        cursor.execute(f"SELECT COUNT(*) FROM {human}")
+        return cursor.fetchone()[0]
+
+
+def _utc_day(column: str) -> str:
+    # The day tables are by UTC date, like decision.created_at.date() in labels_record.
+    if connection.vendor == "postgresql":
+        return f"(({column}) AT TIME ZONE 'UTC')::date"
+    return f"date({column})"

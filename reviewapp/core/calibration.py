@@ -1,0 +1,209 @@
+"""How far a lens agrees with the humans who adjudicated what it judged.
+
+Pure arithmetic over counts the database sums: the lens's verdict (pass/fail)
+against the final human decision (approve counts as pass, reject as fail).
+Nothing here knows where the counts came from.
+"""
+
+import math
+from dataclasses import dataclass
+
+# Two-sided 95 %: the 0.975 quantile of the standard normal.
+Z_95 = 1.959963984540054
+
+# Below this many adjudicated proposals kappa is reported as undefined ("too
+# few"): its large-sample interval would be wider than the scale it lives on.
+MIN_KAPPA_ITEMS = 10
+
+TOO_FEW = "too_few"
+ONE_CLASS = "one_class"
+KAPPA_REASONS = {
+    TOO_FEW: f"fewer than {MIN_KAPPA_ITEMS} human-adjudicated proposals in the window",
+    ONE_CLASS: "every verdict and decision fell in one class (chance agreement is 1)",
+}
+
+
+@dataclass(frozen=True)
+class HumanTable:
+    """A lens's verdicts against the human decisions on the same proposals."""
+
+    pass_approved: int = 0
+    pass_rejected: int = 0
+    fail_approved: int = 0
+    fail_rejected: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.pass_approved + self.pass_rejected + self.fail_approved + self.fail_rejected
+
+    @property
+    def agreed(self) -> int:
+        return self.pass_approved + self.fail_rejected
+
+    @property
+    def approved(self) -> int:
+        return self.pass_approved + self.fail_approved
+
+    @property
+    def rejected(self) -> int:
+        return self.pass_rejected + self.fail_rejected
+
+    def __add__(self, other: "HumanTable") -> "HumanTable":
+        return HumanTable(
+            self.pass_approved + other.pass_approved,
+            self.pass_rejected + other.pass_rejected,
+            self.fail_approved + other.fail_approved,
+            self.fail_rejected + other.fail_rejected,
+        )
+
+
+@dataclass(frozen=True)
+class Kappa:
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None  # a KAPPA_REASONS key when value is None
+
+    @property
+    def reason_text(self) -> str | None:
+        return KAPPA_REASONS.get(self.reason) if self.reason else None
+
+
+def kappa_with_interval(table: HumanTable, *, z: float = Z_95) -> Kappa:
+    """Cohen's kappa and its large-sample confidence interval (kappa ± z·SE, clipped to ±1).
+
+    The standard error is the non-null asymptotic one of Fleiss, Cohen &
+    Everitt (1969), "Large sample standard errors of kappa and weighted kappa",
+    Psychological Bulletin 72(5):323–327, as given in Fleiss, Levin & Paik,
+    Statistical Methods for Rates and Proportions (3rd ed., 2003), eq. 18.15:
+
+        var = [Σ_i p_ii (1 − (p_i· + p_·i)(1 − κ))²
+               + (1 − κ)² Σ_{i≠j} p_ij (p_·i + p_j·)²
+               − (κ − p_e (1 − κ))²] / (n (1 − p_e)²)
+
+    It is what SAS PROC FREQ reports as the kappa ASE.
+    """
+    n = table.n
+    if n < MIN_KAPPA_ITEMS:
+        return Kappa(None, reason=TOO_FEW)
+    # Rows: the lens (pass, fail); columns: the human (approved, rejected).
+    cells = [
+        [table.pass_approved / n, table.pass_rejected / n],
+        [table.fail_approved / n, table.fail_rejected / n],
+    ]
+    rows = [sum(r) for r in cells]
+    cols = [cells[0][j] + cells[1][j] for j in range(2)]
+    observed = cells[0][0] + cells[1][1]
+    expected = rows[0] * cols[0] + rows[1] * cols[1]
+    if expected >= 1:
+        return Kappa(None, reason=ONE_CLASS)
+    kappa = (observed - expected) / (1 - expected)
+    diagonal = sum(cells[i][i] * (1 - (rows[i] + cols[i]) * (1 - kappa)) ** 2 for i in range(2))
+    off = (1 - kappa) ** 2 * sum(
+        cells[i][j] * (cols[i] + rows[j]) ** 2 for i in range(2) for j in range(2) if i != j
+    )
+    variance = (diagonal + off - (kappa - expected * (1 - kappa)) ** 2) / (n * (1 - expected) ** 2)
+    # Rounding can leave a hair below zero when agreement is perfect.
+    se = math.sqrt(max(variance, 0.0))
+    return Kappa(kappa, max(-1.0, kappa - z * se), min(1.0, kappa + z * se))
+
+
+@dataclass(frozen=True)
+class LensAgreement:
+    table: HumanTable
+    kappa: Kappa
+
+    @property
+    def n(self) -> int:
+        return self.table.n
+
+    @property
+    def agreement(self) -> float | None:
+        return self.table.agreed / self.table.n if self.table.n else None
+
+    @property
+    def true_pass_rate(self) -> float | None:
+        """Of what humans approved, the share the lens passed."""
+        t = self.table
+        return t.pass_approved / t.approved if t.approved else None
+
+    @property
+    def true_fail_rate(self) -> float | None:
+        """Of what humans rejected, the share the lens failed."""
+        t = self.table
+        return t.fail_rejected / t.rejected if t.rejected else None
+
+
+def lens_agreement(table: HumanTable) -> LensAgreement:
+    return LensAgreement(table=table, kappa=kappa_with_interval(table))
+
+
+# "These lenses fail together": a pair is flagged when, over proposals both
+# judged and a human decided, (1) at least CO_ERROR_MIN_ITEMS such proposals,
+# (2) at least CO_ERROR_MIN_BOTH both wrong, and (3) both wrong at least
+# CO_ERROR_LIFT times as often as independent errors would be (the product of
+# each lens's own error rate on those proposals).
+CO_ERROR_MIN_ITEMS = 20
+CO_ERROR_MIN_BOTH = 5
+CO_ERROR_LIFT = 2.0
+
+
+@dataclass(frozen=True)
+class CoErrors:
+    items: int
+    first_wrong: int
+    second_wrong: int
+    both_wrong: int
+
+    @property
+    def observed_rate(self) -> float | None:
+        return self.both_wrong / self.items if self.items else None
+
+    @property
+    def expected_rate(self) -> float | None:
+        """What independence predicts: P(first wrong) × P(second wrong)."""
+        if not self.items:
+            return None
+        return (self.first_wrong / self.items) * (self.second_wrong / self.items)
+
+    @property
+    def expected_both(self) -> float | None:
+        rate = self.expected_rate
+        return None if rate is None else rate * self.items
+
+    @property
+    def lift(self) -> float | None:
+        expected = self.expected_rate
+        if not expected:
+            return None
+        return self.observed_rate / expected
+
+    @property
+    def fail_together(self) -> bool:
+        if self.items < CO_ERROR_MIN_ITEMS or self.both_wrong < CO_ERROR_MIN_BOTH:
+            return False
+        lift = self.lift
+        return lift is not None and lift >= CO_ERROR_LIFT
+
+
+# Drift: the defaults an admin sees beside a lens's floor.
+DEFAULT_FLOOR = 0.4  # kappa below 0.4 is "fair" or worse on Landis & Koch's (1977) scale
+DEFAULT_WINDOW = 50  # the last 50 adjudications: a 95 % interval about ±0.22 wide at kappa 0.6
+
+DRIFTED = "drifted"
+RECOVERED = "recovered"
+
+
+def drift_transition(*, drifting: bool, kappa: float | None, floor: float) -> str | None:
+    """What one new rolling kappa changes: DRIFTED on crossing below, RECOVERED on coming back.
+
+    An undefined kappa (too few adjudications, one class only) changes nothing:
+    it is no evidence either way.
+    """
+    if kappa is None:
+        return None
+    if not drifting and kappa < floor:
+        return DRIFTED
+    if drifting and kappa >= floor:
+        return RECOVERED
+    return None

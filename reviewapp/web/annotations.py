@@ -1,0 +1,81 @@
+"""The adjudication card's claim marks, tags and "right for the wrong reason": form in, context out.
+
+The form names a claim's mark `mark-<claim id>`; tags and lenses are
+repeated `tags` and `wrong_reason` fields. What was chosen is echoed back on
+a refusal or a claim, so nothing is lost (the same rule as the rationale).
+"""
+
+import json
+
+from reviewapp.review.models import Claim, Decision, Judgement, Proposal, Tag
+from reviewapp.review.services.annotations import MARKS
+
+from .presenters import excerpt
+
+MARK_PREFIX = "mark-"
+
+
+def posted_annotations(post) -> dict:
+    """What the card's form sent: marks as (claim id, mark) pairs, tag and lens names."""
+    marks = []
+    for key, value in post.items():
+        if not key.startswith(MARK_PREFIX) or not value:
+            continue
+        raw = key[len(MARK_PREFIX) :]
+        marks.append((int(raw) if raw.isdigit() else raw, value))
+    return {
+        "marks": marks,
+        "tags": post.getlist("tags"),
+        "wrong_reason": post.getlist("wrong_reason"),
+    }
+
+
+def annotation_form(proposal: Proposal, post=None) -> dict:
+    """The card's marks section: every grounded claim, the tags on offer, the lenses; as posted."""
+    posted = posted_annotations(post) if post is not None else {}
+    chosen = {str(k): v for k, v in posted.get("marks", [])}
+    claims = (
+        Claim.objects.filter(judgement__proposal=proposal, dropped=False)
+        .select_related("judgement")
+        .order_by("judgement__lens_name", "position")
+    )
+    return {
+        "mark_choices": MARKS,
+        "mark_claims": [
+            {
+                "id": c.pk,
+                "lens": c.judgement.lens_name,
+                "assessment": c.assessment,
+                "excerpt": excerpt(c.text if c.text is not None else c.cite, 120),
+                "mark": chosen.get(str(c.pk), ""),
+            }
+            for c in claims
+        ],
+        "tags_offered": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "chosen": t.name in posted.get("tags", []),
+            }
+            for t in Tag.objects.filter(active=True)
+        ],
+        "wrong_reason_lenses": [
+            {
+                "name": j.lens_name,
+                "verdict": j.verdict,
+                "chosen": j.lens_name in posted.get("wrong_reason", []),
+            }
+            for j in Judgement.objects.filter(proposal=proposal).order_by("lens_name")
+        ],
+    }
+
+
+def signed_annotations(decision: Decision) -> dict:
+    """A decision's marks, tags and wrong-reason lenses, read from what it signed."""
+    try:
+        signed = json.loads(decision.payload)
+    except ValueError:
+        signed = {}
+    if not isinstance(signed, dict):
+        signed = {}
+    return {k: signed.get(k, []) for k in ("claims", "tags", "wrong_reason")}

@@ -1,0 +1,44 @@
+"""benchmarks/agreement.py at a tiny size: what it loads is what the figures count."""
+
+import pytest
+
+from benchmarks import agreement
+from reviewapp.calibration.models import HumanLabel, LensLabel
+from reviewapp.review.models import Decision, Judgement
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def loaded():
+    lenses = agreement.setup_lenses()
+    browser, api = agreement.clients()
+    before = agreement.query_counts(lenses[0].name, browser, api)
+    agreement.load(judgements=500, decisions=20, lenses=lenses)
+    return lenses, browser, api, before
+
+
+def test_the_load_writes_judgements_decisions_and_their_labels(loaded):
+    assert Judgement.objects.count() == 500
+    assert Decision.objects.filter(basis="reviewer").count() == 20
+    assert HumanLabel.objects.count() == 20
+    assert HumanLabel.objects.filter(audit=True).count() == 2
+    assert LensLabel.objects.count() == 20 * agreement.PER_PANEL
+
+
+def test_the_answers_cost_the_same_queries_before_and_after_the_load(loaded):
+    lenses, browser, api, before = loaded
+    assert agreement.query_counts(lenses[0].name, browser, api) == before
+
+
+def test_the_api_counts_what_the_load_decided(loaded):
+    lenses, browser, api, _ = loaded
+    body = api.get(f"/api/lenses/{lenses[0].name}/agreement").json()
+    assert body["n"] == HumanLabel.objects.filter(lenses__lens=lenses[0]).count() > 0
+    assert body["kappa"] is not None or body["kappa_undefined_reason"]
+
+
+def test_the_timings_run(loaded):
+    lenses, browser, api, _ = loaded
+    samples = agreement.timings(lenses[0].name, browser, api, requests=2)
+    assert all(len(v) == 2 for v in samples.values())
