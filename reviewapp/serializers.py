@@ -21,6 +21,7 @@ from reviewapp.review.models import (
     Judgement,
     LensFailure,
     Proposal,
+    Review,
 )
 from reviewapp.review.services.visibility import proposals_visible_to
 
@@ -64,6 +65,21 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "claims": signed.get("claims", []),
         "tags": signed.get("tags", []),
         "wrong_reason": signed.get("wrong_reason", []),
+        "reviews": [review_out(r) for r in decision.escalation.reviews.all()]
+        if decision.escalation_id
+        else [],
+    }
+
+
+def review_out(review: Review) -> dict:
+    return {
+        "id": review.pk,
+        "reviewer": review.reviewer_name,
+        "outcome": review.outcome,
+        "payload": review.payload,
+        "signature": review.signature,
+        "key_id": review.key_id,
+        "hash": review.hash,
     }
 
 
@@ -99,6 +115,7 @@ def proposals_in_detail(client: ApiClient | None) -> QuerySet[Proposal]:
             Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
             "evidence",
             "lens_failures",
+            "decision__escalation__reviews",
         )
     )
 

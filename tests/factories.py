@@ -22,6 +22,13 @@ class ReviewerFactory(UserFactory):
             self.groups.add(Group.objects.get_or_create(name="reviewers")[0])
 
 
+class ReconcilerFactory(ReviewerFactory):
+    @factory.post_generation
+    def reconciler_group(self, create, extracted, **kwargs):
+        if create:
+            self.groups.add(Group.objects.get_or_create(name="reconcilers")[0])
+
+
 class LensFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Lens

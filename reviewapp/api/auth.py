@@ -22,16 +22,17 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 @dataclass(frozen=True)
 class Caller:
-    """The authenticated party: exactly one of `client` and `user` is set."""
+    """The authenticated party: a token's `client`, a session's `user`, or both for a
+    personal token (it acts as its user)."""
 
     client: ApiClient | None = None
     user: object | None = None
 
     @property
     def name(self) -> str:
-        if self.client is not None:
-            return f"api:{self.client.name}"
-        return self.user.get_username()
+        if self.user is not None:
+            return self.user.get_username()
+        return f"api:{self.client.name}"
 
 
 class ApiAuth(HttpAuthBase):
@@ -65,10 +66,15 @@ class ApiAuth(HttpAuthBase):
         if client is None:
             raise AuthenticationError(message="unknown or revoked token")
         _count_request(client)
-        if self.scope is not None and not _grants(client.scopes, self.scope):
+        user = client.user
+        # A personal token lives only as long as its person may review: a
+        # deactivated account or a lost group membership ends it at once.
+        if user is not None and not may_sign_decisions(user):
+            raise AuthenticationError(message="this personal token's user may no longer review")
+        if self.scope is not None and not _grants(client.scopes, self.scope, personal=bool(user)):
             raise AuthorizationError(message=f"this token lacks the {self.scope!r} scope")
         api_client_touch(client)
-        return Caller(client=client)
+        return Caller(client=client, user=user)
 
     def _from_session(self, request) -> Caller | None:
         user = request.user
@@ -94,9 +100,12 @@ class ApiAuth(HttpAuthBase):
         return Caller(user=user)
 
 
-def _grants(scopes: list[str], scope: str) -> bool:
-    # read:all is read without the visibility rule, so it also grants read.
-    return scope in scopes or (scope == ApiClient.Scope.READ and ApiClient.Scope.READ_ALL in scopes)
+def _grants(scopes: list[str], scope: str, *, personal: bool = False) -> bool:
+    # read:all is read without the visibility rule, so it also grants read; a
+    # personal token reads what its reviewer reads in the pages.
+    return scope in scopes or (
+        scope == ApiClient.Scope.READ and (personal or ApiClient.Scope.READ_ALL in scopes)
+    )
 
 
 def _count_request(client: ApiClient) -> None:

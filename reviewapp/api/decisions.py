@@ -34,7 +34,11 @@ def decision_list(
     visible = Decision.objects.filter(
         visible_q(request.auth.client, prefix="proposal__")
     ).select_related("ledger_entry")
-    rows = list(visible.filter(pk__gt=after).order_by("pk")[: limit + 1])
+    rows = list(
+        visible.filter(pk__gt=after)
+        .prefetch_related("escalation__reviews")
+        .order_by("pk")[: limit + 1]
+    )
     page = rows[:limit]
     keys = public_keys_for(d.key_id for d in page)
     return {

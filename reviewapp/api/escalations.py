@@ -8,9 +8,13 @@ from reviewapp.review.models import Escalation, LensFailure
 from reviewapp.review.services.annotations import AnnotationError
 from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
+    AlreadyReviewed,
     ClaimHeldByOther,
     EscalationClosed,
+    NeedsAPerson,
+    NotAReconciler,
     escalation_decide,
+    escalation_review,
 )
 from reviewapp.review.services.visibility import visible_q
 from reviewapp.serializers import (
@@ -34,6 +38,7 @@ from .schemas import (
     ObjectId,
     PageSize,
     QueryText,
+    ReviewStatusOut,
     errors,
 )
 
@@ -88,9 +93,14 @@ def escalation_detail(request, escalation_id: ObjectId):
 @router.post(
     "/escalations/{escalation_id}/decision",
     auth=ApiAuth("review"),
-    response={201: DecisionOut, **errors(404, 409)},
-    summary="Decide an escalation; the decision is signed",
-    description="409 if it is already decided, or a reviewer holds a live claim on it. "
+    response={201: DecisionOut, 202: ReviewStatusOut, **errors(404, 409)},
+    summary="Decide an escalation, or give one of the reviews it needs; all are signed",
+    description="When the panel needs several reviews, a personal token's decision is that "
+    "person's signed review: 202 `awaiting_reviews` until enough are in, then 201 with the "
+    "decision if they agree or 202 `reconcile` if not (a reconciler then decides). "
+    "409 if it is already decided, the caller already reviewed it, a reviewer holds a "
+    "live claim on it, or it is an audit (POST those to `/audit`); 403 for a token without "
+    "a person where reviews are needed, or a non-reconciler on an escalation in reconcile. "
     "422 names any claim id, tag or lens in `claims`, `tags` or `wrong_reason` that does "
     "not fit this proposal.",
 )
@@ -107,7 +117,7 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
             f"POST the verdict to /api/escalations/{escalation_id}/audit",
         )
     try:
-        decision = escalation_decide(
+        result = escalation_review(
             escalation_id=escalation_id,
             outcome=payload.outcome,
             rationale=payload.rationale,
@@ -121,8 +131,20 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
         raise HttpError(422, str(exc)) from exc
     except Escalation.DoesNotExist as exc:
         raise Http404("no such escalation") from exc
-    except (EscalationClosed, ClaimHeldByOther) as exc:
+    except (EscalationClosed, ClaimHeldByOther, AlreadyReviewed) as exc:
         raise HttpError(409, str(exc)) from exc
+    except (NotAReconciler, NeedsAPerson) as exc:
+        raise HttpError(403, str(exc)) from exc
+    decision = result.decision
+    if decision is None:
+        return Status(
+            202,
+            {
+                "status": result.status,
+                "reviews": result.reviews,
+                "reviews_needed": result.reviews_needed,
+            },
+        )
     return Status(201, decision_out(decision, public_keys_for([decision.key_id])))
 
 

@@ -33,7 +33,7 @@ NonBlank = Annotated[str, Field(json_schema_extra={"pattern": r"\S"}), AfterVali
 Verdict = Literal["pass", "fail"]
 Assessment = Literal["verified", "contested", "refuted"]
 ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]
-EscalationStatus = Literal["open", "claimed", "resolved"]
+EscalationStatus = Literal["open", "claimed", "reconcile", "resolved"]
 Outcome = Literal["approved", "rejected"]
 Mark = Literal["correct", "incorrect", "irrelevant"]
 
@@ -157,6 +157,22 @@ class ClaimMarkOut(Schema):
     mark: Mark
 
 
+class ReviewOut(Schema):
+    id: int
+    reviewer: str
+    outcome: Outcome
+    payload: str = Field(description="The reviewer's exact signed RFC 8785 JSON.")
+    signature: str = Field(description="base64 ed25519 signature over `payload`.")
+    key_id: str
+    hash: str = Field(description="SHA-256 of `payload`: the decision's signed `reviews` name it.")
+
+
+class ReviewStatusOut(Schema):
+    status: Literal["awaiting_reviews", "reconcile"]
+    reviews: int = Field(description="Reviews given so far.")
+    reviews_needed: int
+
+
 class DecisionOut(Schema):
     id: int
     proposal: int
@@ -174,9 +190,18 @@ class DecisionOut(Schema):
         description="The decision's entry in the ledger: `GET /api/ledger/proof/{ledger_index}` "
         "proves it is included in a checkpoint. Null until it is appended."
     )
-    claims: list[ClaimMarkOut] = Field(description="The reviewer's marks, as signed.")
-    tags: list[str] = Field(description="The reviewer's tags, as signed.")
-    wrong_reason: list[str] = Field(description="Lenses right for the wrong reason, as signed.")
+    claims: list[ClaimMarkOut] = Field(
+        description="The reviewer's marks, as signed. Where several reviews were needed: "
+        "those of the reconciler, or of the review that completed the agreement (each "
+        "review's own are in its signed `payload`)."
+    )
+    tags: list[str] = Field(description="The reviewer's tags, as signed (chosen as `claims`).")
+    wrong_reason: list[str] = Field(
+        description="Lenses right for the wrong reason, as signed (chosen as `claims`)."
+    )
+    reviews: list[ReviewOut] = Field(
+        default=[], description="The signed reviews the decision rests on, when it needed several."
+    )
 
 
 class LensFailureOut(Schema):

@@ -35,7 +35,7 @@ from .presenters import REASON_LABELS
 
 COUNT_LIMIT = 1_000
 AUDIT = Escalation.Reason.AUDIT.value
-OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED)
+OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED, Escalation.Status.RECONCILE)
 # Age order; both walk the inbox_open index.
 INBOX_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 # Ids are BIGINT primary keys: anything outside that range matches nothing.

@@ -9,6 +9,7 @@ would drop the text. The browser also keeps a draft per escalation (app.js).
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError
 from django.db.models import Case, Value, When
 from django.http import HttpResponse, JsonResponse
@@ -18,18 +19,21 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reviewapp.calibration.queries import drifting_judges
 from reviewapp.ledger.services import ledger_position_for_decision
+from reviewapp.review.access import may_reconcile
 from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Escalation, Proposal
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.annotations import AnnotationError
 from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
+    AlreadyReviewed,
     ClaimHeldByOther,
     EscalationClosed,
     escalation_claim,
     escalation_claim_extend,
-    escalation_decide,
     escalation_release,
+    escalation_review,
 )
+from reviewapp.review.services.reviews import reviews_visible_to
 
 from .annotations import annotation_form, posted_annotations, signed_annotations
 from .presenters import (
@@ -107,6 +111,7 @@ def _adjudication_context(
         else None,
         "proposal": proposal,
         "escalation": escalation,
+        **_reviews_context(escalation, request.user),
         "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
         "escalation_reasons": escalation_reasons(escalation, proposal.tally) if escalation else [],
         "claim": claim_state(escalation, request.user) if escalation else None,
@@ -120,6 +125,19 @@ def _adjudication_context(
         "focus": focus or ("message" if error else ""),
         "queue": queue,
         "next": _next_info(request, escalation, queue) if decision else None,
+    }
+
+
+def _reviews_context(escalation: Escalation | None, user) -> dict:
+    """The reviews of an escalation that needs several: counted always, shown when not blind."""
+    if escalation is None or escalation.reviews_needed <= 1:
+        return {"reviews_needed": 1}
+    reviews = list(escalation.reviews.order_by("id"))
+    shown = reviews_visible_to(escalation, user, may_reconcile=may_reconcile(user))
+    return {
+        "reviews_needed": escalation.reviews_needed,
+        "reviews_count": len(reviews),
+        "reviews": reviews if shown else None,
     }
 
 
@@ -247,6 +265,8 @@ def escalation_claim_view(request, pk: int):
         return _refused(request, escalation, f"Already claimed by {exc.holder}. They hold it now.")
     except EscalationClosed:
         return _refused(request, escalation, "This escalation is already decided.")
+    except AlreadyReviewed:
+        return _refused(request, escalation, "You already reviewed this escalation.")
     return _done(request, escalation, "Claimed.", focus="rationale")
 
 
@@ -294,6 +314,14 @@ def escalation_decide_view(request, pk: int):
     if state.resolved:
         return _refused(request, escalation, "This escalation is already decided.")
     if not state.can_decide:
+        if state.reconcile:
+            error = "The reviewers disagree: only a member of the reconcilers group can decide."
+            return _refused(request, escalation, error, status=403)
+        if state.several and state.reviewed_by_me:
+            return _refused(request, escalation, "You already reviewed this escalation.")
+        if state.several:
+            error = f"Every place left is held by {', '.join(state.holders)}: they review it."
+            return _refused(request, escalation, error)
         if state.live:
             error = f"Claimed by {state.holder}: only they can decide it."
         else:
@@ -303,7 +331,7 @@ def escalation_decide_view(request, pk: int):
             )
         return _refused(request, escalation, error)
     try:
-        signed = escalation_decide(
+        result = escalation_review(
             escalation_id=escalation.pk,
             outcome=outcome,
             rationale=rationale.strip(),
@@ -315,12 +343,26 @@ def escalation_decide_view(request, pk: int):
         return _refused(request, escalation, f"Claimed by {exc.holder}: only they can decide it.")
     except (EscalationClosed, IntegrityError):
         return _refused(request, escalation, "This escalation is already decided.")
+    except AlreadyReviewed:
+        return _refused(request, escalation, "You already reviewed this escalation.")
+    except PermissionDenied as exc:
+        return _refused(request, escalation, str(exc).capitalize() + ".", status=403)
     except AnnotationError as exc:
         message = str(exc)
         return _refused(request, escalation, message[0].upper() + message[1:] + ".", status=422)
     except ValueError as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=400)
+    if result.status == "awaiting_reviews":
+        notice = (
+            f"Review signed: {outcome}. {result.reviews} of {result.reviews_needed} reviews are in."
+        )
+        return _done(request, escalation, notice)
+    if result.status == "reconcile":
+        return _done(
+            request, escalation, "Review signed. The reviews disagree: a reconciler decides."
+        )
     notice = f"Decision signed: {outcome}."
+    signed = result.decision
     if isinstance(signed, DecisionAudit):
         notice = f"Audit verdict signed: {outcome}." + (
             "" if signed.agrees else " It disputes the automatic decision, which stands."

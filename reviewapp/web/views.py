@@ -98,7 +98,7 @@ def inbox(request):
         escalation.badges = reason_badges(escalation.reasons)
         escalation.tally_text = tally_text(escalation.proposal.tally)
         escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
-        escalation.claim = claim_state(escalation, request.user, now)
+        escalation.claim = claim_state(escalation, request.user, now, reviews=False)
 
     panel_query = _query_without(request, "reason", "page")
     audits = []

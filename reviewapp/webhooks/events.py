@@ -108,7 +108,26 @@ def webhook_record_released(*, escalation: Escalation) -> None:
     _record_escalation_change(escalation, Event.ESCALATION_RELEASED)
 
 
-def _record_escalation_change(escalation: Escalation, event_type: str) -> None:
+def webhook_record_review_submitted(*, escalation: Escalation, reviews: int) -> None:
+    """A review was given. Blind: who and what stay out (a receiver may be a reviewer's
+    tool); the count says how far the escalation is."""
+    _record_escalation_change(
+        escalation,
+        Event.ESCALATION_REVIEW_SUBMITTED,
+        reviews={"submitted": reviews, "needed": escalation.reviews_needed},
+    )
+
+
+def webhook_record_reconcile(*, escalation: Escalation) -> None:
+    """The reviews disagree: the escalation waits for a reconciler."""
+    _record_escalation_change(
+        escalation,
+        Event.ESCALATION_RECONCILE,
+        reviews={"submitted": escalation.reviews_needed, "needed": escalation.reviews_needed},
+    )
+
+
+def _record_escalation_change(escalation: Escalation, event_type: str, **extra) -> None:
     proposal = escalation.proposal
     watchers = _watchers(event_type, proposal)
     if not watchers:
@@ -118,6 +137,7 @@ def _record_escalation_change(escalation: Escalation, event_type: str) -> None:
         "escalation": {
             **_escalation_part(escalation),
             "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
+            **extra,
         },
     }
     _record(event_type, data, watchers, proposal=proposal)

@@ -16,6 +16,8 @@ class Event(models.TextChoices):
     JUDGEMENT_REQUESTED = "judgement.requested"
     ESCALATION_CLAIMED = "escalation.claimed"
     ESCALATION_RELEASED = "escalation.released"
+    ESCALATION_REVIEW_SUBMITTED = "escalation.review_submitted"
+    ESCALATION_RECONCILE = "escalation.reconcile"
     LENS_DRIFT = "lens.drift"
     LENS_RECOVERED = "lens.recovered"
     DECISION_DISPUTED = "decision.disputed"

@@ -6,7 +6,7 @@
  *   Enter    open the selected row
  *   c        claim (the selected inbox row, or the open proposal)
  *   a / r    choose approve / reject and focus the rationale (desk.js)
- *   Ctrl+Enter  sign with the chosen outcome, from the rationale (desk.js)
+ *   Ctrl+Enter  confirm, then sign, the chosen outcome, from the rationale (desk.js)
  *   n / N    next / previous cited span on a proposal
  *   ?        show the shortcuts
  *

@@ -9,7 +9,10 @@
  * - Typing renews the claim (POST .../heartbeat, at most once per
  *   data-heartbeat-seconds); a lost claim or session is said in the card.
  * - a / r choose the outcome and focus the box (before a claim, they say to
- *   claim first); Ctrl+Enter signs.
+ *   claim first).
+ * - No one-click accident: Approve / Reject (a click or Ctrl+Enter) first
+ *   ask for a confirmation, a focused "Confirm: sign …" button; Enter on it,
+ *   Ctrl+Enter again or a click on it signs, Esc goes back to the box.
  * - On a focused cited claim, 1 / 2 / 3 mark it correct / incorrect /
  *   irrelevant and move on to the next claim, 0 clears; the arrows move.
  * The card works without this file: it is a plain form, refused posts come
@@ -141,8 +144,11 @@
   }
   setInterval(tick, 15000);
 
-  // --- keyboard: a / r choose, Ctrl+Enter signs -------------------------------------
-  var LABELS = { approved: "Ctrl+Enter will approve.", rejected: "Ctrl+Enter will reject." };
+  // --- keyboard: a / r choose, Ctrl+Enter asks to confirm ---------------------------
+  var LABELS = {
+    approved: "Ctrl+Enter will ask to confirm: approve.",
+    rejected: "Ctrl+Enter will ask to confirm: reject.",
+  };
 
   function showChosen() {
     var label = document.getElementById("chosen-outcome");
@@ -171,17 +177,72 @@
     return true;
   }
 
+  // --- confirmation: a decision is signed on the second, deliberate act ------------
+  var confirmed = false; // set while the confirm button passes the click on
+
+  function outcomeButton(outcome) {
+    return document.getElementById(outcome === "approved" ? "approve-btn" : "reject-btn");
+  }
+
+  function confirmBar() { return document.getElementById("confirm-sign"); }
+
+  function ask(outcome) {
+    var bar = confirmBar();
+    if (!bar) return false;
+    chosen = outcome;
+    showChosen();
+    document.getElementById("confirm-outcome").textContent = outcome === "approved" ? "approve" : "reject";
+    bar.hidden = false;
+    document.getElementById("confirm-sign-btn").focus();
+    return true;
+  }
+
+  function disarm() {
+    var bar = confirmBar();
+    if (bar) bar.hidden = true;
+    if (box()) box().focus();
+  }
+
+  function sign() {
+    var button = chosen && outcomeButton(chosen);
+    if (!button) return;
+    confirmed = true;
+    try { button.click(); } finally { confirmed = false; } // htmx sends the clicked button's outcome
+    confirmBar().hidden = true;
+  }
+
+  // Capture phase: the first click on Approve / Reject never reaches htmx or the form.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("#approve-btn, #reject-btn");
+    if (!button || confirmed || !confirmBar()) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    ask(button.value);
+  }, true);
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("#confirm-sign-btn")) sign();
+  });
+
   document.addEventListener("keydown", function (event) {
+    var onConfirm = event.target && event.target.id === "confirm-sign-btn";
+    if (onConfirm && event.key === "Escape") { event.preventDefault(); disarm(); return; }
+    // Enter on the focused button clicks it natively; Ctrl+Enter does not everywhere.
+    if (onConfirm && event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      sign();
+      return;
+    }
     if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey) || event.target !== box()) return;
     event.preventDefault();
-    var button = chosen && document.getElementById(chosen === "approved" ? "approve-btn" : "reject-btn");
+    var button = chosen && outcomeButton(chosen);
     if (!button) {
       alert(document.getElementById("approve-btn")
         ? "Choose first: press Esc, then a (approve) or r (reject); or click a button."
         : "Claim this escalation to decide. Your draft is kept.");
       return;
     }
-    button.click(); // htmx sends the clicked button's outcome; requestSubmit(button) would not
+    ask(chosen);
   });
 
   document.addEventListener("keydown", function (event) {

@@ -30,6 +30,8 @@ def panel_form_data(
         "need": need,
         "grounding_policy": fields.pop("grounding_policy", "reject"),
         "external_deadline_seconds": fields.pop("external_deadline_seconds", 3600),
+        "reviews_needed": fields.pop("reviews_needed", 1),
+        "audit_rate": fields.pop("audit_rate", 0),
         "checkers": [c.pk for c in checkers],
         "_save": "Save",
     }

@@ -288,3 +288,22 @@ def test_the_validate_endpoint_gives_the_allowed_range_without_the_pointer(
     assert "With 2 lenses the need must be 2." in refused
     assert "see the Need field" not in refused
     assert "With 3 lenses the need must be 2 or 3." in fine
+
+
+def test_the_admin_sets_how_many_reviews_an_escalation_needs(admin_client_ada, lenses):
+    admin_client_ada.post(
+        add_url("panel"),
+        panel_form_data(name="money", need=1, lenses=lenses[:1], reviews_needed=2),
+    )
+
+    assert Panel.objects.get(name="money").reviews_needed == 2
+
+
+def test_the_admin_refuses_more_than_five_reviews(admin_client_ada, lenses):
+    response = admin_client_ada.post(
+        add_url("panel"),
+        panel_form_data(name="money", need=1, lenses=lenses[:1], reviews_needed=6),
+    )
+
+    assert "less than or equal to 5" in errors_of(response)
+    assert not Panel.objects.filter(name="money").exists()

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from reviewapp.review.models import ApiClient
+from tests.factories import ReviewerFactory
 
 from .conftest import Api
 
@@ -110,3 +111,16 @@ def test_read_all_is_granted_only_when_asked_for(db):
 
     assert ApiClient.objects.get(name="auditor").scopes == ["read", "read:all"]
     assert "read:all" not in ApiClient.objects.get(name="agent").scopes
+
+
+def test_a_personal_token_is_created_for_a_reviewer(db):
+    ReviewerFactory(username="ann")
+    lines = create("ann-laptop", "--scopes", "review", "--user", "ann")
+
+    assert "acting as ann" in lines[0]
+    assert ApiClient.objects.get(name="ann-laptop").user.username == "ann"
+
+
+def test_a_personal_token_for_an_unknown_user_is_refused(db):
+    with pytest.raises(CommandError, match="no user named 'nobody'"):
+        create("x", "--scopes", "review", "--user", "nobody")

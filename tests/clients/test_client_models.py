@@ -28,6 +28,8 @@ READERS = {
     "EscalationBriefOut": models.EscalationBrief,
     "EscalationOut": models.Escalation,
     "DecisionOut": models.Decision,
+    "ReviewOut": models.Review,
+    "ReviewStatusOut": models.ReviewStatus,
     "WebhookOut": models.Webhook,
     "WebhookCreatedOut": models.Webhook,
 }

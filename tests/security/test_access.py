@@ -91,7 +91,16 @@ def assert_refused_everywhere(client, route, ids, who: str, **headers) -> None:
 def test_the_route_list_covers_the_project():
     """The enumeration sees the admin, the API, the review pages and the health check."""
     names = {r.name for r in ROUTES}
-    for expected in ("inbox", "proposal_detail", "api:proposal_create", "admin:index", "healthz"):
+    for expected in (
+        "inbox",
+        "proposal_detail",
+        "my_tokens",
+        "my_token_revoke",
+        "my_progress",
+        "api:proposal_create",
+        "admin:index",
+        "healthz",
+    ):
         assert expected in names, expected
     assert len(ROUTES) > 40
 

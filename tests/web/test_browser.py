@@ -306,7 +306,11 @@ def test_claim_race_has_one_winner_and_one_decision(open_as, reviewer, second_re
     decide_url = f"/escalations/{escalation.pk}/decide"
     at = pages[0].evaluate("() => Date.now()") + 400
     pages[winner].evaluate(
-        "t => setTimeout(() => document.getElementById('approve-btn').click(), t - Date.now())", at
+        """t => setTimeout(() => {
+            document.getElementById('approve-btn').click();  // asks to confirm
+            document.getElementById('confirm-sign-btn').click();
+        }, t - Date.now())""",
+        at,
     )
     status = pages[loser].evaluate(
         """async ([url, t]) => {
@@ -390,12 +394,17 @@ def test_proposal_keyboard_n_c_a_r(open_as, reviewer, tricky):
     page.keyboard.press("Escape")
     page.keyboard.press("a")
     assert page.evaluate("() => document.activeElement.id") == "rationale"
-    assert page.locator("#chosen-outcome").inner_text() == "Ctrl+Enter will approve."
+    chosen = page.locator("#chosen-outcome")
+    assert chosen.inner_text() == "Ctrl+Enter will ask to confirm: approve."
     page.keyboard.press("Escape")
     page.keyboard.press("r")
     assert page.evaluate("() => document.activeElement.id") == "rationale"
-    assert page.locator("#chosen-outcome").inner_text() == "Ctrl+Enter will reject."
+    assert chosen.inner_text() == "Ctrl+Enter will ask to confirm: reject."
     page.keyboard.type("Fabricated citation.")
+    page.keyboard.press("Control+Enter")
+    # The first Ctrl+Enter asks to confirm, on a focused button; the second signs.
+    page.wait_for_function("() => document.activeElement.id === 'confirm-sign-btn'")
+    assert not Decision.objects.exists()
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#decision-signature")
     decision = Decision.objects.get()

@@ -79,6 +79,7 @@ def test_marks_tags_and_wrong_reason_are_signed_from_the_card(open_as, reviewer,
     page.fill("#rationale", "Accuracy is right; tone's cite is beside the point.")
 
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
 
     page.wait_for_selector("#decision-annotations")
     signed = json.loads(Decision.objects.get().payload)
@@ -101,6 +102,7 @@ def test_a_refusal_keeps_every_mark_and_tag(open_as, reviewer, escalation):
     page.fill("#rationale", "Wrong figures.")
 
     page.click("#reject-btn")
+    page.click("#confirm-sign-btn")
 
     page.wait_for_selector("[data-card-message].message--error")
     assert "accuracy" in page.locator("#adjudication [role=alert]").first.inner_text()

@@ -111,6 +111,7 @@ def test_an_expired_session_keeps_the_rationale_and_comes_back_to_the_proposal(
     # The session expires while the reviewer types (the CSRF cookie outlives it).
     page.context.clear_cookies(name=settings.SESSION_COOKIE_NAME)
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_url("**/login/**")
     assert f"next=/proposals/{escalation.proposal_id}" in page.url.replace("%2F", "/")
     assert "decide" not in page.url
@@ -118,6 +119,7 @@ def test_an_expired_session_keeps_the_rationale_and_comes_back_to_the_proposal(
     page.wait_for_url(f"**/proposals/{escalation.proposal_id}")
     assert page.input_value("#rationale") == "Checked every cite; the failing lens misread it."
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_selector("#decision-signature")
     assert Decision.objects.get().rationale == "Checked every cite; the failing lens misread it."
 
@@ -145,6 +147,7 @@ def test_a_claim_released_from_a_second_page_keeps_the_rationale_and_says_so_in_
     other.click("#release-btn")
     other.wait_for_selector("text=Claim released.")
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     error = page.locator("#adjudication [data-card-message].message--error")
     error.wait_for()
     assert "You do not hold this escalation" in error.inner_text()
@@ -157,6 +160,7 @@ def test_a_claim_released_from_a_second_page_keeps_the_rationale_and_says_so_in_
     page.wait_for_selector("#approve-btn")
     assert page.input_value("#rationale") == "Both lenses cite real text; approve."
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_selector("#decision-signature")
     assert Decision.objects.get().rationale == "Both lenses cite real text; approve."
 
@@ -225,6 +229,7 @@ def test_after_signing_the_card_offers_the_next_escalation_under_the_inbox_filte
     page.wait_for_selector("#approve-btn")
     page.fill("#rationale", "Fine.")
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_selector("#next-btn")
     assert "2 left" in page.locator("#queue-left").inner_text()
     page.click("#next-btn")
@@ -238,6 +243,7 @@ def test_signing_turns_the_status_at_the_top_of_the_page_to_decided(open_as, rev
     page.evaluate("window.stillThisPage = true")  # gone if the page were reloaded
     page.fill("#rationale", "Fine.")
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_selector("#adjudication h2:has-text('Decision')")
     status = page.locator("#proposal-status")
     assert status.inner_text() == "decided"
@@ -255,6 +261,7 @@ def test_decide_and_next_goes_straight_on_and_says_how_many_are_left(open_as, re
     page.check("#decide-and-next")
     page.fill("#rationale", "Fine.")
     page.click("#reject-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_url(f"**/proposals/{mine[1].pk}*")
     card = _card(page)
     assert f"Decision signed: rejected on #{mine[-1].pk}. 2 left in this queue." in card

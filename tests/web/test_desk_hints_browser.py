@@ -22,6 +22,7 @@ def test_after_the_session_expires_the_login_says_so_and_that_the_draft_is_kept(
     page.fill("#rationale", DRAFT)
     page.context.clear_cookies(name=settings.SESSION_COOKIE_NAME)
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_url("**/login/**")
     expect(page.locator("#session-expired")).to_be_visible()
     expect(page.locator("#session-expired")).to_contain_text("Your session has expired")
@@ -31,6 +32,7 @@ def test_after_the_session_expires_the_login_says_so_and_that_the_draft_is_kept(
     page.wait_for_url(f"**/proposals/{escalation.proposal_id}")
     assert page.input_value("#rationale") == DRAFT
     page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
     page.wait_for_selector("#decision-signature")
     assert Decision.objects.get().rationale == DRAFT
 

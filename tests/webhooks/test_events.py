@@ -6,7 +6,11 @@ import pytest
 from django.db import transaction
 
 from reviewapp.review.models import CheckerConfig, Escalation, Lens, Proposal
-from reviewapp.review.services.escalations import escalation_claim, escalation_release
+from reviewapp.review.services.escalations import (
+    escalation_claim,
+    escalation_release,
+    escalation_review,
+)
 from reviewapp.review.services.proposals import proposal_submit
 from reviewapp.webhooks.models import Delivery
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, ReviewerFactory
@@ -234,3 +238,53 @@ def test_with_no_endpoint_watching_an_outcome_builds_no_payload(monkeypatch):
     client, _ = api_client()
     proposal = submitted_and_decided(client)
     assert proposal.decision is not None and not Delivery.objects.exists()
+
+
+def _review(escalation, username, outcome):
+    escalation_review(
+        escalation_id=escalation.pk,
+        outcome=outcome,
+        rationale=f"secret-{username}",
+        user=ReviewerFactory(username=username),
+        decided_by_name=username,
+    )
+
+
+def test_a_review_is_announced_without_who_gave_it_or_what_it_says():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["escalation.review_submitted"])
+    proposal = submitted_and_decided(client, requires_sign_off=True, reviews_needed=2)
+    escalation = Escalation.objects.get(proposal=proposal)
+
+    _review(escalation, "ann", "approved")
+
+    [body] = bodies(endpoint)
+    assert body["type"] == "escalation.review_submitted"
+    assert body["data"]["escalation"]["reviews"] == {"submitted": 1, "needed": 2}
+    assert "ann" not in json.dumps(body) and "approved" not in json.dumps(body)
+
+
+def test_disagreeing_reviews_are_announced_as_reconcile():
+    client, _ = api_client()
+    endpoint, _ = subscribe(client, URL, ["escalation.reconcile"])
+    proposal = submitted_and_decided(client, requires_sign_off=True, reviews_needed=2)
+    escalation = Escalation.objects.get(proposal=proposal)
+
+    _review(escalation, "ann", "approved")
+    _review(escalation, "ben", "rejected")
+
+    [body] = bodies(endpoint)
+    assert body["type"] == "escalation.reconcile"
+    assert body["data"]["escalation"]["status"] == "reconcile"
+    assert "reviewers_disagree" in body["data"]["escalation"]["reasons"]
+
+
+def test_review_events_go_only_to_clients_that_may_see_the_proposal():
+    owner, _ = api_client()
+    stranger, _ = api_client()
+    endpoint, _ = subscribe(stranger, URL, ["escalation.review_submitted"])
+    proposal = submitted_and_decided(owner, requires_sign_off=True, reviews_needed=2)
+
+    _review(Escalation.objects.get(proposal=proposal), "ann", "approved")
+
+    assert bodies(endpoint) == []

@@ -49,7 +49,7 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
     search_fields = ("name", "description")
     readonly_fields = ("version", "judged_configurations", "lenses_against_reviewers")
     fieldsets = (
-        (None, {"fields": ("name", "description", "need", "active", "version")}),
+        (None, {"fields": ("name", "description", "need", "reviews_needed", "active", "version")}),
         (
             "Judging",
             {

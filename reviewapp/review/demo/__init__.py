@@ -17,6 +17,8 @@ from ..services.proposals import proposal_submit
 from . import data
 
 REVIEWERS_GROUP = "reviewers"
+# Decide escalations whose reviewers disagree.
+RECONCILERS_GROUP = "reconcilers"
 GARBAGE = ["I think it's fine, mostly.", "Honestly it reads well to me."]
 
 
@@ -90,6 +92,7 @@ def _recorded_answer(judged: dict) -> list:
 @transaction.atomic
 def load_demo(*, credentials: dict[str, tuple[str, str]]) -> dict:
     Group.objects.get_or_create(name=REVIEWERS_GROUP)
+    Group.objects.get_or_create(name=RECONCILERS_GROUP)
     _user(*credentials["reviewer"], staff=False)
     _user(*credentials["admin"], staff=True)
 

@@ -19,6 +19,7 @@ from .lens import Lens
 from .panel import Panel, PanelLens
 from .proposal import AwaitedLens, Proposal
 from .recorded_response import RecordedResponse
+from .review import Review, ReviewClaim
 
 __all__ = [
     "ApiClient",
@@ -41,6 +42,8 @@ __all__ = [
     "PanelLens",
     "Proposal",
     "RecordedResponse",
+    "Review",
+    "ReviewClaim",
     "SigningKey",
     "Tag",
     "WrongReason",

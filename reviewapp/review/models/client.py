@@ -2,6 +2,7 @@
 
 import hashlib
 
+from django.conf import settings
 from django.db import models
 
 
@@ -21,6 +22,15 @@ class ApiClient(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # A personal token: it acts as this person (their reviews, what they may
+    # see) and dies with their account.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="api_tokens",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -21,11 +21,14 @@ class Escalation(models.Model):
         LENS_FAILED = "lens_failed", "Lens failed"
         SIGN_OFF = "sign_off", "Sign-off"
         FINAL_STEP_FAILED = "final_step_failed", "Final step kept failing"
+        REVIEWERS_DISAGREE = "reviewers_disagree", "Reviewers disagree"
         AUDIT = "audit", "Audit of an automatic decision"
 
     class Status(models.TextChoices):
         OPEN = "open"
         CLAIMED = "claimed"
+        # The needed reviews disagree: only a reconciler can decide it now.
+        RECONCILE = "reconcile"
         RESOLVED = "resolved"
 
     proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="escalations")
@@ -43,6 +46,9 @@ class Escalation(models.Model):
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # Copied from the panel when the escalation is made: a later change of the
+    # panel does not move the goal under reviews already given.
+    reviews_needed = models.PositiveSmallIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # The proposal's search vector while the escalation is open, NULL once
     # resolved (PostgreSQL; NULL on SQLite): see reviewapp.review.search.
@@ -59,13 +65,13 @@ class Escalation(models.Model):
                 name="one_open_escalation_per_proposal",
             ),
         ]
-        # The inbox: open and claimed escalations, newest first. PostgreSQL
+        # The inbox: open, claimed and reconcile escalations, newest first. PostgreSQL
         # also has one such index per reason and a GIN index on `search`
         # (migration 0011; SQLite has neither GIN nor JSON containment).
         indexes = [
             models.Index(
                 fields=["-created_at", "-id"],
-                condition=Q(status__in=["open", "claimed"]),
+                condition=Q(status__in=["open", "claimed", "reconcile"]),
                 name="inbox_open",
             )
         ]

@@ -1,12 +1,14 @@
 """A panel: the lenses and checkers a proposal is judged by, and the quorum it needs."""
 
-from django.core.validators import MaxValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from reviewapp.core.cite import GroundingPolicy
 
 from .checker import CheckerConfig
 from .lens import Lens
+
+MAX_REVIEWS_NEEDED = 5
 
 
 class Panel(models.Model):
@@ -25,6 +27,12 @@ class Panel(models.Model):
     )
     external_deadline_seconds = models.PositiveIntegerField(
         default=3600, help_text="How long to wait for external judgements."
+    )
+    reviews_needed = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_REVIEWS_NEEDED)],
+        help_text="Independent human reviews an escalation needs (1 to 5). Agreeing reviews "
+        "decide it; disagreeing ones go to a reconciler. Audits always take one verdict.",
     )
     audit_rate = models.PositiveSmallIntegerField(
         default=0,

@@ -41,6 +41,7 @@ def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | 
     return Escalation.objects.create(
         proposal=proposal,
         reasons=[Escalation.Reason.AUDIT.value],
+        reviews_needed=1,  # one verdict, whatever the panel's reviews_needed
         search=escalation_search_vector(proposal.pk),
         detail={
             "explanation": f"Audit: the system {decision.outcome} this proposal; "

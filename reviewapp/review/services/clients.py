@@ -6,6 +6,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from ..access import may_sign_decisions
 from ..models import ApiClient, Lens
 
 TOKEN_MARK = "rva_"
@@ -26,12 +27,23 @@ class ClientRefused(ValueError):
     """The client cannot be created as asked (unknown scope, no scope, name taken)."""
 
 
-def api_client_create(*, name: str, scopes: list[str]) -> tuple[ApiClient, str]:
-    """Create a client; returns it with its token, which is never retrievable again."""
+def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiClient, str]:
+    """Create a client; returns it with its token, which is never retrievable again.
+
+    With `user` it is that person's token: it reviews as them and sees what
+    they see in the pages, so it holds the `review` scope alone.
+    """
     name = name.strip()
     if not name:
         raise ClientRefused("a client needs a name")
     wanted = _clean_scopes(scopes)
+    if user is not None:
+        if wanted != [ApiClient.Scope.REVIEW]:
+            raise ClientRefused("a personal token holds the review scope alone (--scopes review)")
+        if not may_sign_decisions(user):
+            raise ClientRefused(
+                f"{user.get_username()} is not a reviewer: add them to the reviewers group first"
+            )
     if ApiClient.objects.filter(name=name).exists():
         raise ClientRefused(f"an API client named {name!r} already exists")
     token = TOKEN_MARK + secrets.token_urlsafe(32)
@@ -40,6 +52,7 @@ def api_client_create(*, name: str, scopes: list[str]) -> tuple[ApiClient, str]:
         token_prefix=token_prefix(token),
         token_hash=ApiClient.hash_token(token),
         scopes=wanted,
+        user=user,
     )
     return client, token
 
@@ -110,3 +123,12 @@ def api_client_touch(client: ApiClient) -> None:
     if client.last_used_at is None or now - client.last_used_at >= TOUCH_EVERY:
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=now)
         client.last_used_at = now
+
+
+def personal_token_revoke(*, client_id: int, user) -> bool:
+    """A person revokes one of their own tokens; False if it is not theirs or already revoked."""
+    return bool(
+        ApiClient.objects.filter(pk=client_id, user=user, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+    )

@@ -40,6 +40,7 @@ def decision_payload(
     decided_at: str,
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
+    reviews: list[dict] | None = None,
     annotations: Annotations | None = None,
 ) -> dict:
     """Everything a decision is bound to, as the dict that gets canonicalised and signed.
@@ -47,6 +48,9 @@ def decision_payload(
     `evidence` and `lenses` (lens_name, lens_version) are read from the
     proposal unless the caller already holds them. A reviewer's annotations
     add their keys only when there are any (see services.annotations).
+    `reviews` (reviewer, outcome, review_sha256) are the reviews a decision
+    rests on when its escalation needed several; a decision without them has
+    no `reviews` key, byte for byte what it was before reviews existed.
     """
     snapshot = proposal.panel_snapshot
     if evidence is None:
@@ -62,7 +66,7 @@ def decision_payload(
         }
         for e in sorted(evidence, key=lambda e: e.checker_name)
     ]
-    return {
+    payload = {
         "type": DECISION_PAYLOAD_TYPE,
         "proposal": {"id": proposal.pk, "content_sha256": proposal.content_sha256},
         "panel": {
@@ -84,6 +88,9 @@ def decision_payload(
         "prev_hash": prev_hash,
         **annotations_payload(annotations),
     }
+    if reviews is not None:
+        payload["reviews"] = reviews
+    return payload
 
 
 def decision_append(
@@ -99,6 +106,7 @@ def decision_append(
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
     evidence_is_new: bool = False,
+    reviews: list[dict] | None = None,
     annotations: Annotations | None = None,
 ) -> Decision:
     """Sign and store a decision. Raises IntegrityError if the proposal already has one.
@@ -122,6 +130,7 @@ def decision_append(
         decided_at="",  # under the lock too: decided_at follows the chain's order
         evidence=evidence,
         lenses=lenses,
+        reviews=reviews,
         annotations=annotations,
     )
     new_entries = [evidence_entry(e) for e in evidence] if evidence_is_new else []

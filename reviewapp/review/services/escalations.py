@@ -1,6 +1,8 @@
 """Human adjudication of escalated proposals."""
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -11,13 +13,19 @@ from django.utils import timezone
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
 from reviewapp.core.blank import shows_nothing
-from reviewapp.webhooks.events import webhook_record_claimed, webhook_record_released
+from reviewapp.webhooks.events import (
+    webhook_record_claimed,
+    webhook_record_reconcile,
+    webhook_record_released,
+    webhook_record_review_submitted,
+)
 
-from ..access import may_sign_decisions
-from ..models import Decision, DecisionAudit, Escalation, Proposal
-from .annotations import annotations_validate
+from ..access import may_reconcile, may_sign_decisions
+from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal, ReviewClaim
+from .annotations import Annotations, annotations_payload, annotations_validate
 from .audits import audit_verdict_sign, is_audit
 from .decisions import decision_append
+from .reviews import review_create, reviews_named
 
 
 class ClaimHeldByOther(Exception):
@@ -49,8 +57,14 @@ def _holder_name(escalation: Escalation) -> str:
 
 
 def escalation_claim(*, escalation_id: int, user) -> Escalation:
-    """Claim an escalation for `user`. Exactly one of two simultaneous claimers wins."""
+    """Claim an escalation for `user`. Exactly one of two simultaneous claimers wins.
+
+    An escalation that needs several reviews is held per reviewer instead
+    (`_review_claim`): up to as many people as reviews are still needed.
+    """
     _ensure_may_sign(user)
+    if Escalation.objects.filter(pk=escalation_id, reviews_needed__gt=1).exists():
+        return _review_claim(escalation_id, user)
     now = timezone.now()
     # One conditional UPDATE decides the race inside the database: only the
     # first statement to run still sees the row open (or its claim expired).
@@ -75,8 +89,35 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
     return escalation
 
 
+def _review_claim(escalation_id: int, user) -> Escalation:
+    with transaction.atomic():
+        # Row lock: claimers of the last free place take turns, so no more
+        # people hold it than reviews are still needed.
+        escalation = Escalation.objects.select_for_update().get(pk=escalation_id)
+        if escalation.status == Escalation.Status.RESOLVED:
+            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        if escalation.status == Escalation.Status.RECONCILE:
+            raise EscalationClosed(f"escalation {escalation_id} waits for a reconciler")
+        if escalation.reviews.filter(reviewer=user).exists():
+            raise AlreadyReviewed(f"{user.get_username()} already reviewed it")
+        others = list(
+            escalation.review_claims.filter(claimed_at__gte=_claim_expiry_cutoff())
+            .exclude(user=user)
+            .select_related("user")
+        )
+        if len(others) + escalation.reviews.count() >= escalation.reviews_needed:
+            raise ClaimHeldByOther(", ".join(c.user.get_username() for c in others) or "reviewers")
+        ReviewClaim.objects.update_or_create(
+            escalation=escalation, user=user, defaults={"claimed_at": timezone.now()}
+        )
+        _audit(escalation, actor=user, action=AuditEntry.Action.CLAIM)
+    return escalation
+
+
 def escalation_release(*, escalation_id: int, user) -> bool:
     """Give a claim back; only its holder can."""
+    if ReviewClaim.objects.filter(escalation_id=escalation_id, user=user).delete()[0]:
+        return True
     with transaction.atomic():  # the release and its outbox row commit together
         released = Escalation.objects.filter(
             pk=escalation_id, status=Escalation.Status.CLAIMED, claimed_by=user
@@ -147,13 +188,43 @@ def escalation_claim_extend(*, escalation_id: int, user) -> datetime | None:
     never revived by a late heartbeat.
     """
     now = timezone.now()
-    renewed = Escalation.objects.filter(
+    renewed = ReviewClaim.objects.filter(
+        escalation_id=escalation_id, user=user, claimed_at__gte=_claim_expiry_cutoff()
+    ).update(claimed_at=now) or Escalation.objects.filter(
         pk=escalation_id,
         status=Escalation.Status.CLAIMED,
         claimed_by=user,
         claimed_at__gte=_claim_expiry_cutoff(),
     ).update(claimed_at=now)
     return now + timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES) if renewed else None
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    """Where an escalation stands after someone gave their verdict on it."""
+
+    status: str  # "decided", "awaiting_reviews" or "reconcile"
+    reviews: int
+    reviews_needed: int
+    # The decision, or for an audit escalation the signed verdict beside the decision.
+    decision: Decision | DecisionAudit | None = None
+
+
+class AlreadyReviewed(Exception):
+    """One person reviews an escalation once."""
+
+
+class NotAReconciler(PermissionDenied):
+    """The reviewers disagreed: only a reconciler (or a superuser) may decide now."""
+
+
+class NeedsAPerson(PermissionDenied):
+    """An escalation that needs several reviews takes each from a named person."""
+
+
+def panel_reviews_needed(proposal: Proposal) -> int:
+    """How many reviews an escalation of `proposal` will need (its panel's setting now)."""
+    return Panel.objects.values_list("reviews_needed", flat=True).get(pk=proposal.panel_id)
 
 
 def escalation_decide(
@@ -166,14 +237,51 @@ def escalation_decide(
     marks: list[tuple[object, object]] | None = None,
     tags: list[object] | None = None,
     wrong_reason: list[object] | None = None,
-) -> Decision | DecisionAudit:
-    """Sign a reviewer's decision. A browser reviewer must hold the claim (or it must be open).
+) -> Decision | DecisionAudit | None:
+    """`escalation_review`'s outcome: the decision (or an audit's verdict), or None while
+    reviews are awaited or disagree."""
+    return escalation_review(
+        escalation_id=escalation_id,
+        outcome=outcome,
+        rationale=rationale,
+        user=user,
+        decided_by_name=decided_by_name,
+        marks=marks,
+        tags=tags,
+        wrong_reason=wrong_reason,
+    ).decision
+
+
+def escalation_review(
+    *,
+    escalation_id: int,
+    outcome: str,
+    rationale: str,
+    user=None,
+    decided_by_name: str,
+    marks: list[tuple[object, object]] | None = None,
+    tags: list[object] | None = None,
+    wrong_reason: list[object] | None = None,
+) -> ReviewResult:
+    """A reviewer's verdict: the decision itself, or one of the reviews it needs.
+
+    With one review needed (the default) the verdict is signed as the decision
+    at once; a browser reviewer must hold the claim (or it must be open). With
+    several, it is signed as the reviewer's own review: agreeing reviews make
+    the decision, which names each of them; disagreeing ones send the
+    escalation to reconcile, which only a reconciler decides.
 
     ``marks`` ((claim id, mark) pairs), ``tags`` and ``wrong_reason`` (lens
-    names) are checked by services.annotations and signed with it; an
-    ``AnnotationError`` names what does not fit, and nothing is written.
-    An audit escalation is answered with a signed ``DecisionAudit`` instead
-    (services.audits): the automatic decision it audits stands.
+    names) are checked by services.annotations before anything is written (an
+    ``AnnotationError`` names what does not fit). Each review signs its own
+    reviewer's. The decision signs, and its ``ClaimMark``/tag rows restate,
+    those of the act that decided: the single reviewer's, the reconciler's, or
+    for agreeing reviews those of the review that completed the agreement (the
+    last one given); the earlier reviewers' stay in their own signed reviews.
+
+    An audit escalation always takes one verdict, whatever ``reviews_needed``
+    says, signed as a ``DecisionAudit`` (services.audits): the automatic
+    decision it audits stands.
     """
     if user is not None:  # a `review` token has no user; its scope was checked
         _ensure_may_sign(user)
@@ -182,49 +290,153 @@ def escalation_decide(
     if outcome not in Decision.Outcome.values:
         raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")
     with transaction.atomic():
-        # Row lock: two reviewers deciding at once are serialised here, and
-        # the second finds the escalation resolved.
+        # Row lock: reviewers submitting at once are serialised here, so the
+        # count of reviews each one sees is final and only one signs the
+        # decision; the next finds the escalation resolved.
         escalation = (
             Escalation.objects.select_for_update().select_related("proposal").get(pk=escalation_id)
         )
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
-        claim_live = (
-            escalation.status == Escalation.Status.CLAIMED
-            and escalation.claimed_at >= _claim_expiry_cutoff()
-        )
-        if claim_live and (user is None or escalation.claimed_by_id != user.pk):
-            raise ClaimHeldByOther(_holder_name(escalation))
-        if is_audit(escalation):
-            # The machine's decision stands: the verdict is signed beside it.
-            return audit_verdict_sign(
-                escalation=escalation,
-                outcome=outcome,
-                rationale=rationale,
-                user=user,
-                decided_by_name=decided_by_name,
-            )
-        annotations = annotations_validate(
+        needed = escalation.reviews_needed
+        # Checked where each flow has passed its permission and claim checks.
+        annotated = partial(
+            annotations_validate,
             proposal=escalation.proposal,
             outcome=outcome,
             marks=marks,
             tags=tags,
             wrong_reason=wrong_reason,
         )
-        escalation.status = Escalation.Status.RESOLVED
-        escalation.resolved_at = timezone.now()
-        escalation.search = None  # only open escalations are searched
-        escalation.save(update_fields=["status", "resolved_at", "search"])
-        Proposal.objects.filter(pk=escalation.proposal_id).update(
-            status=Proposal.Status.DECIDED, updated_at=timezone.now()
+        if escalation.status == Escalation.Status.RECONCILE:
+            if not may_reconcile(user):
+                raise NotAReconciler(
+                    "the reviewers disagree: only a member of the reconcilers group can decide"
+                )
+            reviews = list(escalation.reviews.order_by("id"))
+            decision = _resolve(
+                escalation,
+                outcome,
+                rationale,
+                user,
+                decided_by_name,
+                reviews=reviews,
+                annotations=annotated(),
+            )
+            return ReviewResult("decided", len(reviews), needed, decision)
+        if needed <= 1 or is_audit(escalation):
+            claim_live = (
+                escalation.status == Escalation.Status.CLAIMED
+                and escalation.claimed_at >= _claim_expiry_cutoff()
+            )
+            if claim_live and (user is None or escalation.claimed_by_id != user.pk):
+                raise ClaimHeldByOther(_holder_name(escalation))
+            if is_audit(escalation):
+                # The machine's decision stands: the verdict is signed beside it.
+                audit = audit_verdict_sign(
+                    escalation=escalation,
+                    outcome=outcome,
+                    rationale=rationale,
+                    user=user,
+                    decided_by_name=decided_by_name,
+                )
+                return ReviewResult("decided", 1, 1, audit)
+            decision = _resolve(
+                escalation, outcome, rationale, user, decided_by_name, annotations=annotated()
+            )
+            return ReviewResult("decided", 1, 1, decision)
+        return _review(escalation, outcome, rationale, user, decided_by_name, annotated)
+
+
+def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
+    if user is None:
+        raise NeedsAPerson(
+            f"this escalation needs {escalation.reviews_needed} reviews, each by a person: "
+            "use a personal token (create_api_token NAME --scopes review --user USERNAME)"
         )
-        return decision_append(
-            proposal=escalation.proposal,
-            outcome=outcome,
-            basis=Decision.Basis.REVIEWER,
-            rationale=rationale,
-            decided_by_user=user,
-            decided_by_name=decided_by_name,
-            escalation=escalation,
+    if escalation.reviews.filter(reviewer=user).exists():
+        raise AlreadyReviewed(f"{name} already reviewed escalation {escalation.pk}")
+    held_by_others = [
+        c.user.get_username()
+        for c in escalation.review_claims.filter(claimed_at__gte=_claim_expiry_cutoff())
+        .exclude(user=user)
+        .select_related("user")
+    ]
+    mine = escalation.review_claims.filter(user=user).exists()
+    if not mine and len(held_by_others) + escalation.reviews.count() >= escalation.reviews_needed:
+        # Every place left is held by someone else: the last review is theirs to give.
+        raise ClaimHeldByOther(", ".join(held_by_others))
+    annotations = annotated()
+    review_create(
+        escalation=escalation,
+        user=user,
+        reviewer_name=name,
+        outcome=outcome,
+        rationale=rationale,
+        annotations=annotations_payload(annotations),
+    )
+    reviews = list(escalation.reviews.order_by("id"))
+    needed = escalation.reviews_needed
+    webhook_record_review_submitted(escalation=escalation, reviews=len(reviews))
+    ReviewClaim.objects.filter(escalation=escalation, user=user).delete()
+    if len(reviews) < needed:
+        _claims_end(escalation, user)
+        return ReviewResult("awaiting_reviews", len(reviews), needed)
+    if len({r.outcome for r in reviews}) == 1:
+        # The review that completed the agreement decides: its annotations are the decision's.
+        decision = _resolve(
+            escalation,
+            outcome,
+            "\n\n".join(f"{r.reviewer_name}: {r.rationale}" for r in reviews),
+            user,
+            ", ".join(r.reviewer_name for r in reviews),
+            reviews=reviews,
             annotations=annotations,
         )
+        return ReviewResult("decided", len(reviews), needed, decision)
+    escalation.status = Escalation.Status.RECONCILE
+    escalation.reasons = [*escalation.reasons, Escalation.Reason.REVIEWERS_DISAGREE.value]
+    escalation.claimed_by = None
+    escalation.claimed_at = None
+    escalation.save(update_fields=["status", "reasons", "claimed_by", "claimed_at"])
+    webhook_record_reconcile(escalation=escalation)
+    return ReviewResult("reconcile", len(reviews), needed)
+
+
+def _claims_end(escalation: Escalation, user) -> None:
+    """A reviewer who gave their review holds the escalation no more."""
+    if escalation.claimed_by_id == user.pk:
+        escalation.status = Escalation.Status.OPEN
+        escalation.claimed_by = None
+        escalation.claimed_at = None
+        escalation.save(update_fields=["status", "claimed_by", "claimed_at"])
+
+
+def _resolve(
+    escalation,
+    outcome,
+    rationale,
+    user,
+    decided_by_name,
+    *,
+    reviews=None,
+    annotations: Annotations | None = None,
+) -> Decision:
+    escalation.status = Escalation.Status.RESOLVED
+    escalation.resolved_at = timezone.now()
+    escalation.search = None  # only open escalations are searched
+    escalation.save(update_fields=["status", "resolved_at", "search"])
+    Proposal.objects.filter(pk=escalation.proposal_id).update(
+        status=Proposal.Status.DECIDED, updated_at=timezone.now()
+    )
+    return decision_append(
+        proposal=escalation.proposal,
+        outcome=outcome,
+        basis=Decision.Basis.REVIEWER,
+        rationale=rationale,
+        decided_by_user=user,
+        decided_by_name=decided_by_name,
+        escalation=escalation,
+        reviews=None if reviews is None else reviews_named(reviews),
+        annotations=annotations,
+    )

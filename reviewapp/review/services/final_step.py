@@ -15,6 +15,7 @@ from reviewapp.webhooks.events import webhook_record_escalated
 
 from ..models import Escalation, Proposal
 from ..search import escalation_search_vector
+from .escalations import panel_reviews_needed
 
 ERROR_LIMIT = 2000
 
@@ -58,6 +59,7 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         escalation = Escalation.objects.create(
             proposal=proposal,
             reasons=[Escalation.Reason.FINAL_STEP_FAILED.value],
+            reviews_needed=panel_reviews_needed(proposal),
             search=escalation_search_vector(proposal.pk),
             detail={
                 "explanation": (

@@ -6,6 +6,7 @@ from django.db import transaction
 from reviewapp.core.quorum import Quorum, QuorumError
 
 from ..models import CheckerConfig, Lens, Panel, PanelLens
+from ..models.panel import MAX_REVIEWS_NEEDED
 
 
 def panel_quorum_error(*, need: int, lenses: list[Lens]) -> str | None:
@@ -28,6 +29,7 @@ def panel_configure(
     grounding_policy: str = "reject",
     requires_sign_off: bool = False,
     external_deadline_seconds: int = 3600,
+    reviews_needed: int = 1,
     audit_rate: int | None = None,
 ) -> Panel:
     """Create or update a panel; refuses what `core.quorum` refuses, writing nothing.
@@ -38,6 +40,10 @@ def panel_configure(
     refusal = panel_quorum_error(need=need, lenses=lenses)
     if refusal:
         raise ValidationError({"need": refusal})
+    if not 1 <= reviews_needed <= MAX_REVIEWS_NEEDED:
+        raise ValidationError(
+            {"reviews_needed": f"reviews_needed must be 1 to {MAX_REVIEWS_NEEDED}"}
+        )
     if audit_rate is not None and not 0 <= audit_rate <= 100:
         raise ValidationError({"audit_rate": "the audit rate is a percentage, 0 to 100"})
     panel = Panel.objects.select_for_update().filter(name=name).first() or Panel(name=name)
@@ -55,6 +61,7 @@ def panel_configure(
     panel.grounding_policy = grounding_policy
     panel.requires_sign_off = requires_sign_off
     panel.external_deadline_seconds = external_deadline_seconds
+    panel.reviews_needed = reviews_needed
     if audit_rate is not None:
         panel.audit_rate = audit_rate
     if changed and panel.pk:

@@ -14,7 +14,13 @@ from ..models import ApiClient, AwaitedLens, Lens, Proposal
 
 
 def sees_everything(client: ApiClient | None) -> bool:
-    return client is None or ApiClient.Scope.READ_ALL in (client.scopes or [])
+    # A personal token sees what its reviewer sees in the pages: everything
+    # (the API refuses it once its user may no longer review).
+    return (
+        client is None
+        or client.user_id is not None
+        or ApiClient.Scope.READ_ALL in (client.scopes or [])
+    )
 
 
 def visible_q(client: ApiClient | None, *, prefix: str = "") -> Q:

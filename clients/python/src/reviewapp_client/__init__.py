@@ -36,13 +36,20 @@ from .models import (
     Progress,
     Proposal,
     ProposalSummary,
+    Review,
+    ReviewStatus,
     Submitted,
     Tally,
     UnresolvedCite,
     Webhook,
 )
 from .pagination import AsyncPager, SyncPager
-from .verify import VerificationError, verify_decision, verify_webhook
+from .verify import (
+    VerificationError,
+    verify_decision,
+    verify_decision_reviews,
+    verify_webhook,
+)
 
 __all__ = [
     "FINAL",
@@ -76,6 +83,8 @@ __all__ = [
     "ProposalSummary",
     "RateLimitError",
     "RequestTooLargeError",
+    "Review",
+    "ReviewStatus",
     "ReviewappError",
     "Submitted",
     "SyncPager",
@@ -86,5 +95,6 @@ __all__ = [
     "WaitTimeout",
     "Webhook",
     "verify_decision",
+    "verify_decision_reviews",
     "verify_webhook",
 ]

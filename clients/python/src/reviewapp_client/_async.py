@@ -22,6 +22,7 @@ from .models import (
     Judgement,
     Proposal,
     ProposalSummary,
+    ReviewStatus,
     Submitted,
     Webhook,
 )
@@ -240,12 +241,16 @@ class AsyncClient:
         tags: list[str] | None = None,
         wrong_reason: list[str] | None = None,
         timeout: float | None = None,
-    ) -> Decision:
+    ) -> Decision | ReviewStatus:
         """Decide an escalation ("approved" or "rejected"; needs the `review` scope).
         `claims` maps claim ids to "correct" / "incorrect" / "irrelevant"; `tags`
         are admin-defined tag names; `wrong_reason` names lenses whose verdict
-        matched for the wrong reason. All are signed with the decision.
-        The answer is the signed decision. A decided escalation is a ConflictError."""
+        matched for the wrong reason. All are signed with the decision (or, where
+        the panel needs several reviews, with this person's review).
+        The answer is the signed decision, or, where the panel needs several reviews
+        and this one decided nothing yet, a ReviewStatus ("awaiting_reviews" or
+        "reconcile"). A decided escalation, or a second review by the same person,
+        is a ConflictError."""
         request = self._core.decide(
             escalation_id,
             outcome=outcome,

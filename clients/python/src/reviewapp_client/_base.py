@@ -35,6 +35,7 @@ from .models import (
     Page,
     Proposal,
     ProposalSummary,
+    ReviewStatus,
     ShapeError,
     Submitted,
     Webhook,
@@ -305,7 +306,7 @@ class Core:
         claims: Mapping[int, str] | None = None,
         tags: list[str] | None = None,
         wrong_reason: list[str] | None = None,
-    ) -> Request[Decision]:
+    ) -> Request[Decision | ReviewStatus]:
         body: dict[str, Any] = {"outcome": outcome, "rationale": rationale}
         if claims:
             body["claims"] = [{"claim": c, "mark": m} for c, m in claims.items()]
@@ -316,7 +317,12 @@ class Core:
         return Request(
             "POST",
             f"/api/escalations/{_id(escalation_id)}/decision",
-            lambda a: Decision.from_api(_object(a)),
+            # 202: one of several reviews, deciding nothing yet; 201: the decision.
+            lambda a: (
+                ReviewStatus.from_api(_object(a))
+                if "status" in _object(a)
+                else Decision.from_api(_object(a))
+            ),
             idempotent=False,  # a repeat is a 409: the escalation is already decided
             json=body,
         )

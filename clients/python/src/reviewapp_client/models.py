@@ -335,6 +335,50 @@ class ClaimMark:
 
 
 @dataclass(frozen=True)
+class Review:
+    """One reviewer's signed review that a decision rests on (its `hash` is named in the
+    decision's signed payload); check them with `verify_decision_reviews`."""
+
+    id: int
+    reviewer: str
+    outcome: str
+    payload: str
+    signature: str
+    key_id: str
+    hash: str
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str = "review") -> Review:
+        return cls(
+            id=req(data, "id", int, at=at),
+            reviewer=req(data, "reviewer", str, at=at),
+            outcome=req(data, "outcome", str, at=at),
+            payload=req(data, "payload", str, at=at),
+            signature=req(data, "signature", str, at=at),
+            key_id=req(data, "key_id", str, at=at),
+            hash=req(data, "hash", str, at=at),
+        )
+
+
+@dataclass(frozen=True)
+class ReviewStatus:
+    """A review was taken but decided nothing yet: `status` is "awaiting_reviews"
+    (more reviews are needed) or "reconcile" (they disagree; a reconciler decides)."""
+
+    status: str
+    reviews: int
+    reviews_needed: int
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str = "review status") -> ReviewStatus:
+        return cls(
+            status=req(data, "status", str, at=at),
+            reviews=req(data, "reviews", int, at=at),
+            reviews_needed=req(data, "reviews_needed", int, at=at),
+        )
+
+
+@dataclass(frozen=True)
 class Decision:
     """A signed decision. `payload` is the exact signed bytes (RFC 8785 JSON);
     check it with `verify_decision(decision, keys)` against keys you pinned."""
@@ -356,6 +400,7 @@ class Decision:
     claims: list[ClaimMark] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     wrong_reason: list[str] = field(default_factory=list)
+    reviews: list[Review] = field(default_factory=list)
 
     @property
     def approved(self) -> bool:
@@ -380,6 +425,7 @@ class Decision:
             claims=items(data, "claims", ClaimMark.from_api, at=at, required=False),
             tags=opt(data, "tags", list, at=at, default=[]),
             wrong_reason=opt(data, "wrong_reason", list, at=at, default=[]),
+            reviews=items(data, "reviews", Review.from_api, at=at, required=False),
         )
 
 

@@ -1,0 +1,167 @@
+"""One reviewer's signed review, and what a decision resting on reviews says about them."""
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, F
+from django.utils import timezone
+
+from reviewapp.core.signing import sha256_hex
+
+from ..keys import server_signer
+from ..models import Decision, Escalation, Review, ReviewClaim
+
+REVIEW_PAYLOAD_TYPE = "reviewapp.review/v1"
+_CORE_KEYS = frozenset(
+    {"type", "proposal", "escalation", "reviewer", "outcome", "rationale", "reviewed_at"}
+)
+
+
+def review_payload(
+    *,
+    escalation: Escalation,
+    reviewer_name: str,
+    outcome: str,
+    rationale: str,
+    reviewed_at: str,
+    annotations: dict,
+) -> dict:
+    """The dict that gets canonicalised and signed. `annotations` (claim marks, tags) are
+    signed beside the verdict under their own keys; they may not restate a core key."""
+    clash = sorted(_CORE_KEYS & set(annotations))
+    if clash:
+        raise ValueError(f"annotations may not use the keys {', '.join(clash)}")
+    proposal = escalation.proposal
+    return {
+        **annotations,
+        "type": REVIEW_PAYLOAD_TYPE,
+        "proposal": {"id": proposal.pk, "content_sha256": proposal.content_sha256},
+        "escalation": {"id": escalation.pk, "reasons": escalation.reasons},
+        "reviewer": reviewer_name,
+        "outcome": outcome,
+        "rationale": rationale,
+        "reviewed_at": reviewed_at,
+    }
+
+
+def review_create(
+    *,
+    escalation: Escalation,
+    user,
+    reviewer_name: str,
+    outcome: str,
+    rationale: str,
+    annotations: dict | None = None,
+) -> Review:
+    """Sign and store a review. The caller holds the escalation's row lock; the
+    database refuses a second review by the same person (IntegrityError)."""
+    annotations = dict(annotations or {})
+    payload = review_payload(
+        escalation=escalation,
+        reviewer_name=reviewer_name,
+        outcome=outcome,
+        rationale=rationale,
+        reviewed_at=timezone.now().isoformat(),
+        annotations=annotations,
+    )
+    signed = server_signer().sign(payload)
+    return Review.objects.create(
+        escalation=escalation,
+        reviewer=user,
+        reviewer_name=reviewer_name,
+        outcome=outcome,
+        rationale=rationale,
+        annotations=annotations,
+        payload=signed.payload_bytes.decode(),
+        signature=signed.signature_b64,
+        key_id=signed.key_id,
+        hash=sha256_hex(signed.payload_bytes),
+    )
+
+
+def reviews_named(reviews: list[Review]) -> list[dict]:
+    """How a decision names the reviews it rests on, inside its signed payload."""
+    return [
+        {"reviewer": r.reviewer_name, "outcome": r.outcome, "review_sha256": r.hash}
+        for r in reviews
+    ]
+
+
+def reviews_visible_to(escalation: Escalation, user, *, may_reconcile: bool) -> bool:
+    """Blind review: others' reviews show once `user` has given theirs, the escalation
+    is decided, or `user` reconciles."""
+    if escalation.status == Escalation.Status.RESOLVED or may_reconcile:
+        return True
+    return user is not None and escalation.reviews.filter(reviewer=user).exists()
+
+
+@dataclass(frozen=True)
+class ReviewerProgress:
+    username: str
+    today: int  # verdicts given since midnight (server time zone)
+    week: int  # since Monday
+    holding: int  # open escalations they hold now
+    agreed: int  # of their reviews on decided escalations, those the decision agrees with
+    judged: int  # their reviews on decided escalations
+
+    @property
+    def agreement(self) -> str:
+        return f"{round(100 * self.agreed / self.judged)}%" if self.judged else "–"
+
+
+def reviewer_progress(*, users) -> list[ReviewerProgress]:
+    """Per reviewer: verdicts given today and this week (a review, or a one-review
+    decision), escalations held now, and agreement of their reviews with the final
+    decisions. A few aggregate queries, whatever the number of rows."""
+    now = timezone.localtime()
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    week = today - timedelta(days=today.weekday())
+    ids = [u.pk for u in users]
+
+    def counted(rows, user_field: str, since) -> dict[int, int]:
+        return dict(
+            rows.filter(**{f"{user_field}__in": ids}, created_at__gte=since)
+            .order_by()
+            .values_list(user_field)
+            .annotate(n=Count("id"))
+        )
+
+    # A decision is its signer's verdict unless it was made by their own review
+    # (the last of agreeing reviews), which is counted already.
+    solo = Decision.objects.filter(basis=Decision.Basis.REVIEWER).exclude(
+        escalation__reviews__reviewer=F("decided_by")
+    )
+    counts = {
+        "today": (counted(Review.objects, "reviewer", today), counted(solo, "decided_by", today)),
+        "week": (counted(Review.objects, "reviewer", week), counted(solo, "decided_by", week)),
+    }
+    cutoff = now - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
+    holding = Counter(
+        Escalation.objects.filter(
+            status=Escalation.Status.CLAIMED, claimed_by__in=ids, claimed_at__gte=cutoff
+        ).values_list("claimed_by", flat=True)
+    ) + Counter(
+        ReviewClaim.objects.filter(user__in=ids, claimed_at__gte=cutoff).values_list(
+            "user", flat=True
+        )
+    )
+    decided = Review.objects.filter(
+        reviewer__in=ids, escalation__status=Escalation.Status.RESOLVED
+    ).values("reviewer", "outcome", "escalation__proposal__decision__outcome")
+    judged, agreed = Counter(), Counter()
+    for row in decided:
+        judged[row["reviewer"]] += 1
+        agreed[row["reviewer"]] += row["outcome"] == row["escalation__proposal__decision__outcome"]
+    return [
+        ReviewerProgress(
+            username=u.get_username(),
+            today=sum(c.get(u.pk, 0) for c in counts["today"]),
+            week=sum(c.get(u.pk, 0) for c in counts["week"]),
+            holding=holding[u.pk],
+            agreed=agreed[u.pk],
+            judged=judged[u.pk],
+        )
+        for u in users
+    ]

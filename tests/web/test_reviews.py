@@ -1,0 +1,133 @@
+"""The adjudication card of an escalation that needs several reviews: blind, then shown."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from reviewapp.review.models import Escalation
+from reviewapp.review.services.escalations import escalation_claim, escalation_review
+from tests.api.conftest import evaluated
+from tests.factories import ReconcilerFactory, ReviewerFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_needed() -> Escalation:
+    proposal = evaluated("Close account 7731.", requires_sign_off=True, reviews_needed=2)
+    return Escalation.objects.get(proposal=proposal)
+
+
+def page(user, escalation) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.get(reverse("proposal_detail", args=[escalation.proposal_id])).content.decode()
+
+
+def decide(user, escalation, outcome="approved"):
+    client = Client()
+    client.force_login(user)
+    return client.post(
+        reverse("escalation_decide", args=[escalation.pk]),
+        {
+            "outcome": outcome,
+            "rationale": f"{user.username} says {outcome}, secret-{user.username}",
+        },
+    )
+
+
+def test_a_reviewer_does_not_see_anothers_review_before_giving_theirs(two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    decide(ann, two_needed)
+
+    html = page(ben, two_needed)
+
+    assert "1 of 2" in html
+    assert "hidden until you have submitted yours" in html
+    assert "secret-ann" not in html
+    assert 'id="approve-btn"' in html  # no claim needed to give a review
+
+
+def test_a_reviewer_sees_the_others_review_once_theirs_is_in(two_needed):
+    ann, ben, cal = (ReviewerFactory(username=n) for n in ("ann", "ben", "cal"))
+    two_needed.reviews_needed = 3
+    two_needed.save(update_fields=["reviews_needed"])
+    decide(ann, two_needed)
+    decide(ben, two_needed)
+
+    html = page(ben, two_needed)
+
+    assert "secret-ann" in html and "secret-ben" in html
+    assert "You already reviewed" in html
+    assert 'id="approve-btn"' not in html
+
+
+def test_agreeing_reviews_through_the_page_decide_and_list_both(two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    decide(ann, two_needed)
+    decide(ben, two_needed)
+
+    html = page(ann, two_needed)
+
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RESOLVED
+    assert 'data-reviewer="ann"' in html and 'data-reviewer="ben"' in html
+
+
+def test_a_reviewer_outside_the_reconcilers_cannot_decide_a_reconcile(two_needed):
+    decide(ReviewerFactory(username="ann"), two_needed, "approved")
+    decide(ReviewerFactory(username="ben"), two_needed, "rejected")
+    cal = ReviewerFactory(username="cal")
+
+    response = decide(cal, two_needed)
+
+    assert response.status_code == 403
+    assert "reconcilers" in response.content.decode()
+    assert "secret-ann" not in page(cal, two_needed)
+
+
+def test_a_reconciler_sees_every_review_and_decides(two_needed):
+    decide(ReviewerFactory(username="ann"), two_needed, "approved")
+    decide(ReviewerFactory(username="ben"), two_needed, "rejected")
+    rex = ReconcilerFactory(username="rex")
+
+    html = page(rex, two_needed)
+    assert "secret-ann" in html and "secret-ben" in html
+    decide(rex, two_needed, "rejected")
+
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RESOLVED
+    assert two_needed.proposal.decision.decided_by_name == "rex"
+
+
+def test_the_inbox_lists_an_escalation_in_reconcile(two_needed):
+    escalation_review(
+        escalation_id=two_needed.pk,
+        outcome="approved",
+        rationale="yes",
+        user=ReviewerFactory(username="ann"),
+        decided_by_name="ann",
+    )
+    escalation_review(
+        escalation_id=two_needed.pk,
+        outcome="rejected",
+        rationale="no",
+        user=ReviewerFactory(username="ben"),
+        decided_by_name="ben",
+    )
+    client = Client()
+    client.force_login(ReconcilerFactory(username="rex"))
+
+    html = client.get(reverse("inbox")).content.decode()
+
+    assert reverse("proposal_detail", args=[two_needed.proposal_id]) in html
+
+
+def test_a_second_reviewer_can_claim_while_the_first_holds_a_place(two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    escalation_claim(escalation_id=two_needed.pk, user=ann)
+
+    html = page(ben, two_needed)
+
+    assert "ann holds a place now" in html
+    assert 'id="claim-btn"' in html

@@ -1,0 +1,66 @@
+"""My tokens: a reviewer makes, sees and revokes their personal API tokens."""
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from reviewapp.review.models import ApiClient
+from reviewapp.review.services.clients import api_client_for_token
+from tests.factories import ReviewerFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ann_client():
+    client = Client()
+    client.force_login(ReviewerFactory(username="ann"))
+    return client
+
+
+def test_creating_a_token_shows_it_once_and_binds_it_to_the_reviewer(ann_client):
+    html = ann_client.post(reverse("my_tokens"), {"name": "laptop"}).content.decode()
+
+    token = re.search(r'<pre class="code-block" id="new-token">([^<]+)</pre>', html).group(1)
+    client = api_client_for_token(token)
+    assert (client.name, client.user.username, client.scopes) == ("ann/laptop", "ann", ["review"])
+    assert token not in ann_client.get(reverse("my_tokens")).content.decode()
+
+
+def test_a_blank_token_name_is_400_and_creates_nothing(ann_client):
+    response = ann_client.post(reverse("my_tokens"), {"name": "  "})
+
+    assert response.status_code == 400
+    assert not ApiClient.objects.exists()
+
+
+def test_a_reviewer_sees_only_their_own_tokens(ann_client):
+    ann_client.post(reverse("my_tokens"), {"name": "laptop"})
+    other = Client()
+    other.force_login(ReviewerFactory(username="ben"))
+
+    assert "ann/laptop" not in other.get(reverse("my_tokens")).content.decode()
+
+
+def test_revoking_a_token_ends_it(ann_client):
+    ann_client.post(reverse("my_tokens"), {"name": "laptop"})
+    client = ApiClient.objects.get()
+
+    ann_client.post(reverse("my_token_revoke", args=[client.pk]))
+
+    client.refresh_from_db()
+    assert client.revoked_at is not None
+
+
+def test_nobody_revokes_anothers_token(ann_client):
+    ann_client.post(reverse("my_tokens"), {"name": "laptop"})
+    client = ApiClient.objects.get()
+    other = Client()
+    other.force_login(ReviewerFactory(username="ben"))
+
+    other.post(reverse("my_token_revoke", args=[client.pk]))
+
+    client.refresh_from_db()
+    assert client.revoked_at is None
