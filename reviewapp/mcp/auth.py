@@ -13,6 +13,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 
+from reviewapp.review.access import may_sign_decisions
 from reviewapp.review.models import ApiClient
 from reviewapp.review.rate_limit import RateLimitExceeded, rate_limit_count
 from reviewapp.review.services.clients import (
@@ -36,8 +37,12 @@ class ApiTokenVerifier:
 
 def _live_client(token: str) -> ApiClient | None:
     client = api_client_for_token(token)
-    if client is not None:
-        api_client_touch(client)
+    if client is None:
+        return None
+    # As the REST API: a personal token dies with its user's right to review.
+    if client.user_id is not None and not may_sign_decisions(client.user):
+        return None
+    api_client_touch(client)
     return client
 
 

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from reviewapp.review import access
 from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Proposal
 from reviewapp.review.services.visibility import client_may_see, sees_everything
 from reviewapp.serializers import escalation_why
@@ -209,8 +210,14 @@ def _subscribed(event_type: str) -> list[Endpoint]:
     # and the active endpoints are few.
     endpoints = Endpoint.objects.filter(
         disabled_at__isnull=True, client__revoked_at__isnull=True
-    ).select_related("client")
-    return [e for e in endpoints if event_type in e.events]
+    ).select_related("client__user")
+    # A personal token's endpoint hears nothing once its user may no longer review.
+    return [
+        e
+        for e in endpoints
+        if event_type in e.events
+        and (e.client.user_id is None or access.may_sign_decisions(e.client.user))
+    ]
 
 
 def _watchers(event_type: str, proposal: Proposal) -> list[Endpoint]:

@@ -5,6 +5,8 @@ import pytest
 from django.utils import timezone
 
 from reviewapp.review.models import ApiClient, Proposal
+from reviewapp.review.services.clients import api_client_create
+from tests.factories import ReviewerFactory
 from tests.mcp.conftest import call, error_text
 from tests.webhooks.helpers import api_client, one_lens_panel, run_pipeline
 
@@ -96,3 +98,13 @@ def test_a_token_without_the_tools_scope_is_refused(server, scopes, tool, argume
     result = call(server, token, tool, arguments)
 
     assert error_text(result) == f"this token lacks the '{needed}' scope, which this tool needs"
+
+
+def test_a_personal_token_whose_user_may_no_longer_review_is_401(server):
+    ann = ReviewerFactory(username="ann-mcp")
+    _, token = api_client_create(name="ann/agent", scopes=["review"], user=ann)
+    assert post_mcp(server, {"Authorization": f"Bearer {token}"}).status_code == 200
+
+    ann.groups.clear()
+
+    assert post_mcp(server, {"Authorization": f"Bearer {token}"}).status_code == 401

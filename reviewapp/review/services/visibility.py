@@ -10,17 +10,17 @@ decisions, evidence, webhook events) is visible exactly when its proposal is.
 
 from django.db.models import Q, QuerySet
 
+from .. import access
 from ..models import ApiClient, AwaitedLens, Lens, Proposal
 
 
 def sees_everything(client: ApiClient | None) -> bool:
-    # A personal token sees what its reviewer sees in the pages: everything
-    # (the API refuses it once its user may no longer review).
-    return (
-        client is None
-        or client.user_id is not None
-        or ApiClient.Scope.READ_ALL in (client.scopes or [])
-    )
+    # A personal token sees what its reviewer sees in the pages: everything,
+    # while its user may review. Asked here too, not only by the API's
+    # authentication: webhooks and MCP reach this without passing through it.
+    if client is not None and client.user_id is not None:
+        return access.may_sign_decisions(client.user)
+    return client is None or ApiClient.Scope.READ_ALL in (client.scopes or [])
 
 
 def visible_q(client: ApiClient | None, *, prefix: str = "") -> Q:
