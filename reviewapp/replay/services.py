@@ -129,6 +129,24 @@ def describe(draft: dict) -> str:
 
 
 @transaction.atomic
+def _refuse_endpoint_change_without_lens_rights(user, lens_changes: dict[int, dict], members):
+    """A drafted endpoint receives the lens's API key when the replay runs, so only someone
+    who may change the lens itself (and could point it there for real) may draft one."""
+    if user is None or user.has_perm("review.change_lens"):
+        return
+    by_id = {lens.pk: lens for lens in members}
+    for lens_id, changes in lens_changes.items():
+        lens = by_id.get(lens_id)
+        if lens is not None and "base_url" in changes and changes["base_url"] != lens.base_url:
+            raise ValidationError(
+                {
+                    "base_url": f"Changing the endpoint of lens {lens.name!r} in a replay sends "
+                    "its API key to the new address, so it needs the permission to change "
+                    "lenses; ask an admin who has it, or replay without changing the endpoint."
+                }
+            )
+
+
 def replay_plan(
     *,
     panel: Panel,
@@ -152,6 +170,7 @@ def replay_plan(
         Quorum(need, [lens.name for lens in members])
     except QuorumError as exc:
         raise ValidationError({"need": str(exc)}) from exc
+    _refuse_endpoint_change_without_lens_rights(user, lens_changes or {}, members)
     chosen = _proposals(panel, source, size)
     if not chosen:
         where = "the regression set" if source == Replay.Source.REGRESSION else "human decisions"

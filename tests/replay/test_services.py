@@ -1,13 +1,14 @@
 """Planning a replay: which proposals, both configurations, the calls it would make."""
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.exceptions import ValidationError
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.replay.models import RegressionCase, Replay, ReplayCase
 from reviewapp.replay.services import regression_case_add, replay_cancel, replay_plan, replay_start
 from reviewapp.review.models import Decision, Lens
-from tests.factories import LensFactory
+from tests.factories import LensFactory, UserFactory
 from tests.replay.builders import human_decided, split_panel
 from tests.web.builders import judgement, run_panel
 
@@ -125,3 +126,39 @@ def test_planning_starting_and_cancelling_are_audited(django_capture_on_commit_c
     assert notes == ["create", "trial", "update"]
     assert Replay.objects.get(pk=replay.pk).status == Replay.Status.CANCELLED
     assert Decision.objects.count() == 1  # the human's, and nothing more
+
+
+def _planner(*, may_change_lenses: bool):
+    user = UserFactory(is_staff=True)
+    codenames = ["add_replay"] + (["change_lens"] if may_change_lenses else [])
+    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def test_drafting_a_new_endpoint_needs_the_right_to_change_lenses_as_it_receives_the_key():
+    panel = split_panel()
+    human_decided(panel, 1, "approved")
+    accuracy, _ = panel.ordered_lenses()
+
+    with pytest.raises(ValidationError, match="API key"):
+        replay_plan(
+            panel=panel,
+            user=_planner(may_change_lenses=False),
+            lens_changes={accuracy.pk: {"base_url": "https://elsewhere.example/v1"}},
+        )
+    assert not Replay.objects.exists()
+
+
+def test_someone_who_may_change_lenses_may_draft_a_new_endpoint():
+    panel = split_panel()
+    human_decided(panel, 1, "approved")
+    accuracy, _ = panel.ordered_lenses()
+
+    replay = replay_plan(
+        panel=panel,
+        user=_planner(may_change_lenses=True),
+        lens_changes={accuracy.pk: {"base_url": "https://elsewhere.example/v1"}},
+    )
+
+    (draft,) = [x for x in replay.draft["lenses"] if x["name"] == "accuracy"]
+    assert draft["changes"] == {"base_url": "https://elsewhere.example/v1"}
