@@ -39,7 +39,13 @@ from reviewapp.core.judging import (
     TransportError,
     judge_steps,
 )
-from reviewapp.core.judging.transport import _answer_of, _parse_retry_after, _request_body
+from reviewapp.core.judging.transport import (
+    _answer_of,
+    _parse_retry_after,
+    _request_body,
+    error_text,
+    shown_url,
+)
 
 log = logging.getLogger(__name__)
 
@@ -262,9 +268,9 @@ class AsyncChatTransport:
         except TimeoutError as exc:
             raise TransientTransportError(f"response not complete within {self.timeout}s") from exc
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:
-            raise PermanentTransportError(f"request failed: {exc!r}") from exc
+            raise PermanentTransportError(f"request failed: {error_text(exc)}") from exc
         except aiohttp.ClientError as exc:
-            raise TransientTransportError(f"transport error: {exc!r}") from exc
+            raise TransientTransportError(f"transport error: {error_text(exc)}") from exc
         finally:
             if token is not None:
                 # Given back before any retry is even considered (a retry's
@@ -333,7 +339,7 @@ async def run_judge_async(
         throttled = [t for t in (refused_since, _throttled_since(transport)) if t is not None]
         if throttled:
             raise LensFailed(
-                f"the provider at {transport.base_url} answered 429 for "
+                f"the provider at {shown_url(transport.base_url)} answered 429 for "
                 f"{refusals_for(now - min(throttled))}",
                 calls,
                 transcript,

@@ -11,6 +11,7 @@ import re
 import time
 from datetime import UTC, datetime
 from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -21,6 +22,20 @@ RESPONSE_FORMATS = ("json_schema", "json_object", "text")
 # How OpenAI-compatible servers word a refused response_format (OpenAI, vLLM,
 # llama.cpp, Ollama): the field's name or the mode's.
 _REFUSED_FORMAT = re.compile(rb"response_format|json_schema|json_object|structured output", re.I)
+
+
+def error_text(exc: BaseException) -> str:
+    """What went wrong, fit to show an API client: never the exception's repr, which for
+    aiohttp's connection errors carries the proxy's credentials (its connection key)."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def shown_url(url: str) -> str:
+    """The URL without any user:password in it, for messages a client reads."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 class TransportError(Exception):
@@ -154,11 +169,11 @@ class OpenAIChatTransport:
                         )
                 payload = b"".join(chunks)
         except httpx.TimeoutException as exc:
-            raise TransientTransportError(f"timed out: {exc!r}") from exc
+            raise TransientTransportError(f"timed out: {error_text(exc)}") from exc
         except httpx.TransportError as exc:
-            raise TransientTransportError(f"transport error: {exc!r}") from exc
+            raise TransientTransportError(f"transport error: {error_text(exc)}") from exc
         except httpx.HTTPError as exc:
-            raise PermanentTransportError(f"request failed: {exc!r}") from exc
+            raise PermanentTransportError(f"request failed: {error_text(exc)}") from exc
 
         return _answer_of(response.status_code, response.headers.get("retry-after"), payload)
 
