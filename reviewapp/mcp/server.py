@@ -26,7 +26,7 @@ from reviewapp.review.models import ApiClient
 from . import tools
 from .auth import ApiTokenVerifier, calling_client_id
 from .db import in_db
-from .watch import watch
+from .watch import Revoked, watch
 
 MAX_WAIT_SECONDS = 60
 
@@ -149,8 +149,13 @@ def build_server() -> MCPServer:
         Needs the 'read' scope."""
         client_id = await calling_client_id(ApiClient.Scope.READ)
         status = await in_db(tools.review_status, client_id=client_id, proposal_id=id)
-        if status not in tools.FINAL and (review := await watch.until_final(id, timeout_s)):
-            return review  # read by the watch for every call it woke
+        if status not in tools.FINAL:
+            try:
+                review = await watch.until_final(id, timeout_s, client_id)
+            except Revoked:
+                raise ToolError("this token was revoked while it waited") from None
+            if review:
+                return review  # read by the watch for every call it woke
         return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)

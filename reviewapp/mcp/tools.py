@@ -12,8 +12,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from reviewapp_client.verify.export import check_api_decisions
 
 from reviewapp.core.cite import ClaimInput
+from reviewapp.review.access import may_sign_decisions
 from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import Panel, Proposal
+from reviewapp.review.models import ApiClient, Panel, Proposal
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
     JudgementForbidden,
@@ -97,10 +98,20 @@ def final_reviews(proposal_ids: list[int]) -> dict[int, dict]:
 
     One read for every waiting call: a handful of queries when some are final,
     one when none is. Each waiting call was shown its proposal was visible to
-    it before it waited (`review_status`).
+    it before it waited (`review_status`); whether its token still lives is
+    asked by `live_clients` when it wakes.
     """
     final = proposals_in_detail(None).filter(pk__in=proposal_ids, status__in=FINAL)
     return {proposal.pk: _review_body(proposal) for proposal in final}
+
+
+def live_clients(client_ids: set[int]) -> set[int]:
+    """Which of these clients' tokens still work (not revoked; a personal token's user may
+    still review): one query for every call the watch wakes at once."""
+    clients = ApiClient.objects.filter(pk__in=client_ids, revoked_at__isnull=True).select_related(
+        "user"
+    )
+    return {c.pk for c in clients if c.user_id is None or may_sign_decisions(c.user)}
 
 
 def review_detail(*, client_id: int, proposal_id: int) -> dict:

@@ -8,7 +8,9 @@ so a woken call returns its review at once, without a database call of its
 own (200 woken calls queueing for `db.DB_THREADS` threads made the last of
 them return seconds late). A waiting call holds no thread and no database
 connection; it returns within about a tick of the decision's commit. The
-poll keeps one connection while anything is watched.
+poll keeps one connection while anything is watched. A call whose token was
+revoked while it waited wakes with `Revoked` instead of the review (the
+tokens of every call woken at once are checked in one query).
 """
 
 import asyncio
@@ -17,17 +19,23 @@ import logging
 import anyio
 
 from .db import Lane
-from .tools import final_reviews
+from .tools import final_reviews, live_clients
 
 TICK = 0.05
 
 log = logging.getLogger(__name__)
 
 
+class Revoked(Exception):
+    """The waiting call's token stopped working before its review became final."""
+
+
 class _Waiter:
-    def __init__(self) -> None:
+    def __init__(self, client_id: int) -> None:
+        self.client_id = client_id
         self.event = anyio.Event()
         self.review: dict | None = None
+        self.revoked = False
 
 
 class Watch:
@@ -36,10 +44,10 @@ class Watch:
         self._poller: asyncio.Task | None = None
         self._lane = Lane("mcp-watch")
 
-    async def until_final(self, proposal_id: int, timeout_s: float) -> dict | None:
+    async def until_final(self, proposal_id: int, timeout_s: float, client_id: int) -> dict | None:
         """The review (as `tools.review_detail` has it) once the proposal is final;
-        None if `timeout_s` passes first."""
-        waiter = _Waiter()
+        None if `timeout_s` passes first; `Revoked` if the client's token died meanwhile."""
+        waiter = _Waiter(client_id)
         self._waiting.setdefault(proposal_id, set()).add(waiter)
         loop = asyncio.get_running_loop()
         # A poller belongs to its loop: a server started afresh (a new loop) starts its own.
@@ -54,6 +62,8 @@ class Watch:
                 waiters.discard(waiter)
                 if not waiters:
                     del self._waiting[proposal_id]
+        if waiter.revoked:
+            raise Revoked
         return waiter.review
 
     async def _poll(self) -> None:
@@ -61,14 +71,22 @@ class Watch:
             while self._waiting:
                 try:
                     final = await self._lane.run(final_reviews, list(self._waiting))
+                    woken = {pid: self._waiting.get(pid, set()) for pid in final}
+                    clients = {w.client_id for waiters in woken.values() for w in waiters}
+                    live = await self._lane.run(live_clients, clients) if clients else set()
                 except Exception:
                     # A database outage must not end the watch: the waiters time out
                     # or the next tick finds their proposals.
                     log.warning("could not read which proposals are final", exc_info=True)
-                    final = {}
+                    final, clients, live = {}, set(), set()
                 for proposal_id, review in final.items():
                     for waiter in self._waiting.pop(proposal_id, ()):
-                        waiter.review = dict(review)
+                        # A call that began waiting during the check had its token
+                        # checked as it started.
+                        if waiter.client_id not in clients or waiter.client_id in live:
+                            waiter.review = dict(review)
+                        else:
+                            waiter.revoked = True
                         waiter.event.set()
                 await asyncio.sleep(TICK)
         finally:

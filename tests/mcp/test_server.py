@@ -5,8 +5,9 @@ import json
 import time
 
 import pytest
+from django.utils import timezone
 
-from reviewapp.review.models import CheckerConfig, Lens, Proposal
+from reviewapp.review.models import ApiClient, CheckerConfig, Lens, Proposal
 from tests.factories import CheckerFactory, LensFactory, PanelFactory
 from tests.mcp.conftest import call, call_async, error_text
 from tests.webhooks.helpers import one_lens_panel, run_pipeline
@@ -180,7 +181,32 @@ def test_wait_for_review_returns_once_the_review_is_decided(server, agent):
     assert after < 30  # returned on the decision, not at the 60 s timeout
 
 
-def _decide_when_watched(proposal):
+def test_wait_for_review_refuses_a_token_revoked_while_it_waited(server, agent):
+    panel = one_lens_panel(CONTENT)
+    proposal = Proposal.objects.get(pk=submit(server, agent[1], panel)["id"])
+
+    def revoke_then_decide():
+        _decide_when_watched(
+            proposal,
+            before=lambda: ApiClient.objects.filter(pk=agent[0].pk).update(
+                revoked_at=timezone.now()
+            ),
+        )
+
+    async def wait_while_revoked():
+        waiting = asyncio.create_task(
+            call_async(server, agent[1], "wait_for_review", {"id": proposal.pk, "timeout_s": 60})
+        )
+        await asyncio.to_thread(revoke_then_decide)
+        return await waiting
+
+    result = asyncio.run(wait_while_revoked())
+
+    assert "revoked while it waited" in error_text(result)
+    assert "decision" not in result.content[0].text
+
+
+def _decide_when_watched(proposal, before=lambda: None):
     from django.db import connections
 
     from reviewapp.mcp.watch import watch
@@ -189,6 +215,7 @@ def _decide_when_watched(proposal):
     while proposal.pk not in watch._waiting:
         assert time.monotonic() < deadline, "the call never started waiting"
         time.sleep(0.02)
+    before()
     run_pipeline(proposal)
     connections.close_all()  # this thread's own connection
 
