@@ -269,3 +269,15 @@ def test_evidence_enters_the_ledger_with_its_decision_and_once():
     kinds = list(LedgerEntry.objects.order_by("leaf_index").values_list("kind", flat=True))
     assert kinds == ["evidence", "decision"]
     assert Evidence.objects.count() == 1
+
+
+def test_the_chain_head_advances_only_to_a_decision_appended_last():
+    from reviewapp.review.models import ChainHead
+
+    decide(1)
+    head = ChainHead.objects.get()
+    evidence = Evidence.objects.get()
+    with pytest.raises(ValueError, match="only to a decision"):
+        services.ledger_append([services.evidence_entry(evidence)], advance_head=head)
+    assert LedgerEntry.objects.count() == 2
+    assert ChainHead.objects.get().last_hash == head.last_hash

@@ -4,7 +4,7 @@ import base64
 import json
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from reviewapp_client.verify.ledger import decision_facts
 
@@ -159,9 +159,9 @@ def decision_append(
         )
         annotations_store(decision=decision, annotations=annotations)
         # Same transaction: a decision exists exactly when its ledger entry does.
-        # It is sequenced here; the tree is built by the next checkpoint.
-        ledger_append([*new_entries, decision_entry(decision)], locked=True)
-        _advance_chain_head(head, decision.hash)
+        # It is sequenced here, and the head advances to it (on PostgreSQL in the
+        # same statement); the tree is built by the next checkpoint.
+        ledger_append([*new_entries, decision_entry(decision)], locked=True, advance_head=head)
         # The outbox row commits with the decision.
         webhook_record_decided(decision=decision, watchers=watchers)
         # A reviewer's decision is the human label each lens is measured against
@@ -175,18 +175,6 @@ def _locked_chain_head() -> ChainHead:
     on it, or two decisions signed concurrently would both claim the same predecessor.
     (benchmarks/ledger.py --appenders times each decision's hold from here.)"""
     return lock_chain_head_and_ledger(genesis=GENESIS_HASH)
-
-
-def _advance_chain_head(head: ChainHead, last_hash: str) -> None:
-    """Plain SQL rather than save(): it runs with the chain head held, once per decision.
-    (The database lets the head advance only to a stored decision that follows it.)"""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {connection.ops.quote_name(ChainHead._meta.db_table)} "
-            "SET last_hash = %s WHERE id = %s",
-            [last_hash, head.pk],
-        )
-    head.last_hash = last_hash
 
 
 def decision_signature_valid(decision: Decision, keys: dict[str, bytes] | None = None) -> bool:
