@@ -14,7 +14,7 @@ that time.
 Target: 200 calls held cost no worker slot and at most a fixed number of
 database connections; each returns within 100 ms of its decision.
 
-Database `reviewapp_bench_mcp`; Redis `BENCH_MCP_BROKER_URL`
+Database `reviewapp_bench_mcp` (override with `BENCH_MCP_DB`); Redis `BENCH_MCP_BROKER_URL`
 (default redis://127.0.0.1:6379/12), which holds the final-step tasks that no
 worker consumes here.
 """
@@ -34,7 +34,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmarks import support as s  # noqa: E402
 
-DATABASE = "reviewapp_bench_mcp"
+DATABASE = os.environ.get("BENCH_MCP_DB", "reviewapp_bench_mcp")
 BROKER = os.environ.get("BENCH_MCP_BROKER_URL", "redis://127.0.0.1:6379/12")
 CONTENT = "Refunds are issued within 14 days of the request."
 

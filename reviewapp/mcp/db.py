@@ -6,7 +6,8 @@ connection when it returns, so a process's tools never hold more than
 (`wait_for_review` waits holding no thread and no connection). The watch
 that polls for final proposals on behalf of every waiting call has one
 thread of its own, whose connection lives while anything is watched
-(`Lane`), so polling does not reconnect every tick.
+(`Lane`), so polling does not reconnect every tick, and one thread that
+LISTENs for proposals becoming final on its own connection (`Listener`).
 """
 
 import asyncio
@@ -55,3 +56,50 @@ class Lane:
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._thread, connections.close_all)
+
+
+class Listener:
+    """One thread whose own connection LISTENs on a PostgreSQL channel until `close`.
+
+    `wait` returns the payloads that arrived within `timeout_s` (those sent
+    while nobody waited wait in the connection, so none is lost between two
+    calls), at the first one. The connection is kept whatever CONN_MAX_AGE
+    says: LISTEN lasts only as long as it does. On another database `wait`
+    only sleeps.
+    """
+
+    def __init__(self, name: str, channel: str) -> None:
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._channel = channel
+        self._listening = None  # the driver connection LISTEN was sent on
+
+    def _wait(self, timeout_s: float) -> list[str]:
+        connection = connections["default"]
+        try:
+            connection.ensure_connection()
+            raw = connection.connection
+            if raw is not self._listening:
+                with connection.cursor() as cursor:
+                    cursor.execute(f'LISTEN "{self._channel}"')
+                self._listening = raw
+            return [n.payload for n in raw.notifies(timeout=timeout_s, stop_after=1)]
+        except Exception:
+            # A broken connection is replaced by the next call; meanwhile the caller polls.
+            self._listening = None
+            connection.close()
+            raise
+
+    async def wait(self, timeout_s: float) -> list[str]:
+        if connections["default"].vendor != "postgresql":
+            await asyncio.sleep(timeout_s)
+            return []
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._wait, timeout_s)
+
+    async def close(self) -> None:
+        def close() -> None:
+            self._listening = None
+            connections.close_all()
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._thread, close)

@@ -7,10 +7,15 @@ whatever the number of waiters — and reads those in full in the same call,
 so a woken call returns its review at once, without a database call of its
 own (200 woken calls queueing for `db.DB_THREADS` threads made the last of
 them return seconds late). A waiting call holds no thread and no database
-connection; it returns within about a tick of the decision's commit. The
-poll keeps one connection while anything is watched. A call whose token was
-revoked while it waited wakes with `Revoked` instead of the review (the
-tokens of every call woken at once are checked in one query).
+connection. On PostgreSQL the transaction that makes a proposal final also
+sends a NOTIFY (`review.final_notice`), delivered at its commit; the watch
+LISTENs on a connection of its own and polls at once when one arrives, so a
+call returns about a query after the commit. The tick remains for what a
+notification misses (the listening connection broke, or the proposal became
+final before the first LISTEN) and is all there is on SQLite. While anything
+is watched the poll keeps one connection and the listener another. A call
+whose token was revoked while it waited wakes with `Revoked` instead of the
+review (the tokens of every call woken at once are checked in one query).
 """
 
 import asyncio
@@ -18,7 +23,9 @@ import logging
 
 import anyio
 
-from .db import Lane
+from reviewapp.review.final_notice import CHANNEL
+
+from .db import Lane, Listener
 from .tools import final_reviews, live_clients
 
 TICK = 0.05
@@ -43,6 +50,7 @@ class Watch:
         self._waiting: dict[int, set[_Waiter]] = {}
         self._poller: asyncio.Task | None = None
         self._lane = Lane("mcp-watch")
+        self._listener = Listener("mcp-listen", CHANNEL)
 
     async def until_final(self, proposal_id: int, timeout_s: float, client_id: int) -> dict | None:
         """The review (as `tools.review_detail` has it) once the proposal is final;
@@ -88,13 +96,23 @@ class Watch:
                         else:
                             waiter.revoked = True
                         waiter.event.set()
-                await asyncio.sleep(TICK)
+                await self._pause()
         finally:
             # No await between the loop's last check and this: a waiter arriving
             # now finds no poller and starts one.
             self._poller = None
         # Nothing watched: no connection kept either.
         await self._lane.close()
+        await self._listener.close()
+
+    async def _pause(self) -> None:
+        """Until a proposal becomes final (PostgreSQL's NOTIFY at its commit) or `TICK`
+        passes, whichever is first: the tick finds what a lost notification missed."""
+        try:
+            await self._listener.wait(TICK)
+        except Exception:
+            log.warning("could not listen for final proposals", exc_info=True)
+            await asyncio.sleep(TICK)
 
 
 watch = Watch()

@@ -5,6 +5,7 @@ import json
 import time
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from reviewapp.review.models import ApiClient, CheckerConfig, Lens, Proposal
@@ -179,6 +180,33 @@ def test_wait_for_review_returns_once_the_review_is_decided(server, agent):
     assert result.structured_content["status"] == "decided"
     assert result.structured_content["decision"]["outcome"] == "approved"
     assert after < 30  # returned on the decision, not at the 60 s timeout
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="NOTIFY is PostgreSQL's; SQLite relies on the tick"
+)
+def test_wait_for_review_returns_on_the_decisions_notify_well_before_the_next_tick(
+    server, agent, monkeypatch
+):
+    from reviewapp.mcp import watch
+
+    monkeypatch.setattr(watch, "TICK", 20.0)
+    panel = one_lens_panel(CONTENT)
+    proposal = Proposal.objects.get(pk=submit(server, agent[1], panel)["id"])
+
+    async def wait_while_deciding():
+        waiting = asyncio.create_task(
+            call_async(server, agent[1], "wait_for_review", {"id": proposal.pk, "timeout_s": 60})
+        )
+        await asyncio.to_thread(_decide_when_watched, proposal)
+        decided = time.monotonic()
+        result = await waiting
+        return result, time.monotonic() - decided
+
+    result, after = asyncio.run(wait_while_deciding())
+
+    assert result.structured_content["status"] == "decided"
+    assert after < 5  # the next poll was 20 s away
 
 
 def test_wait_for_review_refuses_a_token_revoked_while_it_waited(server, agent):

@@ -20,6 +20,7 @@ from reviewapp.ledger.services import (
 )
 from reviewapp.webhooks.events import webhook_decided_watchers, webhook_record_decided
 
+from ..final_notice import proposal_final_notify
 from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
 from .annotations import Annotations, annotations_payload, annotations_store
@@ -167,6 +168,7 @@ def decision_append(
         # A reviewer's decision is the human label each lens is measured against
         # (a system decision returns at once, so automatic appends pay nothing).
         labels_record(decision=decision)
+        proposal_final_notify(proposal_id=proposal.pk)  # delivered at commit
     return decision
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from reviewapp.webhooks.events import webhook_record_escalated
 
+from ..final_notice import proposal_final_notify
 from ..models import Escalation, Proposal
 from ..search import escalation_search_vector
 from .escalations import panel_reviews_needed
@@ -74,4 +75,5 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         proposal.finalized_at = timezone.now()
         proposal.save(update_fields=["status", "finalized_at", "updated_at"])
         webhook_record_escalated(escalation=escalation)  # commits with the escalation
+        proposal_final_notify(proposal_id=proposal.pk)  # delivered at commit
     return escalation

@@ -14,6 +14,7 @@ from reviewapp.core.signing import Signer
 from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
 from reviewapp.webhooks.events import webhook_record_escalated
 
+from ..final_notice import proposal_final_notify
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from ..search import escalation_search_vector
@@ -194,6 +195,7 @@ def proposal_finalize(
                 check_foreign_keys_now()
             ledger_append(evidence_entry(row) for row in evidence)
             webhook_record_escalated(escalation=escalation)  # commits with the escalation
+            proposal_final_notify(proposal_id=proposal.pk)  # delivered at commit
         else:
             decision = decision_append(
                 proposal=proposal,
