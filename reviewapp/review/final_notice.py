@@ -1,18 +1,25 @@
-"""Telling listeners, at commit, that a proposal became final (decided or escalated).
+"""Telling listeners, after commit, that a proposal became final (decided or escalated).
 
-On PostgreSQL the transaction that makes a proposal final sends
-`pg_notify(CHANNEL, '<proposal id>')`; PostgreSQL delivers it when, and only
-if, that transaction commits, so a listener never reads a decision before it
-is visible. The MCP watch listens, so a waiting `wait_for_review` returns
-without waiting for its next poll. On SQLite nothing is sent (the watch polls).
+On PostgreSQL, once the transaction that makes a proposal final commits,
+`pg_notify(CHANNEL, '<proposal id>')` is sent, so a listener never reads a
+decision before it is visible and hears nothing of a rollback. The MCP watch
+listens, so a waiting `wait_for_review` returns without waiting for its next
+poll. On SQLite nothing is sent (the watch polls).
 """
 
-from django.db import connection
+from django.db import connection, transaction
 
 CHANNEL = "reviewapp_final"
 
 
 def proposal_final_notify(*, proposal_id: int) -> None:
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, str(proposal_id)])
+        # After COMMIT, not inside the transaction: there it would add a statement
+        # while the chain head is held, and PostgreSQL serialises the commits of
+        # transactions that notify.
+        transaction.on_commit(lambda: _notify(proposal_id))
+
+
+def _notify(proposal_id: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, str(proposal_id)])

@@ -168,7 +168,7 @@ def decision_append(
         # A reviewer's decision is the human label each lens is measured against
         # (a system decision returns at once, so automatic appends pay nothing).
         labels_record(decision=decision)
-        proposal_final_notify(proposal_id=proposal.pk)  # delivered at commit
+        proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
     return decision
 
 

@@ -75,5 +75,5 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         proposal.finalized_at = timezone.now()
         proposal.save(update_fields=["status", "finalized_at", "updated_at"])
         webhook_record_escalated(escalation=escalation)  # commits with the escalation
-        proposal_final_notify(proposal_id=proposal.pk)  # delivered at commit
+        proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
     return escalation

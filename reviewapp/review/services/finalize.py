@@ -195,7 +195,7 @@ def proposal_finalize(
                 check_foreign_keys_now()
             ledger_append(evidence_entry(row) for row in evidence)
             webhook_record_escalated(escalation=escalation)  # commits with the escalation
-            proposal_final_notify(proposal_id=proposal.pk)  # delivered at commit
+            proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
         else:
             decision = decision_append(
                 proposal=proposal,
