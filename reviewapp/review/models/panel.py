@@ -39,6 +39,10 @@ class Panel(models.Model):
         validators=[MaxValueValidator(100)],
         help_text="Percent (0–100) of automatic decisions also sent to the inbox as an audit.",
     )
+    # Higher first when the inbox is ordered by priority (then oldest first).
+    priority = models.IntegerField(
+        default=0, help_text="Higher comes first in the inbox's priority order."
+    )
     active = models.BooleanField(default=True)
     version = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
