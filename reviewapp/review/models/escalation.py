@@ -135,10 +135,12 @@ class AssignmentRule(models.Model):
             models.CheckConstraint(
                 condition=Q(panel__isnull=False) | ~Q(reason=""),
                 name="assignment_rule_matches_something",
+                violation_error_message="Choose a panel, a reason, or both.",
             ),
             models.CheckConstraint(
                 condition=Q(assigned_user__isnull=False) | Q(assigned_group__isnull=False),
                 name="assignment_rule_assigns_someone",
+                violation_error_message="Choose a user, a group, or both.",
             ),
         ]
 

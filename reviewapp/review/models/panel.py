@@ -9,6 +9,7 @@ from .checker import CheckerConfig
 from .lens import Lens
 
 MAX_REVIEWS_NEEDED = 5
+MAX_PRIORITY = 1000
 
 
 class Panel(models.Model):
@@ -41,7 +42,10 @@ class Panel(models.Model):
     )
     # Higher first when the inbox is ordered by priority (then oldest first).
     priority = models.IntegerField(
-        default=0, help_text="Higher comes first in the inbox's priority order."
+        default=0,
+        validators=[MinValueValidator(-MAX_PRIORITY), MaxValueValidator(MAX_PRIORITY)],
+        help_text="Higher comes first in the inbox's priority order "
+        f"({-MAX_PRIORITY} to {MAX_PRIORITY}).",
     )
     active = models.BooleanField(default=True)
     version = models.PositiveIntegerField(default=1, editable=False)

@@ -1,0 +1,49 @@
+"""Assignments: the rules for new escalations (by panel and/or reason), and escalations."""
+
+from django.contrib import admin
+
+from ..models import AssignmentRule, Escalation
+from ..services.assignments import escalation_assign
+from .mixins import AuditedAdminMixin
+
+
+@admin.register(AssignmentRule)
+class AssignmentRuleAdmin(AuditedAdminMixin, admin.ModelAdmin):
+    audit_target_type = "assignment rule"
+    audit_fields = ("panel", "reason", "assigned_user", "assigned_group")
+    list_display = ("__str__", "panel", "reason", "assigned_user", "assigned_group")
+    list_filter = ("reason", "panel")
+    list_select_related = ("panel", "assigned_user", "assigned_group")
+    fields = ("panel", "reason", "assigned_user", "assigned_group")
+
+
+@admin.register(Escalation)
+class EscalationAssignmentAdmin(admin.ModelAdmin):
+    """Assigning escalations from the admin: the assignment is the only thing it changes."""
+
+    list_display = ("pk", "proposal", "status", "reasons", "assigned_user", "assigned_group")
+    list_filter = ("status", "assigned_group")
+    list_select_related = ("proposal", "assigned_user", "assigned_group")
+    fields = ("proposal", "status", "reasons", "assigned_user", "assigned_group")
+    readonly_fields = ("proposal", "status", "reasons")
+    raw_id_fields = ("assigned_user",)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and obj.status == Escalation.Status.RESOLVED:
+            return self.fields  # a decided escalation is no one's work any more
+        return self.readonly_fields
+
+    def has_add_permission(self, request):
+        return False  # escalations are opened by the pipeline
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        # Through the service: staff only, the row locked, the change audited.
+        escalation_assign(
+            escalation=obj,
+            user=form.cleaned_data.get("assigned_user"),
+            group=form.cleaned_data.get("assigned_group"),
+            by=request.user,
+        )
