@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from reviewapp.review.models import Escalation
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.assignments import (
+    AssigneeNotAReviewer,
     AssignmentClosed,
     NotStaffToAssign,
     escalation_assign,
@@ -102,6 +103,8 @@ def escalation_assign_view(request, pk: int):
         escalation_assign(escalation=escalation, user=user, group=group, by=request.user)
     except AssignmentClosed:
         return _refused(request, escalation, "This escalation is already decided: nothing changed.")
+    except AssigneeNotAReviewer as exc:
+        return _refused(request, escalation, f"Not assigned: {exc}.", status=400)
     except NotStaffToAssign as exc:
         raise PermissionDenied(str(exc)) from exc
     who = " and ".join(

@@ -8,6 +8,7 @@ from django.urls import reverse
 from reviewapp.audit.models import AuditEntry
 from reviewapp.review.models import AssignmentRule, Escalation, Panel
 from reviewapp.review.services.panels import panel_configure
+from tests.factories import UserFactory
 from tests.web.builders import make_panel, split_panel_proposal
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +123,13 @@ def test_panel_configure_refuses_a_priority_out_of_range_and_writes_nothing():
             name=panel.name, need=panel.need, lenses=panel.ordered_lenses(), priority=10**6
         )
     assert Panel.objects.get(pk=panel.pk).priority == 0
+
+
+def test_the_admin_offers_only_reviewers_as_assignees(admin_client_ada, escalation, reviewer):
+    UserFactory(username="olga")
+
+    response = admin_client_ada.get(reverse("admin:review_escalation_change", args=[escalation.pk]))
+
+    choices = response.context["adminform"].form.fields["assigned_user"].queryset
+    assert "rita" in {u.username for u in choices}
+    assert "olga" not in {u.username for u in choices}

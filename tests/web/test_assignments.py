@@ -80,3 +80,16 @@ def test_assigning_a_decided_escalation_is_a_409(client, chief, reviewer, escala
     response = _assign(client, escalation, user="rita")
 
     assert response.status_code == 409
+
+
+def test_assigning_someone_who_is_not_a_reviewer_is_a_400_that_says_so(
+    client, chief, outsider, escalation
+):
+    client.force_login(chief)
+
+    response = _assign(client, escalation, user="olga")
+
+    assert response.status_code == 400
+    assert "olga is not a reviewer" in response.content.decode()
+    escalation.refresh_from_db()
+    assert escalation.assigned_user is None

@@ -1,14 +1,32 @@
 """Assignments: the rules for new escalations (by panel and/or reason), and escalations."""
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.db.models import Q
 
+from ..access import REVIEWERS_GROUP
 from ..models import AssignmentRule, Escalation
 from ..services.assignments import escalation_assign
 from .mixins import AuditedAdminMixin
 
 
+class ReviewerChoicesMixin:
+    """Only someone who may decide escalations can be assigned them."""
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "assigned_user":
+            kwargs["queryset"] = (
+                get_user_model()
+                .objects.filter(
+                    Q(groups__name=REVIEWERS_GROUP) | Q(is_superuser=True), is_active=True
+                )
+                .distinct()
+            )
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
 @admin.register(AssignmentRule)
-class AssignmentRuleAdmin(AuditedAdminMixin, admin.ModelAdmin):
+class AssignmentRuleAdmin(ReviewerChoicesMixin, AuditedAdminMixin, admin.ModelAdmin):
     audit_target_type = "assignment rule"
     audit_fields = ("panel", "reason", "assigned_user", "assigned_group")
     list_display = ("__str__", "panel", "reason", "assigned_user", "assigned_group")
@@ -18,7 +36,7 @@ class AssignmentRuleAdmin(AuditedAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Escalation)
-class EscalationAssignmentAdmin(admin.ModelAdmin):
+class EscalationAssignmentAdmin(ReviewerChoicesMixin, admin.ModelAdmin):
     """Assigning escalations from the admin: the assignment is the only thing it changes."""
 
     list_display = ("pk", "proposal", "status", "reasons", "assigned_user", "assigned_group")
@@ -26,7 +44,6 @@ class EscalationAssignmentAdmin(admin.ModelAdmin):
     list_select_related = ("proposal", "assigned_user", "assigned_group")
     fields = ("proposal", "status", "reasons", "assigned_user", "assigned_group")
     readonly_fields = ("proposal", "status", "reasons")
-    raw_id_fields = ("assigned_user",)
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.status == Escalation.Status.RESOLVED:

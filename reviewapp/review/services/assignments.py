@@ -7,11 +7,16 @@ from django.db.models import Q
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
 
+from ..access import may_sign_decisions
 from ..models import AssignmentRule, Escalation
 
 
 class NotStaffToAssign(PermissionDenied):
     """Only staff assign escalations."""
+
+
+class AssigneeNotAReviewer(ValueError):
+    """Only someone who may decide escalations can have them in their queue."""
 
 
 class AssignmentClosed(Exception):
@@ -52,6 +57,10 @@ def escalation_assign(*, escalation: Escalation, user=None, group=None, by, note
     """
     if not (by.is_staff or by.is_superuser):
         raise NotStaffToAssign("only staff can assign escalations")
+    if user is not None and not may_sign_decisions(user):
+        raise AssigneeNotAReviewer(
+            f"{user.get_username()} is not a reviewer (not in the reviewers group)"
+        )
     with transaction.atomic():
         # Locked so two staff assigning at once are recorded in order, each
         # entry's "old" being what the other one set.
