@@ -20,6 +20,9 @@ class AuditEntry(models.Model):
         CLAIM = "claim"
         RELEASE = "release"
         REASSIGN = "reassign"
+        # Whose queue an escalation is in (not a claim).
+        ASSIGN = "assign"
+        UNASSIGN = "unassign"
         TRIAL = "trial"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

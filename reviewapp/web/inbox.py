@@ -37,7 +37,15 @@ COUNT_LIMIT = 1_000
 AUDIT = Escalation.Reason.AUDIT.value
 OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED, Escalation.Status.RECONCILE)
 # Age order; both walk the inbox_open index.
-INBOX_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
+AGE_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
+INBOX_SORTS = {
+    **AGE_SORTS,
+    # The panel's priority, then oldest first. No index holds a joined
+    # column: the database sorts the open rows (top-N, for one page).
+    "priority": ("-proposal__panel__priority", "created_at", "id"),
+}
+# "assigned to me", "assigned to one of my groups"
+ASSIGNED_FILTERS = ("me", "groups")
 # Ids are BIGINT primary keys: anything outside that range matches nothing.
 _ID_RANGE = range(1, 2**63)
 
@@ -57,6 +65,7 @@ class InboxFilters:
     panel_id: int | None = None
     sort: str = "newest"
     mine: bool = False
+    assigned: str = ""
     search: TypedSearch = TypedSearch()
 
 
@@ -73,6 +82,7 @@ def inbox_filters(params: QueryDict) -> InboxFilters:
         panel_id=panel_id if panel_id in _ID_RANGE else None,
         sort=sort if sort in INBOX_SORTS else "newest",
         mine=params.get("mine") == "1",
+        assigned=params.get("assigned", "") if params.get("assigned") in ASSIGNED_FILTERS else "",
         search=search_typed(params.get("q", "")),
     )
 
@@ -89,6 +99,11 @@ def inbox_base(filters: InboxFilters, user, *, scan: bool = False):
         rows = rows.filter(proposal__panel_id=filters.panel_id)
     if filters.mine:
         rows = rows.filter(status=Escalation.Status.CLAIMED, claimed_by=user)
+    if filters.assigned == "me":
+        rows = rows.filter(assigned_user=user)  # the FK's index
+    elif filters.assigned == "groups":
+        # A subquery, not a list read first: the page keeps its query count.
+        rows = rows.filter(assigned_group__in=user.groups.values("pk"))
     if filters.search.query is not None:
         found = escalation_text_q(filters.search.query)
         if scan:
@@ -201,7 +216,11 @@ def inbox_counts(filters: InboxFilters, user) -> dict[str, InboxCount]:
 
 def inbox_page_rows(filters: InboxFilters, user, listed: InboxCount):
     """The listed rows, read the cheap way for how many there are (see the module)."""
-    if filters.search.query is None or connection.vendor != "postgresql":
+    if (
+        filters.search.query is None
+        or connection.vendor != "postgresql"
+        or filters.sort not in AGE_SORTS
+    ):
         return inbox_rows(filters, user)
     if not listed.over:
         # An order no index gives: PostgreSQL reads the few matches from the

@@ -57,7 +57,7 @@ def _current_escalation(proposal: Proposal) -> Escalation | None:
     """The unresolved escalation if there is one, else the latest."""
     return (
         Escalation.objects.filter(proposal=proposal)
-        .select_related("claimed_by")
+        .select_related("claimed_by", "assigned_user", "assigned_group")
         .order_by(
             # Unresolved first, then newest.
             Case(When(status=Escalation.Status.RESOLVED, then=Value(1)), default=Value(0)),

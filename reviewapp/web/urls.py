@@ -41,6 +41,11 @@ urlpatterns = [
         staff_views.escalation_reassign_view,
         name="escalation_reassign",
     ),
+    path(
+        "escalations/<int:pk>/assign",
+        staff_views.escalation_assign_view,
+        name="escalation_assign",
+    ),
     path("escalations/next", proposal_views.escalation_next_view, name="escalation_next"),
     path("decisions", views.decision_list, name="decision_list"),
     path("tokens", token_views.my_tokens, name="my_tokens"),

@@ -72,6 +72,9 @@ def _query_without(request, *names: str) -> str:
 
 # --- inbox --------------------------------------------------------------------
 
+# What an inbox row shows, read with it.
+INBOX_RELATED = ("proposal", "proposal__panel", "claimed_by", "assigned_user", "assigned_group")
+
 
 @require_GET
 @reviewer_required
@@ -88,7 +91,7 @@ def inbox(request):
     # Ids first, then the page's rows: a deep page skips over the escalation
     # index alone instead of sorting and skipping joined proposal rows.
     by_id = (
-        Escalation.objects.select_related("proposal", "proposal__panel", "claimed_by")
+        Escalation.objects.select_related(*INBOX_RELATED)
         .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
         .in_bulk(list(page.object_list))
     )
@@ -105,7 +108,7 @@ def inbox(request):
     if not filters.reason and counts["audit"].n:
         audits = list(
             inbox_audits(filters, request.user)
-            .select_related("proposal", "proposal__panel", "claimed_by")
+            .select_related(*INBOX_RELATED)
             .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
         )
         for escalation in audits:
@@ -119,6 +122,7 @@ def inbox(request):
         "panel_id": filters.panel_id,
         "sort": filters.sort,
         "mine": filters.mine,
+        "assigned": filters.assigned,
         "q": filters.search.text,
         "search_error": filters.search.error,
         "reason_filters": [

@@ -56,7 +56,13 @@ def test_a_reviewer_sees_their_own_counts_only(reviewed):
 
     html = _page(ann)
 
-    assert _cells(html, "ann") == {"today": "1", "week": "1", "holding": "1", "agreement": "0%"}
+    assert _cells(html, "ann") == {
+        "today": "1",
+        "week": "1",
+        "holding": "1",
+        "assigned": "0",
+        "agreement": "0%",
+    }
     assert 'data-reviewer="ben"' not in html
 
 
@@ -88,3 +94,18 @@ def test_a_one_review_decision_counts_as_a_verdict():
     )
 
     assert _cells(_page(ann), "ann")["week"] == "1"
+
+
+def test_each_reviewer_sees_the_open_escalations_assigned_to_them(reviewed):
+    ann, ben = reviewed
+    open_one = Escalation.objects.get(proposal=evaluated("Wire 3.", requires_sign_off=True))
+    decided = Escalation.objects.filter(status="resolved").first()
+    Escalation.objects.filter(pk__in=[open_one.pk, decided.pk]).update(assigned_user=ann)
+
+    staff_html = _page(UserFactory(username="stella", is_staff=True, is_superuser=True))
+
+    assert _cells(_page(ann), "ann")["assigned"] == "1"  # the decided one is not counted
+    assert (_cells(staff_html, "ann")["assigned"], _cells(staff_html, "ben")["assigned"]) == (
+        "1",
+        "0",
+    )

@@ -7,4 +7,4 @@ with a field diff. Custom pages hang off `get_urls()` and are wrapped in
 """
 
 # Each module registers its model's admin when imported.
-from . import api_client, checker, lens, panel, signing_key, tag  # noqa: F401
+from . import api_client, assignment, checker, lens, panel, signing_key, tag  # noqa: F401

@@ -44,12 +44,33 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
     form = PanelAdminForm
     inlines = [PanelLensInline]
     audit_target_type = "panel"
-    list_display = ("name", "need", "lens_names", "active", "requires_sign_off", "version")
+    list_display = (
+        "name",
+        "need",
+        "lens_names",
+        "priority",
+        "active",
+        "requires_sign_off",
+        "version",
+    )
     list_filter = ("active", "grounding_policy", "requires_sign_off")
     search_fields = ("name", "description")
     readonly_fields = ("version", "judged_configurations", "lenses_against_reviewers")
     fieldsets = (
-        (None, {"fields": ("name", "description", "need", "reviews_needed", "active", "version")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "description",
+                    "need",
+                    "reviews_needed",
+                    "priority",
+                    "active",
+                    "version",
+                )
+            },
+        ),
         (
             "Judging",
             {

@@ -12,7 +12,7 @@ from .client import ApiClient
 from .decision import ChainHead, Decision, SigningKey
 from .decision_audit import DecisionAudit
 from .endpoint_call import EndpointCall, EndpointControl
-from .escalation import Escalation
+from .escalation import AssignmentRule, Escalation
 from .evidence import Evidence
 from .judgement import Claim, Judgement, LensFailure
 from .lens import Lens
@@ -22,6 +22,7 @@ from .recorded_response import RecordedResponse
 from .review import Review, ReviewClaim
 
 __all__ = [
+    "AssignmentRule",
     "ApiClient",
     "AwaitedLens",
     "ChainHead",

@@ -45,6 +45,22 @@ class Escalation(models.Model):
         related_name="claimed_escalations",
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # Whose queue it is in (a person, a group, or both); unlike a claim it
+    # does not lock anyone out. Set by staff or by an assignment rule on open.
+    assigned_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_escalations",
+    )
+    assigned_group = models.ForeignKey(
+        "auth.Group",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_escalations",
+    )
     resolved_at = models.DateTimeField(null=True, blank=True)
     # Copied from the panel when the escalation is made: a later change of the
     # panel does not move the goal under reviews already given.
@@ -78,3 +94,59 @@ class Escalation(models.Model):
 
     def __str__(self) -> str:
         return f"Escalation {self.pk} ({', '.join(self.reasons)}, {self.status})"
+
+
+class AssignmentRule(models.Model):
+    """Who a new escalation is assigned to, by its panel and/or one of its reasons.
+
+    The first matching rule wins, most specific first (panel and reason, then
+    panel, then reason); ties go to the oldest rule.
+    """
+
+    panel = models.ForeignKey(
+        "review.Panel",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="assignment_rules",
+        help_text="Empty: any panel.",
+    )
+    reason = models.CharField(
+        max_length=20,
+        blank=True,
+        choices=Escalation.Reason.choices,
+        help_text="Empty: any reason.",
+    )
+    assigned_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    assigned_group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(panel__isnull=False) | ~Q(reason=""),
+                name="assignment_rule_matches_something",
+                violation_error_message="Choose a panel, a reason, or both.",
+            ),
+            models.CheckConstraint(
+                condition=Q(assigned_user__isnull=False) | Q(assigned_group__isnull=False),
+                name="assignment_rule_assigns_someone",
+                violation_error_message="Choose a user, a group, or both.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        where = " / ".join(
+            part for part in (self.panel and f"panel {self.panel}", self.reason) if part
+        )
+        who = " + ".join(str(x) for x in (self.assigned_user, self.assigned_group) if x is not None)
+        return f"{where} → {who}"

@@ -9,6 +9,7 @@ from .checker import CheckerConfig
 from .lens import Lens
 
 MAX_REVIEWS_NEEDED = 5
+MAX_PRIORITY = 1000
 
 
 class Panel(models.Model):
@@ -38,6 +39,13 @@ class Panel(models.Model):
         default=0,
         validators=[MaxValueValidator(100)],
         help_text="Percent (0–100) of automatic decisions also sent to the inbox as an audit.",
+    )
+    # Higher first when the inbox is ordered by priority (then oldest first).
+    priority = models.IntegerField(
+        default=0,
+        validators=[MinValueValidator(-MAX_PRIORITY), MaxValueValidator(MAX_PRIORITY)],
+        help_text="Higher comes first in the inbox's priority order "
+        f"({-MAX_PRIORITY} to {MAX_PRIORITY}).",
     )
     active = models.BooleanField(default=True)
     version = models.PositiveIntegerField(default=1, editable=False)

@@ -20,6 +20,7 @@ from reviewapp.webhooks.events import webhook_record_disputed
 from ..keys import server_signer
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
 from ..search import escalation_search_vector
+from .assignments import escalation_assign_by_rules
 
 AUDIT_PAYLOAD_TYPE = "reviewapp.audit/v1"
 # The draw; tests put a seeded random.Random here to make it repeatable.
@@ -38,7 +39,7 @@ def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | 
     rate = Panel.objects.filter(pk=proposal.panel_id).values_list("audit_rate", flat=True).first()
     if not audit_drawn(rate or 0, AUDIT_RANDOM.random):
         return None
-    return Escalation.objects.create(
+    escalation = Escalation.objects.create(
         proposal=proposal,
         reasons=[Escalation.Reason.AUDIT.value],
         reviews_needed=1,  # one verdict, whatever the panel's reviews_needed
@@ -49,6 +50,8 @@ def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | 
             "decision": decision.pk,
         },
     )
+    escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
+    return escalation
 
 
 def audit_payload(

@@ -16,6 +16,7 @@ from reviewapp.webhooks.events import webhook_record_escalated
 from ..final_notice import proposal_final_notify
 from ..models import Escalation, Proposal
 from ..search import escalation_search_vector
+from .assignments import escalation_assign_by_rules
 from .escalations import panel_reviews_needed
 
 ERROR_LIMIT = 2000
@@ -51,7 +52,7 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         # this writes nothing.
         proposal = (
             Proposal.objects.select_for_update()
-            .only("id", "status", "final_step_error")
+            .only("id", "status", "final_step_error", "panel_id")
             .get(pk=proposal_id)
         )
         if proposal.is_final:
@@ -71,6 +72,7 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
                 "inconclusive_checkers": [],
             },
         )
+        escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
         proposal.status = Proposal.Status.ESCALATED
         proposal.finalized_at = timezone.now()
         proposal.save(update_fields=["status", "finalized_at", "updated_at"])

@@ -18,6 +18,7 @@ from ..final_notice import proposal_final_notify
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
 from ..search import escalation_search_vector
+from .assignments import escalation_assign_by_rules
 from .audits import audit_open_maybe
 from .decisions import decision_append
 from .escalations import panel_reviews_needed
@@ -184,6 +185,7 @@ def proposal_finalize(
                     ],
                 },
             )
+            escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
             proposal.status = Proposal.Status.ESCALATED
         else:
             proposal.status = Proposal.Status.DECIDED

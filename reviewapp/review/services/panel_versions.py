@@ -31,6 +31,7 @@ def panel_state(panel: Panel) -> dict:
         **{name: getattr(stored, name) for name in PANEL_VERSIONED_FIELDS},
         "description": stored.description,
         "audit_rate": stored.audit_rate,
+        "priority": stored.priority,
         "lenses": [
             name
             for name in PanelLens.objects.filter(panel=stored)

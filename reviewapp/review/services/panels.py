@@ -3,10 +3,11 @@
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from reviewapp.audit.services import audit_change
 from reviewapp.core.quorum import Quorum, QuorumError
 
 from ..models import CheckerConfig, Lens, Panel, PanelLens
-from ..models.panel import MAX_REVIEWS_NEEDED
+from ..models.panel import MAX_PRIORITY, MAX_REVIEWS_NEEDED
 
 
 def panel_quorum_error(*, need: int, lenses: list[Lens]) -> str | None:
@@ -31,11 +32,15 @@ def panel_configure(
     external_deadline_seconds: int = 3600,
     reviews_needed: int = 1,
     audit_rate: int | None = None,
+    priority: int | None = None,
+    by=None,
 ) -> Panel:
     """Create or update a panel; refuses what `core.quorum` refuses, writing nothing.
 
-    `audit_rate` (percent of automatic decisions audited) is kept as it is when
-    None; it does not change how proposals are judged, so no new version.
+    `audit_rate` (percent of automatic decisions audited) and `priority` (the
+    inbox's priority order) are kept as they are when None; neither changes
+    how proposals are judged, so no new version. A priority change is audited
+    with `by` as its actor (None: "system").
     """
     refusal = panel_quorum_error(need=need, lenses=lenses)
     if refusal:
@@ -43,6 +48,10 @@ def panel_configure(
     if not 1 <= reviews_needed <= MAX_REVIEWS_NEEDED:
         raise ValidationError(
             {"reviews_needed": f"reviews_needed must be 1 to {MAX_REVIEWS_NEEDED}"}
+        )
+    if priority is not None and not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValidationError(
+            {"priority": f"the priority is a whole number from {-MAX_PRIORITY} to {MAX_PRIORITY}"}
         )
     if audit_rate is not None and not 0 <= audit_rate <= 100:
         raise ValidationError({"audit_rate": "the audit rate is a percentage, 0 to 100"})
@@ -64,6 +73,9 @@ def panel_configure(
     panel.reviews_needed = reviews_needed
     if audit_rate is not None:
         panel.audit_rate = audit_rate
+    old_priority = panel.priority if panel.pk else None
+    if priority is not None:
+        panel.priority = priority
     if changed and panel.pk:
         panel.version += 1
     panel.save()
@@ -72,4 +84,12 @@ def panel_configure(
         PanelLens(panel=panel, lens=lens, position=i) for i, lens in enumerate(lenses)
     )
     panel.checkers.set(checkers)
+    if old_priority is not None:  # a change only: writes nothing when it is the same
+        audit_change(
+            actor=by,
+            target_type="panel",
+            target=panel,
+            before={"priority": old_priority},
+            after={"priority": panel.priority},
+        )
     return panel

@@ -103,6 +103,7 @@ class ReviewerProgress:
     today: int  # verdicts given since midnight (server time zone)
     week: int  # since Monday
     holding: int  # open escalations they hold now
+    assigned: int  # open escalations assigned to them by name (not through a group)
     agreed: int  # of their reviews on decided escalations, those the decision agrees with
     judged: int  # their reviews on decided escalations
 
@@ -114,7 +115,8 @@ class ReviewerProgress:
 def reviewer_progress(*, users) -> list[ReviewerProgress]:
     """Per reviewer: verdicts given today and this week (a review, or a one-review
     decision), escalations held now, and agreement of their reviews with the final
-    decisions. A few aggregate queries, whatever the number of rows."""
+    decisions, and open escalations assigned to them. A few aggregate queries,
+    whatever the number of rows."""
     now = timezone.localtime()
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     week = today - timedelta(days=today.weekday())
@@ -147,6 +149,13 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
             "user", flat=True
         )
     )
+    assigned = dict(
+        Escalation.objects.filter(assigned_user__in=ids)
+        .exclude(status=Escalation.Status.RESOLVED)
+        .order_by()
+        .values_list("assigned_user")
+        .annotate(n=Count("id"))
+    )
     decided = Review.objects.filter(
         reviewer__in=ids, escalation__status=Escalation.Status.RESOLVED
     ).values("reviewer", "outcome", "escalation__proposal__decision__outcome")
@@ -160,6 +169,7 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
             today=sum(c.get(u.pk, 0) for c in counts["today"]),
             week=sum(c.get(u.pk, 0) for c in counts["week"]),
             holding=holding[u.pk],
+            assigned=assigned.get(u.pk, 0),
             agreed=agreed[u.pk],
             judged=judged[u.pk],
         )

@@ -66,6 +66,13 @@ class PanelAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         # The lens formset validates against this form's `need` and reports there.
         self.instance._admin_form = self
+        if "priority" in self.fields:
+            # Left out of a post (a script, an older form): kept as it is.
+            self.fields["priority"].required = False
+
+    def clean_priority(self):
+        value = self.cleaned_data.get("priority")
+        return self.instance.priority if value is None else value
 
 
 class PanelLensInlineForm(forms.ModelForm):

@@ -1,0 +1,110 @@
+"""Whose queue an escalation is in: staff's assignments and the rules applied on open."""
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Q
+
+from reviewapp.audit.models import AuditEntry
+from reviewapp.audit.services import audit_record
+
+from ..access import may_sign_decisions
+from ..models import AssignmentRule, Escalation
+
+
+class NotStaffToAssign(PermissionDenied):
+    """Only staff assign escalations."""
+
+
+class AssigneeNotAReviewer(ValueError):
+    """Only someone who may decide escalations can have them in their queue."""
+
+
+class AssignmentClosed(Exception):
+    """The escalation is already decided: there is nothing left to assign."""
+
+
+def _names(user, group) -> dict:
+    return {
+        "user": user.get_username() if user is not None else None,
+        "group": group.name if group is not None else None,
+    }
+
+
+def _audit_assignment(escalation: Escalation, *, actor, old: dict, new: dict, note: str = ""):
+    if old == new:
+        return
+    if not any(new.values()):
+        action = AuditEntry.Action.UNASSIGN
+    elif not any(old.values()):
+        action = AuditEntry.Action.ASSIGN
+    else:
+        action = AuditEntry.Action.REASSIGN
+    audit_record(
+        actor=actor,
+        action=action,
+        target_type="escalation",
+        target=escalation,
+        target_repr=f"escalation {escalation.pk} (proposal {escalation.proposal_id})",
+        changes={f"assigned_{k}": {"old": old[k], "new": new[k]} for k in new if old[k] != new[k]},
+        note=note,
+    )
+
+
+def escalation_assign(*, escalation: Escalation, user=None, group=None, by, note: str = ""):
+    """Put `escalation` in `user`'s and/or `group`'s queue (both None: unassign). Audited.
+
+    Assigning does not claim: the assignee still claims it to work on it.
+    """
+    if not (by.is_staff or by.is_superuser):
+        raise NotStaffToAssign("only staff can assign escalations")
+    if user is not None and not may_sign_decisions(user):
+        raise AssigneeNotAReviewer(
+            f"{user.get_username()} is not a reviewer (not in the reviewers group)"
+        )
+    with transaction.atomic():
+        # Locked so two staff assigning at once are recorded in order, each
+        # entry's "old" being what the other one set.
+        locked = (
+            Escalation.objects.select_for_update(of=("self",))
+            .select_related("assigned_user", "assigned_group")
+            .get(pk=escalation.pk)
+        )
+        if locked.status == Escalation.Status.RESOLVED:
+            raise AssignmentClosed(f"escalation {escalation.pk} is already decided")
+        old = _names(locked.assigned_user, locked.assigned_group)
+        locked.assigned_user = user
+        locked.assigned_group = group
+        locked.save(update_fields=["assigned_user", "assigned_group"])
+        _audit_assignment(locked, actor=by, old=old, new=_names(user, group), note=note)
+    escalation.assigned_user = user
+    escalation.assigned_group = group
+    return escalation
+
+
+def assignment_rule_for(*, panel_id: int | None, reasons: list[str]) -> AssignmentRule | None:
+    """The rule for a new escalation: panel and reason, then panel, then reason; oldest first."""
+    rules = AssignmentRule.objects.filter(
+        (Q(panel_id=panel_id) | Q(panel__isnull=True)) & (Q(reason__in=reasons) | Q(reason=""))
+    ).select_related("assigned_user", "assigned_group")
+    return min(
+        rules,
+        key=lambda r: (r.panel_id is None, r.reason == "", r.pk),
+        default=None,
+    )
+
+
+def escalation_assign_by_rules(*, escalation: Escalation, panel_id: int | None) -> None:
+    """Apply the matching assignment rule to a just-opened escalation (inside its transaction)."""
+    rule = assignment_rule_for(panel_id=panel_id, reasons=list(escalation.reasons or []))
+    if rule is None:
+        return
+    escalation.assigned_user = rule.assigned_user
+    escalation.assigned_group = rule.assigned_group
+    escalation.save(update_fields=["assigned_user", "assigned_group"])
+    _audit_assignment(
+        escalation,
+        actor="assignment rule",
+        old=_names(None, None),
+        new=_names(rule.assigned_user, rule.assigned_group),
+        note=f"rule {rule.pk}: {rule}",
+    )
