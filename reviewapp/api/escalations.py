@@ -90,6 +90,15 @@ def escalation_detail(request, escalation_id: ObjectId):
     return escalation_out(escalation, failures)
 
 
+def _visible_reasons(caller, escalation_id: int) -> Escalation:
+    """The escalation with only its reasons read, or 404 when the caller may not see it."""
+    visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
+    escalation = visible.filter(pk=escalation_id).only("reasons").first()
+    if escalation is None:
+        raise Http404("no such escalation")
+    return escalation
+
+
 @router.post(
     "/escalations/{escalation_id}/decision",
     auth=ApiAuth("review"),
@@ -106,10 +115,7 @@ def escalation_detail(request, escalation_id: ObjectId):
 )
 def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
     caller = request.auth
-    visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
-    escalation = visible.filter(pk=escalation_id).only("reasons").first()
-    if escalation is None:
-        raise Http404("no such escalation")
+    escalation = _visible_reasons(caller, escalation_id)
     if is_audit(escalation):
         raise HttpError(
             409,
@@ -159,10 +165,7 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
 )
 def escalation_audit_create(request, escalation_id: ObjectId, payload: AuditIn):
     caller = request.auth
-    visible = Escalation.objects.filter(visible_q(caller.client, prefix="proposal__"))
-    escalation = visible.filter(pk=escalation_id).only("reasons").first()
-    if escalation is None:
-        raise Http404("no such escalation")
+    escalation = _visible_reasons(caller, escalation_id)
     if not is_audit(escalation):
         raise HttpError(
             409,
