@@ -112,7 +112,8 @@ def inbox(request):
             .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
         )
         for escalation in audits:
-            escalation.claim = claim_state(escalation, request.user, now)
+            # Row by row as above; an audit takes one verdict, so no review details.
+            escalation.claim = claim_state(escalation, request.user, now, reviews=False)
     context = {
         "audits": audits,
         "audit_count": counts["audit"].label,
