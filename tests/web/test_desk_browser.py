@@ -1,12 +1,14 @@
 """The reviewer's desk in real Chromium: labels that tell the truth, work that is never lost,
 decide and go on, marks that survive overlap, text as written, and 390 px screens."""
 
+import re
 import struct
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from reviewapp.core.cite import ClaimInput
 from reviewapp.review.models import ApiClient, Decision, Escalation
@@ -246,8 +248,9 @@ def test_signing_turns_the_status_at_the_top_of_the_page_to_decided(open_as, rev
     page.click("#confirm-sign-btn")
     page.wait_for_selector("#adjudication h2:has-text('Decision')")
     status = page.locator("#proposal-status")
-    assert status.inner_text() == "decided"
-    assert "status--decided" in status.get_attribute("class")
+    # htmx swaps the new attributes in only as the swap settles: wait for it.
+    expect(status).to_have_text("decided")
+    expect(status).to_have_class(re.compile(r"\bstatus--decided\b"))
     assert page.evaluate("window.stillThisPage") is True
     assert page.locator("#proposal-status").count() == 1
 
