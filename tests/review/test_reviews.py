@@ -113,6 +113,22 @@ def test_only_a_reconciler_decides_a_reconcile(two_needed):
     assert [r["reviewer"] for r in signed["reviews"]] == ["ann", "ben"]
 
 
+def test_a_reconciler_who_gave_one_of_the_disagreeing_reviews_cannot_reconcile_it(two_needed):
+    # Attack: rex is in both groups, reviews, disagrees with ann, then settles it his own way.
+    rex = ReconcilerFactory(username="rex")
+    review(two_needed, ReviewerFactory(username="ann"), "approved")
+    review(two_needed, rex, "rejected")
+
+    with pytest.raises(NotAReconciler, match="another reconciler"):
+        review(two_needed, rex, "rejected")
+
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RECONCILE
+    assert not Decision.objects.exists()
+    result = review(two_needed, ReconcilerFactory(username="rae"), "approved")
+    assert result.status == "decided"
+
+
 def test_a_token_without_a_person_cannot_give_one_of_several_reviews(two_needed):
     with pytest.raises(NeedsAPerson):
         escalation_review(

@@ -100,6 +100,20 @@ def test_a_reconciler_sees_every_review_and_decides(two_needed):
     assert two_needed.proposal.decision.decided_by_name == "rex"
 
 
+def test_a_reconciler_cannot_reconcile_a_disagreement_they_are_part_of(two_needed):
+    rex = ReconcilerFactory(username="rex")
+    decide(ReviewerFactory(username="ann"), two_needed, "approved")
+    decide(rex, two_needed, "rejected")
+
+    response = decide(rex, two_needed, "rejected")
+
+    assert response.status_code == 403
+    assert "another reconciler" in response.content.decode()
+    assert 'id="approve-btn"' not in page(rex, two_needed)
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RECONCILE
+
+
 def test_the_inbox_lists_an_escalation_in_reconcile(two_needed):
     escalation_review(
         escalation_id=two_needed.pk,

@@ -314,6 +314,11 @@ def escalation_review(
                     "the reviewers disagree: only a member of the reconcilers group can decide"
                 )
             reviews = list(escalation.reviews.order_by("id"))
+            if any(r.reviewer_id == user.pk for r in reviews):
+                # A party to the disagreement would settle it their own way.
+                raise NotAReconciler(
+                    "you gave one of the disagreeing reviews: another reconciler decides"
+                )
             decision = _resolve(
                 escalation,
                 outcome,
