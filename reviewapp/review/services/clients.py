@@ -23,6 +23,9 @@ def token_prefix(token: str) -> str:
     return token[:PREFIX_LENGTH]
 
 
+PERSONAL_SCOPES_ONLY = "a personal token holds the review scope alone (--scopes review)"
+
+
 class ClientRefused(ValueError):
     """The client cannot be created as asked (unknown scope, no scope, name taken)."""
 
@@ -39,7 +42,7 @@ def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiCl
     wanted = _clean_scopes(scopes)
     if user is not None:
         if wanted != [ApiClient.Scope.REVIEW]:
-            raise ClientRefused("a personal token holds the review scope alone (--scopes review)")
+            raise ClientRefused(PERSONAL_SCOPES_ONLY)
         if not may_sign_decisions(user):
             raise ClientRefused(
                 f"{user.get_username()} is not a reviewer: add them to the reviewers group first"
@@ -71,6 +74,9 @@ def _clean_scopes(scopes: list[str]) -> list[str]:
 
 def api_client_scopes_refusal(client: ApiClient, scopes: list[str]) -> str | None:
     """Why `client` cannot keep only `scopes` (naming the lenses it would break), or None."""
+    if client.user_id is not None and list(scopes) != [ApiClient.Scope.REVIEW]:
+        # As at creation: a personal token acts as its person, and only to review.
+        return PERSONAL_SCOPES_ONLY
     if client.pk is None or ApiClient.Scope.JUDGE in scopes:
         return None
     bound = list(
