@@ -3,6 +3,7 @@
 import secrets
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -13,6 +14,8 @@ TOKEN_MARK = "rva_"
 # The mark plus 8 random characters: enough to tell tokens apart in the admin,
 # far too little to guess the remaining 43.
 PREFIX_LENGTH = len(TOKEN_MARK) + 8
+# A person's live tokens: one per device is plenty, and each has its own rate budget.
+PERSONAL_TOKENS_LIMIT = 10
 # last_used_at is for spotting dead tokens, not an audit log: writing it on
 # every request would turn each read into a write.
 TOUCH_EVERY = timedelta(minutes=1)
@@ -30,6 +33,7 @@ class ClientRefused(ValueError):
     """The client cannot be created as asked (unknown scope, no scope, name taken)."""
 
 
+@transaction.atomic
 def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiClient, str]:
     """Create a client; returns it with its token, which is never retrievable again.
 
@@ -46,6 +50,14 @@ def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiCl
         if not may_sign_decisions(user):
             raise ClientRefused(
                 f"{user.get_username()} is not a reviewer: add them to the reviewers group first"
+            )
+        # The person's row locked: two creations at once count each other's token.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        live = ApiClient.objects.filter(user=user, revoked_at__isnull=True).count()
+        if live >= PERSONAL_TOKENS_LIMIT:
+            raise ClientRefused(
+                f"{user.get_username()} already has {PERSONAL_TOKENS_LIMIT} live tokens: "
+                "revoke one first"
             )
     if ApiClient.objects.filter(name=name).exists():
         raise ClientRefused(f"an API client named {name!r} already exists")
