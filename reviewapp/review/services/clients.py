@@ -143,6 +143,23 @@ def api_client_touch(client: ApiClient) -> None:
         client.last_used_at = now
 
 
+def personal_tokens_end(*, user_ids) -> int:
+    """Revoke the live personal tokens of those of `user_ids` who may no longer review.
+
+    Called when an account or its groups change (review.signals): a token that
+    stopped working must not work again when the account is reactivated or
+    rejoins the reviewers group. How many were revoked.
+    """
+    # Fresh rows: `may_sign_decisions` caches its answer on a user object.
+    users = get_user_model().objects.filter(pk__in=list(user_ids), api_tokens__revoked_at=None)
+    gone = [u.pk for u in users.distinct() if not may_sign_decisions(u)]
+    if not gone:
+        return 0
+    return ApiClient.objects.filter(user__in=gone, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+
+
 def personal_token_revoke(*, client_id: int, user) -> bool:
     """A person revokes one of their own tokens; False if it is not theirs or already revoked."""
     return bool(
