@@ -2,11 +2,13 @@
 
 from datetime import date
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
 from reviewapp.calibration.queries import Window, agreement_out, lens_figures
+from reviewapp.core.json_values import string_problem
 from reviewapp.review.models import Lens
 
 from .auth import ApiAuth
@@ -55,6 +57,8 @@ class AgreementOut(Schema):
 def lens_agreement(request, name: str, since: date | None = None, until: date | None = None):
     if since and until and since > until:
         raise HttpError(422, f"since ({since}) is after until ({until}): swap them")
+    if string_problem(name):  # no lens is so named, and PostgreSQL refuses a NUL outright
+        raise Http404("no such lens")
     lens = get_object_or_404(Lens.objects.only("id", "name"), name=name)
     window = Window(since=since, until=until)
     (figures,) = lens_figures(window, lens=lens)

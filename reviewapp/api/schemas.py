@@ -318,6 +318,9 @@ class ClaimMarkIn(Strict):
     mark: Mark
 
 
+ANNOTATION_NAMES_LIMIT = 1000
+
+
 class DecisionIn(Strict):
     model_config = ConfigDict(
         json_schema_extra={
@@ -331,9 +334,15 @@ class DecisionIn(Strict):
         default_factory=list,
         description="Marks on the proposal's cited claims (ids from the proposal's judgements).",
     )
-    tags: list[str] = Field(default_factory=list, description="Names of admin-defined tags.")
+    # Each list is looked up in one IN (...): bounded well under a database's parameter limit.
+    tags: list[str] = Field(
+        default_factory=list,
+        max_length=ANNOTATION_NAMES_LIMIT,
+        description="Names of admin-defined tags.",
+    )
     wrong_reason: list[str] = Field(
         default_factory=list,
+        max_length=ANNOTATION_NAMES_LIMIT,
         description="Lenses whose verdict matches the outcome but for the wrong reason.",
     )
 

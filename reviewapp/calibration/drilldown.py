@@ -42,7 +42,7 @@ def _window_q(since: date | None, until: date | None) -> Q:
     q = Q()
     if since:
         q &= Q(decided_at__gte=since)
-    if until:
+    if until and until < date.max:  # the last date there is bounds nothing, and has no next day
         q &= Q(decided_at__lt=until + timedelta(days=1))
     return q
 

@@ -4,6 +4,8 @@ Staff may read the review pages and the API; signing a decision is the
 reviewers' job, so it takes membership of the reviewers group (or superuser).
 """
 
+from django.contrib.auth import get_user_model
+
 from .demo import RECONCILERS_GROUP, REVIEWERS_GROUP
 
 
@@ -19,6 +21,24 @@ def may_sign_decisions(user) -> bool:
         cached = user.is_superuser or user.groups.filter(name=REVIEWERS_GROUP).exists()
         user._reviewapp_may_sign = cached
     return cached
+
+
+def may_sign_decisions_many(users) -> None:
+    """Answer `may_sign_decisions` for many users at once: one query, cached on each object."""
+    asked = [
+        u
+        for u in users
+        if u.is_active and not u.is_superuser and getattr(u, "_reviewapp_may_sign", None) is None
+    ]
+    if not asked:
+        return
+    members = set(
+        get_user_model()
+        .objects.filter(pk__in={u.pk for u in asked}, groups__name=REVIEWERS_GROUP)
+        .values_list("pk", flat=True)
+    )
+    for user in asked:
+        user._reviewapp_may_sign = user.pk in members
 
 
 def may_reconcile(user) -> bool:

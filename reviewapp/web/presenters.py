@@ -225,7 +225,7 @@ class ClaimState:
     @property
     def can_decide(self) -> bool:
         if self.reconcile:
-            return self.may_reconcile
+            return self.may_reconcile and not self.reviewed_by_me
         if self.several:
             return (
                 self.may_sign

@@ -316,6 +316,8 @@ def escalation_decide_view(request, pk: int):
     if not state.can_decide:
         if state.reconcile:
             error = "The reviewers disagree: only a member of the reconcilers group can decide."
+            if state.may_reconcile:
+                error = "You gave one of the disagreeing reviews: another reconciler decides."
             return _refused(request, escalation, error, status=403)
         if state.several and state.reviewed_by_me:
             return _refused(request, escalation, "You already reviewed this escalation.")

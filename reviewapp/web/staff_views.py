@@ -17,6 +17,7 @@ from reviewapp.review.services.assignments import (
     escalation_assign,
 )
 from reviewapp.review.services.escalations import (
+    AwaitingReconciler,
     EscalationClosed,
     NotAReviewer,
     NotStaff,
@@ -59,6 +60,9 @@ def escalation_reassign_view(request, pk: int):
         escalation_reassign(
             escalation_id=escalation.pk, to_user=to_user, by_user=request.user, note=note
         )
+    except AwaitingReconciler:
+        error = "The reviews disagree: a reconciler decides it, there is no claim to hand on."
+        return _refused(request, escalation, error)
     except EscalationClosed:
         return _refused(request, escalation, "This escalation is already decided: nothing changed.")
     except (NotAReviewer, NotStaff) as exc:

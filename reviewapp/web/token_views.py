@@ -21,6 +21,12 @@ from reviewapp.review.services.reviews import reviewer_progress
 NAME_LIMIT = 60
 
 
+def _name_limit(user) -> int:
+    """The token name's length: the client is named "<username>/<name>", and that must fit."""
+    room = ApiClient._meta.get_field("name").max_length - len(user.get_username()) - 1
+    return min(NAME_LIMIT, room)
+
+
 def _page(request, *, token: str = "", error: str = "", name: str = "", status: int = 200):
     tokens = ApiClient.objects.filter(user=request.user).order_by("-created_at", "-id")
     context = {
@@ -29,7 +35,7 @@ def _page(request, *, token: str = "", error: str = "", name: str = "", status: 
         "error": error,
         "name": name,
         "may_review": may_sign_decisions(request.user),
-        "name_limit": NAME_LIMIT,
+        "name_limit": _name_limit(request.user),
     }
     return render(request, "web/tokens.html", context, status=status)
 
@@ -41,9 +47,14 @@ def my_tokens(request):
     if request.method == "GET":
         return _page(request)
     name = request.POST.get("name", "").strip()
-    if not name or len(name) > NAME_LIMIT or "\x00" in name:
-        error = f"Give the token a name of 1 to {NAME_LIMIT} characters (e.g. the laptop's)."
-        return _page(request, error=error, name=name[:NAME_LIMIT], status=400)
+    limit = _name_limit(request.user)
+    if not name or len(name) > limit or "\x00" in name:
+        error = (
+            f"Give the token a name of 1 to {limit} characters (e.g. the laptop's)."
+            if limit >= 1
+            else "Your username is too long to name a token after: ask an admin for one."
+        )
+        return _page(request, error=error, name=name[: max(limit, 0)], status=400)
     try:
         # Client names are unique across everyone: the owner's name keeps them apart.
         _, token = api_client_create(

@@ -211,12 +211,14 @@ def _subscribed(event_type: str) -> list[Endpoint]:
     endpoints = Endpoint.objects.filter(
         disabled_at__isnull=True, client__revoked_at__isnull=True
     ).select_related("client__user")
-    # A personal token's endpoint hears nothing once its user may no longer review.
+    endpoints = [e for e in endpoints if event_type in e.events]
+    # A personal token's endpoint hears nothing once its user may no longer review;
+    # asked for all of them in one query, whatever the number of reviewers subscribed.
+    access.may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
     return [
         e
         for e in endpoints
-        if event_type in e.events
-        and (e.client.user_id is None or access.may_sign_decisions(e.client.user))
+        if e.client.user_id is None or access.may_sign_decisions(e.client.user)
     ]
 
 

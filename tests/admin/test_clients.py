@@ -6,7 +6,8 @@ import pytest
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.review.models import ApiClient
-from reviewapp.review.services.clients import api_client_for_token
+from reviewapp.review.services.clients import api_client_create, api_client_for_token
+from tests.factories import ReviewerFactory
 
 from .helpers import add_url, change_url
 
@@ -124,3 +125,23 @@ def test_last_used_is_listed(admin_client_ada):
     create(admin_client_ada)
     page = admin_client_ada.get("/admin/review/apiclient/").content.decode()
     assert "Last used at" in page or "last used" in page.lower()
+
+
+def test_a_personal_token_cannot_be_given_more_than_the_review_scope_in_the_admin(
+    admin_client_ada,
+):
+    # Attack: an admin widens a reviewer's personal token to submit and read:all; the token
+    # would act as that person beyond reviewing, which creating one refuses.
+    personal, _ = api_client_create(
+        name="ann/laptop", scopes=["review"], user=ReviewerFactory(username="ann")
+    )
+
+    response = admin_client_ada.post(
+        change_url("apiclient", personal.pk),
+        {"name": "ann/laptop", "scopes": ["review", "submit", "read:all"]},
+    )
+
+    assert response.status_code == 200
+    assert "review scope alone" in response.content.decode()
+    personal.refresh_from_db()
+    assert personal.scopes == ["review"]

@@ -185,3 +185,18 @@ def test_the_python_client_sends_and_reads_annotations(live_server, token, escal
 
     assert decision.claims == [ClaimMark(claim.pk, claim.judgement.lens_name, "correct")]
     assert (decision.tags, decision.wrong_reason) == (["tone"], [])
+
+
+@pytest.mark.parametrize("field", ["tags", "wrong_reason"])
+def test_an_unbounded_list_of_names_is_a_422_not_a_query_the_database_refuses(
+    api, escalation, field
+):
+    # 70,000 names made one IN (...) past PostgreSQL's 65,535 parameters: the API answered
+    # 503 "the database is unavailable" to a crafted body, and echoed every name on SQLite.
+    response = decide(api, escalation, **{field: [f"n{i}" for i in range(70_000)]})
+
+    assert response.status_code == 422
+    assert "at most" in response.content.decode()
+    assert len(response.content) < 10_000
+    escalation.refresh_from_db()
+    assert escalation.status == Escalation.Status.OPEN

@@ -134,6 +134,12 @@ def test_an_unknown_lens_is_a_404():
     assert api_with("read").get("/api/lenses/nobody/agreement").status_code == 404
 
 
+def test_a_name_no_lens_can_have_is_a_404_not_a_server_error():
+    # A NUL in the path reached the query: PostgreSQL refused it, and the API answered 500.
+    panel_of("alpha")
+    assert api_with("read").get("/api/lenses/al%00pha/agreement").status_code == 404
+
+
 def test_the_answer_costs_the_same_queries_however_many_decisions():
     panel, (lens,) = panel_of("alpha")
     api = api_with("read")

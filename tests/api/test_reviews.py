@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import Group
 from reviewapp_client.verify import VerificationError, verify_decision_reviews
 
-from reviewapp.review.models import Claim, Escalation, Review
+from reviewapp.review.models import ApiClient, Claim, Escalation, Review
 from reviewapp.review.services import audits
 from reviewapp.review.services.clients import ClientRefused, api_client_create
 from tests.factories import ReconcilerFactory, ReviewerFactory
@@ -125,6 +125,46 @@ def test_a_personal_token_dies_with_its_users_account(two_needed):
     user.save()
 
     assert api.get("/api/escalations").status_code == 401
+
+
+def test_a_suspended_account_comes_back_without_its_old_tokens(two_needed):
+    # Attack: an account is suspended (say, suspected stolen) and later reactivated; the
+    # personal token a thief copied meanwhile worked again, though "it dies with the account".
+    user = ReviewerFactory(username="ann")
+    api = personal(user)
+    user.is_active = False
+    user.save()
+    user.is_active = True
+    user.save()
+
+    assert api.get("/api/escalations").status_code == 401
+    assert not ApiClient.objects.filter(user=user, revoked_at__isnull=True).exists()
+
+
+@pytest.mark.parametrize("removed_by", ["user", "group"])
+def test_rejoining_the_reviewers_does_not_bring_old_tokens_back(two_needed, removed_by):
+    user = ReviewerFactory(username="ann")
+    api = personal(user)
+    reviewers = Group.objects.get(name="reviewers")
+    if removed_by == "user":
+        user.groups.remove(reviewers)
+    else:
+        reviewers.user_set.remove(user)
+    user.groups.add(reviewers)
+
+    assert decide(api, two_needed).status_code == 401
+    _, token = api_client_create(name="ann-desk", scopes=["review"], user=user)
+    assert Api(token).get("/api/escalations").status_code == 200  # a new one works
+
+
+def test_a_token_of_someone_still_reviewing_is_kept_when_another_group_is_left(two_needed, ann):
+    user = ApiClient.objects.get(name="ann-laptop").user
+    other = Group.objects.create(name="night-shift")
+    user.groups.add(other)
+    user.groups.remove(other)
+    user.save()
+
+    assert ann.get("/api/escalations").status_code == 200
 
 
 def test_a_personal_token_holds_the_review_scope_alone(db):

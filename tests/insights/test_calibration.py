@@ -54,6 +54,20 @@ def test_the_number_of_decided_proposals_links_to_exactly_those_proposals(browse
     assert "judged by lens alpha, decided by a reviewer" in listed
 
 
+@pytest.mark.parametrize("which", ["agreement_lens={lens}&cell=labelled", "audited=all"])
+def test_a_drill_down_to_the_last_day_there_is_lists_and_is_no_server_error(browser, which):
+    # decided_to=9999-12-31 became "before the next day", past the last date: a 500.
+    panel, (lens,) = panel_of("alpha")
+    (decided,) = many(panel, lens, agreeing(1))
+    query = which.format(lens=lens.pk)
+
+    response = browser.get(f"/proposals?{query}&decided_to=9999-12-31")
+
+    assert response.status_code == 200
+    if "agreement_lens" in query:
+        assert f"/proposals/{decided.pk}" in response.content.decode()
+
+
 def test_a_lens_below_its_floor_is_flagged_on_the_dashboard(browser):
     panel, (lens,) = panel_of("alpha")
     floor_update(lens=lens, floor=0.4, window=10)

@@ -9,9 +9,11 @@ from reviewapp.review.models import Decision, Escalation, Review, ReviewClaim
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
+    EscalationClosed,
     NeedsAPerson,
     NotAReconciler,
     escalation_claim,
+    escalation_reassign,
     escalation_review,
 )
 from reviewapp.review.services.panels import panel_configure
@@ -111,6 +113,37 @@ def test_only_a_reconciler_decides_a_reconcile(two_needed):
     signed = json.loads(result.decision.payload)
     assert (signed["outcome"], signed["decided_by"]) == ("rejected", "rex")
     assert [r["reviewer"] for r in signed["reviews"]] == ["ann", "ben"]
+
+
+def test_a_reconciler_who_gave_one_of_the_disagreeing_reviews_cannot_reconcile_it(two_needed):
+    # Attack: rex is in both groups, reviews, disagrees with ann, then settles it his own way.
+    rex = ReconcilerFactory(username="rex")
+    review(two_needed, ReviewerFactory(username="ann"), "approved")
+    review(two_needed, rex, "rejected")
+
+    with pytest.raises(NotAReconciler, match="another reconciler"):
+        review(two_needed, rex, "rejected")
+
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RECONCILE
+    assert not Decision.objects.exists()
+    result = review(two_needed, ReconcilerFactory(username="rae"), "approved")
+    assert result.status == "decided"
+
+
+def test_staff_cannot_take_a_reconcile_out_of_the_reconcilers_hands(two_needed):
+    # Attack: staff "take over" a reconcile; it became an ordinary claim nobody could decide.
+    review(two_needed, ReviewerFactory(username="ann"), "approved")
+    review(two_needed, ReviewerFactory(username="ben"), "rejected")
+    boss = ReviewerFactory(username="boss", is_staff=True)
+
+    with pytest.raises(EscalationClosed, match="reconciler"):
+        escalation_reassign(escalation_id=two_needed.pk, to_user=boss, by_user=boss)
+
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RECONCILE
+    result = review(two_needed, ReconcilerFactory(username="rex"), "rejected")
+    assert result.status == "decided"
 
 
 def test_a_token_without_a_person_cannot_give_one_of_several_reviews(two_needed):

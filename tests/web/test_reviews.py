@@ -48,6 +48,18 @@ def test_a_reviewer_does_not_see_anothers_review_before_giving_theirs(two_needed
     assert 'id="approve-btn"' in html  # no claim needed to give a review
 
 
+def test_a_reconciler_is_blind_too_while_the_reviews_are_still_being_given(two_needed):
+    # Attack: rex, in both groups, reads ann's verdict on the card, then gives the second
+    # review knowing it (and a superuser, a reconciler by right, could do the same).
+    decide(ReviewerFactory(username="ann"), two_needed)
+    rex = ReconcilerFactory(username="rex")
+
+    html = page(rex, two_needed)
+
+    assert "secret-ann" not in html
+    assert "hidden until you have submitted yours" in html
+
+
 def test_a_reviewer_sees_the_others_review_once_theirs_is_in(two_needed):
     ann, ben, cal = (ReviewerFactory(username=n) for n in ("ann", "ben", "cal"))
     two_needed.reviews_needed = 3
@@ -98,6 +110,20 @@ def test_a_reconciler_sees_every_review_and_decides(two_needed):
     two_needed.refresh_from_db()
     assert two_needed.status == Escalation.Status.RESOLVED
     assert two_needed.proposal.decision.decided_by_name == "rex"
+
+
+def test_a_reconciler_cannot_reconcile_a_disagreement_they_are_part_of(two_needed):
+    rex = ReconcilerFactory(username="rex")
+    decide(ReviewerFactory(username="ann"), two_needed, "approved")
+    decide(rex, two_needed, "rejected")
+
+    response = decide(rex, two_needed, "rejected")
+
+    assert response.status_code == 403
+    assert "another reconciler" in response.content.decode()
+    assert 'id="approve-btn"' not in page(rex, two_needed)
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RECONCILE
 
 
 def test_the_inbox_lists_an_escalation_in_reconcile(two_needed):

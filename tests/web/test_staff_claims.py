@@ -198,3 +198,16 @@ def test_reassigning_a_decided_escalation_is_a_409(client, chief, escalation):
     assert response.status_code == 409
     assert "already decided" in response.content.decode()
     assert _entries("reassign") == []
+
+
+def test_reassigning_an_escalation_in_reconcile_is_a_409_and_leaves_it_to_reconcilers(
+    client, chief, escalation
+):
+    Escalation.objects.filter(pk=escalation.pk).update(status=Escalation.Status.RECONCILE)
+    client.force_login(chief)
+    response = client.post(reverse("escalation_reassign", args=[escalation.pk]))
+    assert response.status_code == 409
+    assert "a reconciler decides it" in response.content.decode()
+    escalation.refresh_from_db()
+    assert (escalation.status, escalation.claimed_by) == (Escalation.Status.RECONCILE, None)
+    assert _entries("reassign") == []

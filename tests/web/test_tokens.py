@@ -64,3 +64,34 @@ def test_nobody_revokes_anothers_token(ann_client):
 
     client.refresh_from_db()
     assert client.revoked_at is None
+
+
+def test_a_long_username_and_token_name_is_400_not_a_name_the_database_refuses():
+    # An e-mail-style username of 45 characters plus a 60-character token name made an
+    # API client name past its 100 characters: PostgreSQL refused it and the page was a 500.
+    username = "firstname.lastname@claims-division.example.org"
+    client = Client()
+    client.force_login(ReviewerFactory(username=username))
+
+    response = client.post(reverse("my_tokens"), {"name": "x" * 60})
+
+    assert response.status_code == 400
+    assert "1 to 53 characters" in response.content.decode()
+    assert not ApiClient.objects.exists()
+    assert client.post(reverse("my_tokens"), {"name": "x" * 53}).status_code == 200
+    assert ApiClient.objects.get().name == f"{username}/{'x' * 53}"
+
+
+def test_a_reviewer_holds_at_most_ten_live_tokens(ann_client):
+    # Each token has its own rate budget and its own row: minting them in a loop multiplied
+    # the per-token limit and grew the table (and this page) without bound.
+    for n in range(10):
+        assert ann_client.post(reverse("my_tokens"), {"name": f"t{n}"}).status_code == 200
+
+    response = ann_client.post(reverse("my_tokens"), {"name": "one-more"})
+
+    assert response.status_code == 400
+    assert "10 live tokens" in response.content.decode()
+    assert ApiClient.objects.count() == 10
+    ann_client.post(reverse("my_token_revoke", args=[ApiClient.objects.first().pk]))
+    assert ann_client.post(reverse("my_tokens"), {"name": "one-more"}).status_code == 200

@@ -3,6 +3,7 @@
 import secrets
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -13,6 +14,8 @@ TOKEN_MARK = "rva_"
 # The mark plus 8 random characters: enough to tell tokens apart in the admin,
 # far too little to guess the remaining 43.
 PREFIX_LENGTH = len(TOKEN_MARK) + 8
+# A person's live tokens: one per device is plenty, and each has its own rate budget.
+PERSONAL_TOKENS_LIMIT = 10
 # last_used_at is for spotting dead tokens, not an audit log: writing it on
 # every request would turn each read into a write.
 TOUCH_EVERY = timedelta(minutes=1)
@@ -23,10 +26,14 @@ def token_prefix(token: str) -> str:
     return token[:PREFIX_LENGTH]
 
 
+PERSONAL_SCOPES_ONLY = "a personal token holds the review scope alone (--scopes review)"
+
+
 class ClientRefused(ValueError):
     """The client cannot be created as asked (unknown scope, no scope, name taken)."""
 
 
+@transaction.atomic
 def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiClient, str]:
     """Create a client; returns it with its token, which is never retrievable again.
 
@@ -39,10 +46,18 @@ def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiCl
     wanted = _clean_scopes(scopes)
     if user is not None:
         if wanted != [ApiClient.Scope.REVIEW]:
-            raise ClientRefused("a personal token holds the review scope alone (--scopes review)")
+            raise ClientRefused(PERSONAL_SCOPES_ONLY)
         if not may_sign_decisions(user):
             raise ClientRefused(
                 f"{user.get_username()} is not a reviewer: add them to the reviewers group first"
+            )
+        # The person's row locked: two creations at once count each other's token.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        live = ApiClient.objects.filter(user=user, revoked_at__isnull=True).count()
+        if live >= PERSONAL_TOKENS_LIMIT:
+            raise ClientRefused(
+                f"{user.get_username()} already has {PERSONAL_TOKENS_LIMIT} live tokens: "
+                "revoke one first"
             )
     if ApiClient.objects.filter(name=name).exists():
         raise ClientRefused(f"an API client named {name!r} already exists")
@@ -71,6 +86,9 @@ def _clean_scopes(scopes: list[str]) -> list[str]:
 
 def api_client_scopes_refusal(client: ApiClient, scopes: list[str]) -> str | None:
     """Why `client` cannot keep only `scopes` (naming the lenses it would break), or None."""
+    if client.user_id is not None and list(scopes) != [ApiClient.Scope.REVIEW]:
+        # As at creation: a personal token acts as its person, and only to review.
+        return PERSONAL_SCOPES_ONLY
     if client.pk is None or ApiClient.Scope.JUDGE in scopes:
         return None
     bound = list(
@@ -123,6 +141,23 @@ def api_client_touch(client: ApiClient) -> None:
     if client.last_used_at is None or now - client.last_used_at >= TOUCH_EVERY:
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=now)
         client.last_used_at = now
+
+
+def personal_tokens_end(*, user_ids) -> int:
+    """Revoke the live personal tokens of those of `user_ids` who may no longer review.
+
+    Called when an account or its groups change (review.signals): a token that
+    stopped working must not work again when the account is reactivated or
+    rejoins the reviewers group. How many were revoked.
+    """
+    # Fresh rows: `may_sign_decisions` caches its answer on a user object.
+    users = get_user_model().objects.filter(pk__in=list(user_ids), api_tokens__revoked_at=None)
+    gone = [u.pk for u in users.distinct() if not may_sign_decisions(u)]
+    if not gone:
+        return 0
+    return ApiClient.objects.filter(user__in=gone, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
 
 
 def personal_token_revoke(*, client_id: int, user) -> bool:

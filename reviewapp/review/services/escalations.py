@@ -38,6 +38,10 @@ class EscalationClosed(Exception):
     """The escalation was already decided."""
 
 
+class AwaitingReconciler(EscalationClosed):
+    """The reviews disagree: only a reconciler's decision moves the escalation on."""
+
+
 class NotAReviewer(PermissionDenied):
     """The user may read the review pages but not sign decisions (staff outside the group)."""
 
@@ -164,6 +168,9 @@ def escalation_reassign(*, escalation_id: int, to_user, by_user, note: str = "")
         )
         if escalation.status == Escalation.Status.RESOLVED:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        if escalation.status == Escalation.Status.RECONCILE:
+            # A claim would end the reconcile: with every review in, no one could decide it.
+            raise AwaitingReconciler(f"escalation {escalation_id} waits for a reconciler")
         previous = escalation.claimed_by.get_username() if escalation.claimed_by else None
         escalation.status = Escalation.Status.CLAIMED
         escalation.claimed_by = to_user
@@ -314,6 +321,11 @@ def escalation_review(
                     "the reviewers disagree: only a member of the reconcilers group can decide"
                 )
             reviews = list(escalation.reviews.order_by("id"))
+            if any(r.reviewer_id == user.pk for r in reviews):
+                # A party to the disagreement would settle it their own way.
+                raise NotAReconciler(
+                    "you gave one of the disagreeing reviews: another reconciler decides"
+                )
             decision = _resolve(
                 escalation,
                 outcome,

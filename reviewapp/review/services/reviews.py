@@ -91,8 +91,11 @@ def reviews_named(reviews: list[Review]) -> list[dict]:
 
 def reviews_visible_to(escalation: Escalation, user, *, may_reconcile: bool) -> bool:
     """Blind review: others' reviews show once `user` has given theirs, the escalation
-    is decided, or `user` reconciles."""
-    if escalation.status == Escalation.Status.RESOLVED or may_reconcile:
+    is decided, or it waits for reconciliation and `user` may reconcile it. A reconciler
+    reviews too, so before then they are as blind as anyone."""
+    if escalation.status == Escalation.Status.RESOLVED:
+        return True
+    if may_reconcile and escalation.status == Escalation.Status.RECONCILE:
         return True
     return user is not None and escalation.reviews.filter(reviewer=user).exists()
 
