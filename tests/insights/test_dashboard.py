@@ -384,6 +384,13 @@ def test_filter_by_date_range(reviewer_client, two_panels):
     assert up_to_today.context["totals"]["total"] == 3
 
 
+def test_the_last_date_there_is_as_end_covers_everything(reviewer_client, two_panels):
+    # The day after 9999-12-31 does not exist: the end must bound nothing, not overflow.
+    response = _get(reviewer_client, start="0001-01-01", end="9999-12-31")
+    assert response.status_code == 200
+    assert response.context["totals"]["total"] == 3
+
+
 def test_invalid_filters_answer_400_and_show_no_figures(reviewer_client, two_panels):
     today = timezone.localdate()
     response = reviewer_client.get(

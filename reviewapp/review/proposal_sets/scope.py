@@ -30,7 +30,7 @@ class Scope:
             q &= Q(**{f"{prefix}panel_id": self.panel_id})
         if self.start is not None:
             q &= Q(**{f"{prefix}created_at__gte": _day_start(self.start)})
-        if self.end is not None:
+        if self.end is not None and self.end < date.max:  # the last date has no next day
             q &= Q(**{f"{prefix}created_at__lt": _day_start(self.end + timedelta(days=1))})
         return q
 
