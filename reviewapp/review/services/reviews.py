@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from reviewapp.core.signing import sha256_hex
@@ -159,13 +159,21 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
         .values_list("assigned_user")
         .annotate(n=Count("id"))
     )
-    decided = Review.objects.filter(
-        reviewer__in=ids, escalation__status=Escalation.Status.RESOLVED
-    ).values("reviewer", "outcome", "escalation__proposal__decision__outcome")
-    judged, agreed = Counter(), Counter()
-    for row in decided:
-        judged[row["reviewer"]] += 1
-        agreed[row["reviewer"]] += row["outcome"] == row["escalation__proposal__decision__outcome"]
+    # Counted in the database: a reviewer's decided reviews grow without bound.
+    decided = {
+        row["reviewer"]: row
+        for row in Review.objects.filter(
+            reviewer__in=ids, escalation__status=Escalation.Status.RESOLVED
+        )
+        .order_by()
+        .values("reviewer")
+        .annotate(
+            judged=Count("id"),
+            agreed=Count("id", filter=Q(outcome=F("escalation__proposal__decision__outcome"))),
+        )
+    }
+    judged = Counter({user: row["judged"] for user, row in decided.items()})
+    agreed = Counter({user: row["agreed"] for user, row in decided.items()})
     return [
         ReviewerProgress(
             username=u.get_username(),
