@@ -3,20 +3,23 @@
 Starts the web server (`uvicorn reviewapp.asgi:application`, production
 settings) on PostgreSQL, submits `--calls` proposals to a panel whose one
 lens is external, and holds one `wait_for_review` call open per proposal
-through the official `mcp` SDK client over streamable HTTP. While they wait
-it prints the bench database's connections (`pg_stat_activity`), the web
-process's threads and the time a REST request takes beside them. Then it
-decides the proposals one after another in this process (the external
-judgement, then the final step a worker would run), noting when each
-decision's transaction has committed, and compares each call's return with
-that time.
+through the official `mcp` SDK client over streamable HTTP (each client
+first makes one wait_for_review call that returns at once, as an agent that
+polls does, so the SDK's one-time work for the tool is done before the timed
+call). While they wait it prints the bench database's
+connections (`pg_stat_activity`), the web process's threads and the time a
+REST request takes beside them. Then another process (so that deciding does
+not hold the clients' loop) decides the proposals one after another (the
+external judgement, then the final step a worker would run), noting when
+each decision's transaction has committed (time.time(), one clock on one
+machine), and each call's return at the client is compared with that time.
 
 Target: 200 calls held cost no worker slot and at most a fixed number of
 database connections; each returns within 100 ms of its decision.
 
-Database `reviewapp_bench_mcp` (override with `BENCH_MCP_DB`); Redis `BENCH_MCP_BROKER_URL`
-(default redis://127.0.0.1:6379/12), which holds the final-step tasks that no
-worker consumes here.
+Database `reviewapp_bench_mcp` (override with `BENCH_MCP_DB`); Redis
+`BENCH_MCP_BROKER_URL` (default redis://127.0.0.1:6379/12), which holds the
+final-step tasks that no worker consumes here.
 """
 
 from __future__ import annotations
@@ -131,6 +134,11 @@ async def wait_call(url: str, token: str, proposal_id: int, opened: asyncio.Even
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
+            # A first call that returns at once (timeout 0: not final yet), as an agent
+            # that polls makes: the SDK does its one-time work for the tool on this
+            # result (it lists the tools, then compiles the output schema), which 200
+            # first returns in this one process would otherwise do in the timed moment.
+            await client.call_tool("wait_for_review", {"id": proposal_id, "timeout_s": 0})
             count[0] += 1
             if count[0] == count[1]:
                 opened.set()
