@@ -237,6 +237,7 @@ def main() -> None:
             f"p50 {s.percentile(lags, 50):.0f} ms, p95 {s.percentile(lags, 95):.0f} ms, "
             f"max {max(lags):.0f} ms (target: every one ≤ 100 ms)",
         )
+        s.line("calls later than 100 ms", f"{sum(lag > 100 for lag in lags)} of {len(lags)}")
         print(f"load average: {s.load_average()}")
     finally:
         web.stop()
