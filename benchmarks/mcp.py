@@ -3,16 +3,17 @@
 Starts the web server (`uvicorn reviewapp.asgi:application`, production
 settings) on PostgreSQL, submits `--calls` proposals to a panel whose one
 lens is external, and holds one `wait_for_review` call open per proposal
-through the official `mcp` SDK client over streamable HTTP (each client
-first makes one wait_for_review call that returns at once, as an agent that
-polls does, so the SDK's one-time work for the tool is done before the timed
-call). While they wait it prints the bench database's
-connections (`pg_stat_activity`), the web process's threads and the time a
-REST request takes beside them. Then another process (so that deciding does
-not hold the clients' loop) decides the proposals one after another (the
-external judgement, then the final step a worker would run), noting when
-each decision's transaction has committed (time.time(), one clock on one
-machine), and each call's return at the client is compared with that time.
+through the official `mcp` SDK client over streamable HTTP, from
+`--client-processes` processes sharing the calls (each client's first call
+returns at once, timeout 0, as an agent that polls makes, so the SDK's
+one-time work for the tool is done before the timed call). While they wait
+it prints the bench database's connections (`pg_stat_activity`), the web
+process's threads and the time a REST request takes beside them. Then
+another process decides the proposals one after another (the external
+judgement, then the final step a worker would run), noting when each
+decision's transaction has committed; each call's return at its client
+minus that time (time.time(), one clock on one machine) is its lag:
+p50, p95, max and how many exceed 100 ms.
 
 Target: 200 calls held cost no worker slot and at most a fixed number of
 database connections; each returns within 100 ms of its decision.
