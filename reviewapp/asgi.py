@@ -6,6 +6,7 @@ ran it, so its persistent database connections stay one per thread; the MCP
 server is natively ASGI, so a call waiting for a verdict holds no thread.
 """
 
+import gc
 import os
 
 from a2wsgi import WSGIMiddleware
@@ -65,3 +66,10 @@ def build_application():
 
 
 application = build_application()
+
+# What is loaded by now (Django, the models, the MCP SDK: some 180,000 objects) lives as
+# long as the process; frozen, a full collection walks only the objects made since. Walking
+# these too took 0.17-0.28 s a collection on the 2-core VM, a pause that every call waiting
+# on /mcp would share.
+gc.collect()
+gc.freeze()

@@ -115,6 +115,7 @@ def proposals_in_detail(client: ApiClient | None) -> QuerySet[Proposal]:
             Prefetch("judgements", queryset=Judgement.objects.prefetch_related("claims")),
             "evidence",
             "lens_failures",
+            "escalations",
             "decision__escalation__reviews",
         )
     )
@@ -122,7 +123,9 @@ def proposals_in_detail(client: ApiClient | None) -> QuerySet[Proposal]:
 
 def proposal_out(proposal: Proposal) -> dict:
     """A proposal with its judgements, lens failures, evidence, escalation and decision."""
-    escalation = proposal.escalations.order_by("-id").first()
+    # The latest, from the prefetched rows: a query per proposal would make a batch's
+    # read (the MCP watch's) grow with the number of proposals in it.
+    escalation = max(proposal.escalations.all(), key=lambda e: e.pk, default=None)
     decision = getattr(proposal, "decision", None)  # the reverse one-to-one raises when absent
     return {
         "id": proposal.pk,

@@ -93,13 +93,19 @@ def review_status(*, client_id: int, proposal_id: int) -> str:
     return status
 
 
+def final_among(proposal_ids: list[int]) -> list[int]:
+    """Which of `proposal_ids` are decided or escalated: one light query, ids only."""
+    final = Proposal.objects.filter(pk__in=proposal_ids, status__in=FINAL).order_by()
+    return list(final.values_list("pk", flat=True))
+
+
 def final_reviews(proposal_ids: list[int]) -> dict[int, dict]:
     """Which of `proposal_ids` are decided or escalated, each as `review_detail` has it.
 
-    One read for every waiting call: a handful of queries when some are final,
-    one when none is. Each waiting call was shown its proposal was visible to
-    it before it waited (`review_status`); whether its token still lives is
-    asked by `live_clients` when it wakes.
+    The watch's one read for every call it wakes at once: a handful of queries
+    however many. Each waiting call was shown its proposal was visible to it
+    before it waited (`review_status`); whether its token still lives is asked
+    by `live_clients` when it wakes.
     """
     final = proposals_in_detail(None).filter(pk__in=proposal_ids, status__in=FINAL)
     return {proposal.pk: _review_body(proposal) for proposal in final}

@@ -3,30 +3,33 @@
 Each waiting call registers its proposal and sleeps on an event. While any
 call waits, one task per process asks the database which of the watched
 proposals are decided or escalated — one short query every `TICK` seconds,
-whatever the number of waiters — and reads those in full in the same call,
+whatever the number of waiters — and reads those in full in the same trip,
 so a woken call returns its review at once, without a database call of its
 own (200 woken calls queueing for `db.DB_THREADS` threads made the last of
 them return seconds late). A waiting call holds no thread and no database
 connection. On PostgreSQL the transaction that makes a proposal final also
 sends a NOTIFY (`review.final_notice`), delivered at its commit; the watch
-LISTENs on a connection of its own and polls at once when one arrives, so a
-call returns about a query after the commit. The tick remains for what a
-notification misses (the listening connection broke, or the proposal became
-final before the first LISTEN) and is all there is on SQLite. While anything
-is watched the poll keeps one connection and the listener another. A call
-whose token was revoked while it waited wakes with `Revoked` instead of the
-review (the tokens of every call woken at once are checked in one query).
+LISTENs on a connection of its own and, when one arrives, reads at once the
+notified proposals that calls wait on (only those: a notice for a proposal
+nobody waits on costs no query), so a call returns about a read after the
+commit. The tick remains for what a notification misses (the listening
+connection broke, or the proposal became final before the first LISTEN) and
+is all there is on SQLite. While anything is watched the poll keeps one
+connection and the listener another. A call whose token was revoked while it
+waited wakes with `Revoked` instead of the review (the tokens of every call
+woken at once are checked in one query).
 """
 
 import asyncio
 import logging
+import math
 
 import anyio
 
 from reviewapp.review.final_notice import CHANNEL
 
 from .db import Lane, Listener
-from .tools import final_reviews, live_clients
+from .tools import final_among, final_reviews, live_clients
 
 TICK = 0.05
 
@@ -75,28 +78,21 @@ class Watch:
         return waiter.review
 
     async def _poll(self) -> None:
+        loop = asyncio.get_running_loop()
+        ticked = -math.inf  # when every watched proposal was last read
+        notified: set[int] = set()
         try:
             while self._waiting:
-                try:
-                    final = await self._lane.run(final_reviews, list(self._waiting))
-                    woken = {pid: self._waiting.get(pid, set()) for pid in final}
-                    clients = {w.client_id for waiters in woken.values() for w in waiters}
-                    live = await self._lane.run(live_clients, clients) if clients else set()
-                except Exception:
-                    # A database outage must not end the watch: the waiters time out
-                    # or the next tick finds their proposals.
-                    log.warning("could not read which proposals are final", exc_info=True)
-                    final, clients, live = {}, set(), set()
-                for proposal_id, review in final.items():
-                    for waiter in self._waiting.pop(proposal_id, ()):
-                        # A call that began waiting during the check had its token
-                        # checked as it started.
-                        if waiter.client_id not in clients or waiter.client_id in live:
-                            waiter.review = dict(review)
-                        else:
-                            waiter.revoked = True
-                        waiter.event.set()
-                await self._pause()
+                if ticking := loop.time() - ticked >= TICK:
+                    ticked = loop.time()
+                    proposal_ids = list(self._waiting)
+                else:
+                    # Woken early by a NOTIFY: read only the proposals it names that a
+                    # call waits on (none: no query), not every watched one.
+                    proposal_ids = [pid for pid in notified if pid in self._waiting]
+                if proposal_ids:
+                    await self._wake(proposal_ids, ticking=ticking)
+                notified = await self._pause()
         finally:
             # No await between the loop's last check and this: a waiter arriving
             # now finds no poller and starts one.
@@ -105,14 +101,51 @@ class Watch:
         await self._lane.close()
         await self._listener.close()
 
-    async def _pause(self) -> None:
-        """Until a proposal becomes final (PostgreSQL's NOTIFY at its commit) or `TICK`
-        passes, whichever is first: the tick finds what a lost notification missed."""
+    async def _wake(self, proposal_ids: list[int], *, ticking: bool) -> None:
+        """Wake the calls waiting on those of `proposal_ids` that are final."""
+        clients_of = {pid: {w.client_id for w in self._waiting[pid]} for pid in proposal_ids}
         try:
-            await self._listener.wait(TICK)
+            final, clients, live = await self._lane.run(_read_woken, clients_of, ticking)
+        except Exception:
+            # A database outage must not end the watch: the waiters time out
+            # or the next tick finds their proposals.
+            log.warning("could not read which proposals are final", exc_info=True)
+            return
+        for proposal_id, review in final.items():
+            for waiter in self._waiting.pop(proposal_id, ()):
+                # A call that began waiting during the read had its token
+                # checked as it started.
+                if waiter.client_id not in clients or waiter.client_id in live:
+                    waiter.review = dict(review)
+                else:
+                    waiter.revoked = True
+                waiter.event.set()
+
+    async def _pause(self) -> set[int]:
+        """Until a proposal becomes final (PostgreSQL's NOTIFY at its commit) or `TICK`
+        passes, whichever is first; the ids notified (none at the tick). The tick finds
+        what a lost notification missed."""
+        try:
+            payloads = await self._listener.wait(TICK)
         except Exception:
             log.warning("could not listen for final proposals", exc_info=True)
             await asyncio.sleep(TICK)
+            return set()
+        return {int(p) for p in payloads if p.isdigit()}
+
+
+def _read_woken(
+    clients_of: dict[int, set[int]], ticking: bool
+) -> tuple[dict[int, dict], set[int], set[int]]:
+    """The final ones among the proposals in `clients_of` (each as `review_detail` has it),
+    the clients waiting on those, and which of them still have a working token: one trip
+    to the lane's thread, a constant number of queries however many are woken."""
+    # The tick asks about every watched proposal, mostly to hear that none is final: a
+    # light query first, the full read only of those that are.
+    proposal_ids = final_among(list(clients_of)) if ticking else list(clients_of)
+    final = final_reviews(proposal_ids) if proposal_ids else {}
+    clients = {c for pid in final for c in clients_of[pid]}
+    return final, clients, live_clients(clients) if clients else set()
 
 
 watch = Watch()
