@@ -222,30 +222,80 @@ def ledger_append(items: Iterable[NewEntry], *, locked: bool = False) -> list[in
         if not locked:
             _lock()
         if connection.vendor == "postgresql":
-            sql, params = _entries_cte(rows, created_at)
+            sql = f"WITH {_entries_cte(len(rows))} SELECT MIN(leaf_index) FROM e"
             with connection.cursor() as cursor:
-                cursor.execute(f"WITH {sql} SELECT MIN(leaf_index) FROM e", params)
+                cursor.execute(sql, [created_at, *_values(rows)])
                 (first,) = cursor.fetchone()
         else:
             first = _append_in_statements(rows, created_at)
     return list(range(first, first + len(rows)))
 
 
-def ledger_append_decision(
-    *, decision: Decision, head: ChainHead, evidence: Iterable[NewEntry] = ()
-) -> list[int]:
-    """Store a new decision, sequence it after ``evidence`` and advance the chain head to it.
+# The decision's fields set only with the chain head locked (``created_at`` as save() sets it).
+_CHAINED_FIELDS = ("payload", "signature", "key_id", "prev_hash", "hash", "created_at")
+
+
+@dataclass(frozen=True)
+class DecisionAppend:
+    """A decision's append as far as it can be built before the chain head's lock:
+    ``ledger_append_decision`` adds what depends on the chain."""
+
+    decision: Decision
+    evidence_rows: list[list]
+    # PostgreSQL's one statement, and its first parameters: the decision's columns
+    # that do not depend on the chain (the chained ones come next).
+    sql: str = ""
+    params: tuple = ()
+
+
+def ledger_prepare_decision(
+    *, decision: Decision, evidence: Iterable[NewEntry] = ()
+) -> DecisionAppend:
+    """Build the append of ``decision`` (unsaved, not yet signed) before the lock is taken.
+
+    ``evidence`` are entries stored in this transaction that enter the ledger
+    with it, before it. The statement and every value that does not depend on
+    the chain are built here: every decision waits for the lock in turn.
+    """
+    evidence_rows = [_entry_row(item) for item in evidence]
+    if connection.vendor != "postgresql":
+        return DecisionAppend(decision, evidence_rows)
+    static = [f for f in Decision._meta.concrete_fields if f.name not in _CHAINED_FIELDS]
+    chained = [Decision._meta.get_field(name) for name in _CHAINED_FIELDS]
+    columns = [f for f in static if not f.primary_key] + chained
+    head_table = connection.ops.quote_name(ChainHead._meta.db_table)
+    sql = (
+        f"WITH d AS (INSERT INTO {connection.ops.quote_name(Decision._meta.db_table)} "
+        f"({', '.join(connection.ops.quote_name(f.column) for f in columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))}) RETURNING id), "
+        + _entries_cte(
+            len(evidence_rows) + 1,
+            decision_id="CASE WHEN v.kind = 'decision' THEN d.id ELSE v.decision_id END",
+            join=" CROSS JOIN d",
+        )
+        + f" UPDATE {head_table} SET last_hash = %s FROM d WHERE {head_table}.id = %s "
+        "RETURNING d.id, (SELECT MIN(leaf_index) FROM e)"
+    )
+    params = tuple(
+        f.get_db_prep_save(f.pre_save(decision, True), connection)
+        for f in static
+        if not f.primary_key
+    )
+    return DecisionAppend(decision, evidence_rows, sql, params)
+
+
+def ledger_append_decision(append: DecisionAppend, *, head: ChainHead) -> list[int]:
+    """Store the prepared decision, now signed and chained on ``head``, sequence it after
+    its evidence and advance the chain head to it; return the leaf indexes.
 
     Call in the decision's transaction with ``head`` and the ledger's lock held
-    (``lock_chain_head_and_ledger``): a decision exists exactly when its entry
-    does. ``decision`` is unsaved and signed, chained on ``head``; ``evidence``
-    are entries stored in this transaction that enter the ledger with it.
-    Returns the leaf indexes, the decision's last.
+    (``lock_chain_head_and_ledger``): a decision exists exactly when its entry does.
     """
-    rows = [_entry_row(item) for item in [*evidence, decision_entry(decision)]]
+    decision = append.decision
+    rows = [*append.evidence_rows, _entry_row(decision_entry(decision))]
     created_at = connection.ops.adapt_datetimefield_value(timezone.now())
     if connection.vendor == "postgresql":
-        first = _append_decision_in_one_statement(decision, rows, created_at, head)
+        first = _append_decision_in_one_statement(append, rows, created_at, head)
     else:
         decision.save(force_insert=True)
         rows[-1][1] = decision.pk
@@ -261,8 +311,8 @@ def ledger_append_decision(
 
 
 def _entry_row(item: NewEntry) -> list:
-    """An entry's columns but its leaf index: none depends on the position, so all are
-    computed before the ledger's lock (a decision's id is filled in when it is stored)."""
+    """An entry's columns but its leaf index and time: none depends on the position (a
+    decision's id is filled in when it is stored)."""
     entry = merkle.entry_bytes(item.kind, item.payload, item.signature, item.key_id)
     return [
         item.kind,
@@ -276,30 +326,31 @@ def _entry_row(item: NewEntry) -> list:
 _ENTRY_COLUMNS = "leaf_index, kind, decision_id, evidence_id, entry, leaf_hash, created_at"
 
 
-def _entries_cte(rows, created_at, decision_id: str = "v.decision_id", join: str = ""):
+def _entries_cte(count: int, decision_id: str = "v.decision_id", join: str = "") -> str:
     """PostgreSQL: the CTEs ``base`` (the next leaf index) and ``e`` (the entries inserted).
 
     One statement after the lock, so its snapshot sees the last holder's
     commit (READ COMMITTED), and takes the next index and inserts the entries
-    in one round trip: every decision runs it with the chain head held.
+    in one round trip: every decision runs it with the chain head held. Its
+    parameters: the entries' time, then ``_values`` of the rows.
     """
-    values = ", ".join(
-        ["(%s::int, %s, %s::bigint, %s::bigint, %s, %s, %s::timestamptz)"] * len(rows)
-    )
-    sql = (
+    values = ", ".join(["(%s::int, %s, %s::bigint, %s::bigint, %s, %s)"] * count)
+    return (
         "base AS (SELECT COALESCE(MAX(leaf_index), -1) + 1 AS n "
         f"FROM {LedgerEntry._meta.db_table}), "
         f"e AS (INSERT INTO {LedgerEntry._meta.db_table} ({_ENTRY_COLUMNS}) "
         f"SELECT base.n + v.ord, v.kind, {decision_id}, v.evidence_id, v.entry, v.leaf_hash, "
-        f"v.created_at FROM base{join} CROSS JOIN (VALUES {values}) "
-        "AS v(ord, kind, decision_id, evidence_id, entry, leaf_hash, created_at) "
+        f"%s::timestamptz FROM base{join} CROSS JOIN (VALUES {values}) "
+        "AS v(ord, kind, decision_id, evidence_id, entry, leaf_hash) "
         "RETURNING leaf_index)"
     )
-    params = [value for ord_, row in enumerate(rows) for value in (ord_, *row, created_at)]
-    return sql, params
 
 
-def _append_decision_in_one_statement(decision: Decision, rows, created_at, head) -> int:
+def _values(rows) -> list:
+    return [value for ord_, row in enumerate(rows) for value in (ord_, *row)]
+
+
+def _append_decision_in_one_statement(append: DecisionAppend, rows, created_at, head) -> int:
     """PostgreSQL: the decision, its entry (after the evidence's) and the head's advance in
     one statement, the one round trip between the lock and COMMIT.
 
@@ -310,24 +361,14 @@ def _append_decision_in_one_statement(decision: Decision, rows, created_at, head
     decision chains on the head. The decision's columns are its fields'
     values as ``save()`` would write them (``created_at`` included).
     """
-    fields = [f for f in Decision._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    params = [f.get_db_prep_save(f.pre_save(decision, True), connection) for f in fields]
-    entries, entry_params = _entries_cte(
-        rows,
-        created_at,
-        decision_id="CASE WHEN v.kind = 'decision' THEN d.id ELSE v.decision_id END",
-        join=" CROSS JOIN d",
-    )
-    head_table = connection.ops.quote_name(ChainHead._meta.db_table)
-    sql = (
-        f"WITH d AS (INSERT INTO {connection.ops.quote_name(Decision._meta.db_table)} "
-        f"({columns}) VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id), {entries} "
-        f"UPDATE {head_table} SET last_hash = %s FROM d WHERE {head_table}.id = %s "
-        "RETURNING d.id, (SELECT MIN(leaf_index) FROM e)"
-    )
+    decision = append.decision
+    chained = [
+        f.get_db_prep_save(f.pre_save(decision, True), connection)
+        for f in map(Decision._meta.get_field, _CHAINED_FIELDS)
+    ]
+    params = [*append.params, *chained, created_at, *_values(rows), decision.hash, head.pk]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *entry_params, decision.hash, head.pk])
+        cursor.execute(append.sql, params)
         row = cursor.fetchone()
     if row is None:
         raise ChainHead.DoesNotExist(f"chain head {head.pk} is gone")

@@ -296,6 +296,7 @@ def test_a_decision_that_does_not_chain_on_the_head_is_refused_with_its_entry():
     with pytest.raises(IntegrityError, match="UPDATE on review_chainhead refused"):
         with transaction.atomic():
             locked = services.lock_chain_head_and_ledger(genesis=GENESIS_HASH)
-            services.ledger_append_decision(decision=forked, head=locked)
+            append = services.ledger_prepare_decision(decision=forked)
+            services.ledger_append_decision(append, head=locked)
     assert (Decision.objects.count(), LedgerEntry.objects.count()) == counts
     assert ChainHead.objects.get().last_hash == head

@@ -16,6 +16,7 @@ from reviewapp.ledger.services import (
     check_foreign_keys_now,
     evidence_entry,
     ledger_append_decision,
+    ledger_prepare_decision,
     lock_chain_head_and_ledger,
 )
 from reviewapp.webhooks.events import webhook_decided_watchers, webhook_record_decided
@@ -120,8 +121,9 @@ def decision_append(
     """
     signer = signer or server_signer()
     # Everything that does not depend on the chain head is read and built
-    # before it is locked: every decision waits for that lock in turn, so only
-    # what must (sign, insert, sequence, advance the head, COMMIT) runs under it.
+    # before it is locked (the payload's canonical bytes, the statement that
+    # stores the decision): every decision waits for that lock in turn, so only
+    # what must (fill the holes, sign, one statement, COMMIT) runs under it.
     payload = decision_payload(
         proposal=proposal,
         outcome=outcome,
@@ -148,7 +150,10 @@ def decision_append(
         decided_by_name=decided_by_name,
         rationale=rationale,
     )
-    new_entries = [evidence_entry(e) for e in evidence] if evidence_is_new else []
+    append = ledger_prepare_decision(
+        decision=decision,
+        evidence=[evidence_entry(e) for e in evidence] if evidence_is_new else [],
+    )
     watchers = webhook_decided_watchers(proposal=proposal)
     # No savepoint inside a caller's transaction: nothing here is retried, and
     # a failure must roll back the caller's writes as well.
@@ -166,7 +171,7 @@ def decision_append(
         # Same transaction: a decision exists exactly when its ledger entry does.
         # It is stored and sequenced, and the head advances to it (on PostgreSQL
         # in one statement); the tree is built by the next checkpoint.
-        ledger_append_decision(decision=decision, evidence=new_entries, head=head)
+        ledger_append_decision(append, head=head)
         annotations_store(decision=decision, annotations=annotations)
         # The outbox row commits with the decision.
         webhook_record_decided(decision=decision, watchers=watchers)
