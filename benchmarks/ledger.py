@@ -9,8 +9,9 @@ DATABASE_URL if it is PostgreSQL, else BENCH_PG_URL; the database
 level, that many processes append --appends decisions between them through the
 real `decision_append`, and it prints decisions appended per second and how
 long each decision held the chain head's lock: timed in each process from the
-moment the locked row is returned to the end of COMMIT (an on_commit hook), so
-the code path itself is unchanged. Then it integrates the tree, signs a
+moment the locked row is returned to the end of COMMIT (an on_commit hook,
+registered before the decision's NOTIFY hook, so that is not counted), so the
+code path itself is unchanged. Then it integrates the tree, signs a
 checkpoint and verifies the whole ledger. Target: the lock allows 1,000
 decisions/s, i.e. a hold under 1 ms per decision.
 

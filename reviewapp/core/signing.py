@@ -156,7 +156,10 @@ class Signer:
 
     def sign(self, payload: Any) -> SignedPayload:
         """Canonicalise ``payload`` and sign exactly those bytes."""
-        payload_bytes = canonical_json(payload)
+        return self.sign_canonical(canonical_json(payload))
+
+    def sign_canonical(self, payload_bytes: bytes) -> SignedPayload:
+        """Sign bytes that already are canonical JSON (``CanonicalTemplate.fill``'s)."""
         return SignedPayload(payload_bytes, self.sign_bytes(payload_bytes), self.key_id)
 
     def __repr__(self) -> str:

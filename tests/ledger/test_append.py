@@ -153,9 +153,7 @@ def test_two_integrators_at_once_take_turns_and_store_each_subtree_once(monkeypa
 
     def integrate():
         try:
-            signed[threading.current_thread().name] = services.checkpoint_create(
-                only_if_grown=True
-            )
+            signed[threading.current_thread().name] = services.checkpoint_create(only_if_grown=True)
         finally:
             connection.close()
 
@@ -271,13 +269,34 @@ def test_evidence_enters_the_ledger_with_its_decision_and_once():
     assert Evidence.objects.count() == 1
 
 
-def test_the_chain_head_advances_only_to_a_decision_appended_last():
-    from reviewapp.review.models import ChainHead
+def test_a_decision_that_does_not_chain_on_the_head_is_refused_with_its_entry():
+    """On PostgreSQL the decision, its entry and the head's advance are one statement: the
+    head's guard still sees that decision, and refuses a head it does not chain on."""
+    from django.db import IntegrityError, transaction
 
-    decide(1)
-    head = ChainHead.objects.get()
-    evidence = Evidence.objects.get()
-    with pytest.raises(ValueError, match="only to a decision"):
-        services.ledger_append([services.evidence_entry(evidence)], advance_head=head)
-    assert LedgerEntry.objects.count() == 2
-    assert ChainHead.objects.get().last_hash == head.last_hash
+    from reviewapp.review.models import ChainHead
+    from reviewapp.review.services.decisions import GENESIS_HASH
+    from tests.factories import LensFactory, PanelFactory
+    from tests.review.helpers import submit
+
+    stored = decide(1)[0].decision
+    head = ChainHead.objects.get().last_hash
+    counts = (Decision.objects.count(), LedgerEntry.objects.count())
+    forked = Decision(
+        proposal=submit(PanelFactory(lenses=[LensFactory()], need=1), "undecided"),
+        outcome=stored.outcome,
+        basis=stored.basis,
+        decided_by_name=stored.decided_by_name,
+        payload=stored.payload,
+        signature=stored.signature,
+        key_id=stored.key_id,
+        prev_hash="1" * 64,  # no decision's hash, so not the head's
+        hash="f" * 64,
+    )
+    with pytest.raises(IntegrityError, match="UPDATE on review_chainhead refused"):
+        with transaction.atomic():
+            locked = services.lock_chain_head_and_ledger(genesis=GENESIS_HASH)
+            append = services.ledger_prepare_decision(decision=forked)
+            services.ledger_append_decision(append, head=locked)
+    assert (Decision.objects.count(), LedgerEntry.objects.count()) == counts
+    assert ChainHead.objects.get().last_hash == head
