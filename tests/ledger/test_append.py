@@ -124,7 +124,7 @@ def test_a_crash_before_the_checkpoint_commits_leaves_nothing_integrated(monkeyp
     def crash(**kwargs):
         raise RuntimeError("worker killed")
 
-    monkeypatch.setattr(services, "checkpoint_witness", crash)
+    monkeypatch.setattr(services.checkpoints, "checkpoint_witness", crash)
     with pytest.raises(RuntimeError):
         services.checkpoint_create()
     assert not LedgerNode.objects.exists() and not LedgerCheckpoint.objects.exists()
@@ -140,7 +140,7 @@ def test_a_crash_before_the_checkpoint_commits_leaves_nothing_integrated(monkeyp
 def test_two_integrators_at_once_take_turns_and_store_each_subtree_once(monkeypatch):
     decide(3)  # 6 entries
     inside, release = threading.Event(), threading.Event()
-    witness = services.checkpoint_witness
+    witness = services.checkpoints.checkpoint_witness
 
     def slow_witness(**kwargs):
         if threading.current_thread().name == "first":
@@ -148,7 +148,7 @@ def test_two_integrators_at_once_take_turns_and_store_each_subtree_once(monkeypa
             release.wait(10)
         return witness(**kwargs)
 
-    monkeypatch.setattr(services, "checkpoint_witness", slow_witness)
+    monkeypatch.setattr(services.checkpoints, "checkpoint_witness", slow_witness)
     signed = {}
 
     def integrate():

@@ -16,7 +16,7 @@ from reviewapp.core import merkle
 from reviewapp.core.signing import Signer, canonical_json
 from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.review.keys import forget_cached_signer, server_signer
+from reviewapp.review.keys import forget_cached_signer, server_signer, trusted_keys
 from reviewapp.review.models import Decision
 from tests.ledger.helpers import (
     decide,
@@ -78,7 +78,12 @@ def test_the_export_layout(exported):
     header, entries, checkpoint = objects[0], objects[1:-1], objects[-1]
     assert header["format"] == "reviewapp.ledger-export/1"
     assert (header["start"], header["tree_size"], header["frontier"]) == (0, 6, [])
-    assert header["keys"] == [{"key_id": server_signer().key_id, "public_key": public_key_b64()}]
+    # Every trusted key, the server's own among them (a reused var dir may hold retired ones).
+    assert header["keys"] == [
+        {"key_id": key_id, "public_key": base64.b64encode(key).decode()}
+        for key_id, key in sorted(trusted_keys().items())
+    ]
+    assert {"key_id": server_signer().key_id, "public_key": public_key_b64()} in header["keys"]
     assert [e["index"] for e in entries] == list(range(6))
     assert set(entries[0]) == {"index", "kind", "payload", "signature", "key_id", "leaf_hash"}
     assert checkpoint["tree_size"] == 6 and checkpoint["checkpoint"].startswith(
