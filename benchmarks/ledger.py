@@ -13,7 +13,10 @@ moment the locked row is returned to the end of COMMIT (an on_commit hook,
 registered before the decision's NOTIFY hook, so that is not counted), so the
 code path itself is unchanged. Then it integrates the tree, signs a
 checkpoint and verifies the whole ledger. Target: the lock allows 1,000
-decisions/s, i.e. a hold under 1 ms per decision.
+decisions/s, i.e. a hold under 1 ms per decision. It also prints PostgreSQL's own floor
+here (a bare row lock held through COMMIT, psycopg alone) and the hold per
+decision when 10 or 50 decisions share one transaction, as a batch sequencer
+would chain them.
 
 Sets up its own database — a temporary SQLite file under var/bench/ledger-<pid>,
 or with --postgres the database `reviewapp_bench_ledger` on BENCH_PG_URL
@@ -62,6 +65,8 @@ def _pg_server_and_db() -> tuple[str, str]:
         parts = urlsplit(url)
         return f"{parts.scheme}://{parts.netloc}", f"{parts.path.lstrip('/')}_bench_ledger"
     return PG_URL, PG_DB
+
+
 SEED = base64.b64encode(b"reviewapp-ledger-benchmark-key!!").decode()
 TARGET_SECONDS = 30.0
 
@@ -307,6 +312,84 @@ def concurrent_appends(p, levels: list[int], appends: int) -> list[tuple[int, fl
     return figures
 
 
+def floor_hold(count: int = 2000) -> float:
+    """PostgreSQL's own floor on this machine: a bare row lock held through COMMIT.
+
+    One client, back to back, with no signing and no Django: from the locked
+    row's return to COMMIT's, after one UPDATE of that row. No decision can hold
+    the chain head for less, since the next one must see it committed.
+    """
+    import psycopg
+    from django.db import connection
+
+    settings_dict = connection.settings_dict
+    with psycopg.connect(
+        host=settings_dict["HOST"] or None,
+        port=settings_dict["PORT"] or None,
+        user=settings_dict["USER"],
+        password=settings_dict["PASSWORD"] or None,
+        dbname=settings_dict["NAME"],
+    ) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, h text)")
+        conn.execute("INSERT INTO bench_floor VALUES (1, '') ON CONFLICT DO NOTHING")
+        conn.commit()
+        holds = []
+        for i in range(count):
+            row = conn.execute("SELECT h FROM bench_floor WHERE id = 1 FOR UPDATE").fetchone()
+            held_from = time.perf_counter()
+            conn.execute("UPDATE bench_floor SET h = %s WHERE id = 1", [f"{row[0][:8]}{i}"])
+            conn.commit()
+            holds.append(time.perf_counter() - held_from)
+    return sum(holds[100:]) / len(holds[100:])
+
+
+def batched_hold(p, batch: int, batches: int = 20) -> float:
+    """The hold per decision when ``batch`` decisions share one transaction, as a batch
+    sequencer would chain them: the real `decision_append`, called ``batch`` times in one
+    transaction. What a sequencer holds is counted: each call from its locked row to its
+    return (its payload and statement are built before that, as a sequencer would build
+    them before its lock), and one COMMIT; divided by ``batch``."""
+    from django.db import transaction
+
+    from reviewapp.review.services import decisions
+
+    rows = proposals(p, batch * batches, 40_000_000)
+    signer = decisions.server_signer()
+    locked_chain_head = decisions._locked_chain_head
+    held: list[float] = []
+    per_batch: list[float] = []
+    commit_ends: list[float] = []
+
+    def timed_locked_chain_head():
+        head = locked_chain_head()
+        held.append(time.perf_counter())
+        return head
+
+    decisions._locked_chain_head = timed_locked_chain_head
+    try:
+        for start in range(0, len(rows), batch):
+            under_lock = 0.0
+            with transaction.atomic():
+                # The first hook after COMMIT (each decision adds its NOTIFY hook after it).
+                transaction.on_commit(lambda: commit_ends.append(time.perf_counter()))
+                for proposal in rows[start : start + batch]:
+                    decisions.decision_append(
+                        proposal=proposal,
+                        outcome="approved",
+                        basis="system",
+                        rationale="All checkers passed and the panel reached pass.",
+                        signer=signer,
+                        evidence=[],
+                        lenses=[{"lens_name": "bench-lens", "lens_version": 1}],
+                    )
+                    under_lock += time.perf_counter() - held.pop()
+                committing = time.perf_counter()
+            per_batch.append(under_lock + commit_ends[-1] - committing)
+    finally:
+        decisions._locked_chain_head = locked_chain_head
+    return sum(per_batch) / len(per_batch) / batch
+
+
 def appenders_main(args) -> int:
     from django.db import connection
 
@@ -333,6 +416,17 @@ def appenders_main(args) -> int:
         f"{1000 / TARGET_APPENDS_PER_SECOND:.1f} ms): shortest mean hold {best * 1000:.2f} ms "
         f"allows {1 / best:,.0f}/s — {'met' if best * TARGET_APPENDS_PER_SECOND < 1 else 'MISSED'}"
     )
+    floor = floor_hold()
+    print(
+        f"PostgreSQL's floor here (a bare row lock held through COMMIT, no signing): "
+        f"{floor * 1000:.2f} ms = {1 / floor:,.0f}/s"
+    )
+    for batch in (10, 50):
+        per_decision = batched_hold(p, batch)
+        print(
+            f"{batch} decisions in one transaction (as a batch sequencer would chain them): "
+            f"hold {per_decision * 1000:.2f} ms per decision = {1 / per_decision:,.0f}/s"
+        )
     started = time.perf_counter()
     checkpoint = checkpoint_create()
     seconds = time.perf_counter() - started
