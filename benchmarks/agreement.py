@@ -302,7 +302,7 @@ def _targets(lens_name: str) -> dict[str, tuple[str, dict]]:
 
 
 def clients():
-    """A reviewer's browser and a read token, both as Django test clients."""
+    """A reviewer's browser and a read:all token, both as Django test clients."""
     from django.test import Client
 
     from reviewapp.review.services.clients import api_client_create
@@ -312,7 +312,7 @@ def clients():
     from django.conf import settings
 
     browser.cookies[settings.SESSION_COOKIE_NAME] = cookie
-    _, token = api_client_create(name="bench-agreement-reader", scopes=["read"])
+    _, token = api_client_create(name="bench-agreement-reader", scopes=["read:all"])
     api = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {token}")
     return browser, api
 

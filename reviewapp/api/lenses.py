@@ -10,6 +10,7 @@ from ninja.errors import HttpError
 from reviewapp.calibration.queries import Window, agreement_out, lens_figures
 from reviewapp.core.json_values import string_problem
 from reviewapp.review.models import Lens
+from reviewapp.review.services.visibility import lens_agreement_readers
 
 from .auth import ApiAuth
 from .schemas import errors
@@ -52,14 +53,25 @@ class AgreementOut(Schema):
     "`kappa_undefined_reason`, when there are too few decisions or only one class. "
     "`claims_marked` counts the lens's cited claims reviewers marked (correct, incorrect or "
     "irrelevant) in their decisions over the window, and `claims_marked_incorrect` is the share "
-    "of those marked incorrect: null, with `claims_marked_incorrect_reason`, when none was.",
+    "of those marked incorrect: null, with `claims_marked_incorrect_reason`, when none was. "
+    "The figures count every client's proposals: a token reads them with `read:all` (or as a "
+    "reviewer's personal token), or for an external lens that names its client as a judge; "
+    "any other lens is a 404 to it.",
 )
 def lens_agreement(request, name: str, since: date | None = None, until: date | None = None):
     if since and until and since > until:
         raise HttpError(422, f"since ({since}) is after until ({until}): swap them")
     if string_problem(name):  # no lens is so named, and PostgreSQL refuses a NUL outright
         raise Http404("no such lens")
-    lens = get_object_or_404(Lens.objects.only("id", "name"), name=name)
+    lens = get_object_or_404(Lens.objects.only("id", "name", "backend"), name=name)
+    client = request.auth.client
+    if client is not None and not lens_agreement_readers(lens=lens, clients=[client]):
+        raise HttpError(
+            404,
+            f"no lens {name!r} whose agreement this token may read: the figures count every "
+            "client's proposals, so they need 'read:all' (or a reviewer's personal token), "
+            "or an external lens that names this token's client as a judge",
+        )
     window = Window(since=since, until=until)
     (figures,) = lens_figures(window, lens=lens)
     return agreement_out(figures, window)

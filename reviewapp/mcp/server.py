@@ -26,7 +26,7 @@ from reviewapp.review.models import ApiClient
 from . import tools
 from .auth import ApiTokenVerifier, calling_client_id
 from .db import in_db
-from .watch import Revoked, watch
+from .watch import watch
 
 MAX_WAIT_SECONDS = 60
 
@@ -150,10 +150,9 @@ def build_server() -> MCPServer:
         client_id = await calling_client_id(ApiClient.Scope.READ)
         status = await in_db(tools.review_status, client_id=client_id, proposal_id=id)
         if status not in tools.FINAL:
-            try:
-                review = await watch.until_final(id, timeout_s, client_id)
-            except Revoked:
-                raise ToolError("this token was revoked while it waited") from None
+            # Raises the error a call made when it wakes would get, if the client may
+            # no longer read the review then (revoked, or unbound from its lens).
+            review = await watch.until_final(id, timeout_s, client_id)
             if review:
                 return review  # read by the watch for every call it woke
         return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)

@@ -12,9 +12,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from reviewapp_client.verify.export import check_api_decisions
 
 from reviewapp.core.cite import ClaimInput
-from reviewapp.review.access import may_sign_decisions
+from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
 from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import ApiClient, Panel, Proposal
+from reviewapp.review.models import ApiClient, AwaitedLens, Lens, Panel, Proposal
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
     JudgementForbidden,
@@ -27,10 +27,10 @@ from reviewapp.review.services.proposals import (
     SubmissionConflict,
     proposal_submit,
 )
-from reviewapp.review.services.visibility import proposals_visible_to
+from reviewapp.review.services.visibility import proposals_visible_to, sees_everything
 from reviewapp.serializers import judgement_out, proposal_out, proposals_in_detail
 
-from .auth import client_by_id
+from .auth import client_by_id, grants
 
 FINAL = (Proposal.Status.DECIDED, Proposal.Status.ESCALATED)
 
@@ -104,20 +104,68 @@ def final_reviews(proposal_ids: list[int]) -> dict[int, dict]:
 
     The watch's one read for every call it wakes at once: a handful of queries
     however many. Each waiting call was shown its proposal was visible to it
-    before it waited (`review_status`); whether its token still lives is asked
-    by `live_clients` when it wakes.
+    before it waited (`review_status`); whether it still may read it is asked
+    by `woken_refusals` when it wakes.
     """
     final = proposals_in_detail(None).filter(pk__in=proposal_ids, status__in=FINAL)
     return {proposal.pk: _review_body(proposal) for proposal in final}
 
 
-def live_clients(client_ids: set[int]) -> set[int]:
-    """Which of these clients' tokens still work (not revoked; a personal token's user may
-    still review): one query for every call the watch wakes at once."""
-    clients = ApiClient.objects.filter(pk__in=client_ids, revoked_at__isnull=True).select_related(
-        "user"
+def woken_refusals(clients_of: dict[int, set[int]]) -> dict[tuple[int, int], ToolError]:
+    """Of the calls the watch wakes (a proposal's id → the clients waiting on it), those that
+    may no longer read the review, by (proposal, client), each with the error a call made
+    now would get: the token revoked (or its user may no longer review), the read scope
+    taken away, or the proposal no longer visible to the client (unbound from the lens
+    that showed it, `read:all` taken away). At most four queries however many woke.
+    """
+    wanted = set().union(*clients_of.values())
+    clients = {
+        c.pk: c
+        for c in ApiClient.objects.filter(pk__in=wanted, revoked_at__isnull=True).select_related(
+            "user"
+        )
+    }
+    may_sign_decisions_many(c.user for c in clients.values() if c.user_id)
+    refusals: dict[tuple[int, int], ToolError] = {}
+    unsure: set[tuple[int, int]] = set()
+    for proposal_id, client_ids in clients_of.items():
+        for client_id in client_ids:
+            client = clients.get(client_id)
+            if client is None or (client.user_id and not may_sign_decisions(client.user)):
+                refusals[proposal_id, client_id] = ToolError(
+                    "this token was revoked while it waited"
+                )
+            elif not grants(client.scopes, ApiClient.Scope.READ):
+                refusals[proposal_id, client_id] = ToolError(
+                    "this token lost the 'read' scope, which this tool needs, while it waited"
+                )
+            elif not sees_everything(client):
+                unsure.add((proposal_id, client_id))
+    if unsure:
+        for pair in unsure - _visible_pairs(unsure):
+            refusals[pair] = not_found(pair[0])
+    return refusals
+
+
+def _visible_pairs(pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Which (proposal, client) pairs the visibility rule (`visible_q`) admits, for clients
+    without `read:all`: the submitter's, then those bound to an external lens the
+    proposal awaits. Two queries for any number of pairs."""
+    proposal_ids = {p for p, _ in pairs}
+    submitted = set(
+        Proposal.objects.filter(pk__in=proposal_ids, client__isnull=False).values_list(
+            "pk", "client_id"
+        )
     )
-    return {c.pk for c in clients if c.user_id is None or may_sign_decisions(c.user)}
+    rest = pairs - submitted
+    if not rest:
+        return submitted
+    bound = AwaitedLens.objects.filter(
+        proposal_id__in={p for p, _ in rest},
+        lens__backend=Lens.Backend.EXTERNAL,
+        lens__judge_clients__in={c for _, c in rest},
+    ).values_list("proposal_id", "lens__judge_clients")
+    return (submitted | set(bound)) & pairs
 
 
 def review_detail(*, client_id: int, proposal_id: int) -> dict:

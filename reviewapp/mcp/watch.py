@@ -15,9 +15,11 @@ nobody waits on costs no query), so a call returns about a read after the
 commit. The tick remains for what a notification misses (the listening
 connection broke, or the proposal became final before the first LISTEN) and
 is all there is on SQLite. While anything is watched the poll keeps one
-connection and the listener another. A call whose token was revoked while it
-waited wakes with `Revoked` instead of the review (the tokens of every call
-woken at once are checked in one query).
+connection and the listener another. A call that may no longer read its review
+when it wakes (its token revoked, or the proposal no longer visible to its
+client: unbound from the lens that showed it) gets the error a call made then
+would get instead of the review (asked for every call woken at once in a
+constant number of queries, `tools.woken_refusals`).
 """
 
 import asyncio
@@ -25,19 +27,16 @@ import logging
 import math
 
 import anyio
+from mcp.server.mcpserver.exceptions import ToolError
 
 from reviewapp.review.final_notice import CHANNEL
 
 from .db import Lane, Listener
-from .tools import final_among, final_reviews, live_clients
+from .tools import final_among, final_reviews, woken_refusals
 
 TICK = 0.05
 
 log = logging.getLogger(__name__)
-
-
-class Revoked(Exception):
-    """The waiting call's token stopped working before its review became final."""
 
 
 class _Waiter:
@@ -45,7 +44,7 @@ class _Waiter:
         self.client_id = client_id
         self.event = anyio.Event()
         self.review: dict | None = None
-        self.revoked = False
+        self.refusal: str | None = None  # the message, raised afresh in each call
 
 
 class Watch:
@@ -57,7 +56,8 @@ class Watch:
 
     async def until_final(self, proposal_id: int, timeout_s: float, client_id: int) -> dict | None:
         """The review (as `tools.review_detail` has it) once the proposal is final;
-        None if `timeout_s` passes first; `Revoked` if the client's token died meanwhile."""
+        None if `timeout_s` passes first. Raises the `ToolError` a call made now would get
+        if the client may no longer read it (`tools.woken_refusals`)."""
         waiter = _Waiter(client_id)
         self._waiting.setdefault(proposal_id, set()).add(waiter)
         loop = asyncio.get_running_loop()
@@ -73,8 +73,8 @@ class Watch:
                 waiters.discard(waiter)
                 if not waiters:
                     del self._waiting[proposal_id]
-        if waiter.revoked:
-            raise Revoked
+        if waiter.refusal is not None:
+            raise ToolError(waiter.refusal)
         return waiter.review
 
     async def _poll(self) -> None:
@@ -105,7 +105,7 @@ class Watch:
         """Wake the calls waiting on those of `proposal_ids` that are final."""
         clients_of = {pid: {w.client_id for w in self._waiting[pid]} for pid in proposal_ids}
         try:
-            final, clients, live = await self._lane.run(_read_woken, clients_of, ticking)
+            final, refusals = await self._lane.run(_read_woken, clients_of, ticking)
         except Exception:
             # A database outage must not end the watch: the waiters time out
             # or the next tick finds their proposals.
@@ -113,12 +113,13 @@ class Watch:
             return
         for proposal_id, review in final.items():
             for waiter in self._waiting.pop(proposal_id, ()):
-                # A call that began waiting during the read had its token
-                # checked as it started.
-                if waiter.client_id not in clients or waiter.client_id in live:
+                # A call that began waiting during the read was checked as it
+                # started; a refusal of its client on this proposal holds for it too.
+                refusal = refusals.get((proposal_id, waiter.client_id))
+                if refusal is None:
                     waiter.review = dict(review)
                 else:
-                    waiter.revoked = True
+                    waiter.refusal = str(refusal)
                 waiter.event.set()
 
     async def _pause(self) -> set[int]:
@@ -136,16 +137,16 @@ class Watch:
 
 def _read_woken(
     clients_of: dict[int, set[int]], ticking: bool
-) -> tuple[dict[int, dict], set[int], set[int]]:
+) -> tuple[dict[int, dict], dict[tuple[int, int], ToolError]]:
     """The final ones among the proposals in `clients_of` (each as `review_detail` has it),
-    the clients waiting on those, and which of them still have a working token: one trip
+    and which of the calls waiting on those may no longer read them, with why: one trip
     to the lane's thread, a constant number of queries however many are woken."""
     # The tick asks about every watched proposal, mostly to hear that none is final: a
     # light query first, the full read only of those that are.
     proposal_ids = final_among(list(clients_of)) if ticking else list(clients_of)
     final = final_reviews(proposal_ids) if proposal_ids else {}
-    clients = {c for pid in final for c in clients_of[pid]}
-    return final, clients, live_clients(clients) if clients else set()
+    woken = {pid: clients_of[pid] for pid in final}
+    return final, woken_refusals(woken) if woken else {}
 
 
 watch = Watch()

@@ -16,7 +16,11 @@ from django.utils import timezone
 
 from reviewapp.review import access
 from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Proposal
-from reviewapp.review.services.visibility import client_may_see, sees_everything
+from reviewapp.review.services.visibility import (
+    client_may_see,
+    lens_agreement_readers,
+    sees_everything,
+)
 from reviewapp.serializers import escalation_why
 
 from .models import PING, Delivery, Endpoint, Event
@@ -184,10 +188,15 @@ def webhook_record_judgement_requested(*, proposal: Proposal) -> None:
 def webhook_record_lens_drift(*, lens: Lens, event_type: str, data: dict) -> None:
     """A lens's agreement with the reviewers crossed its floor (lens.drift) or came back.
 
-    Every subscribed endpoint hears it: it is about a lens, not a proposal, and
-    any read token may ask the same figures of GET /api/lenses/{name}/agreement.
+    Heard by the subscribed endpoints whose client may ask the same figures of
+    GET /api/lenses/{name}/agreement (`lens_agreement_readers`): they sum other
+    clients' decisions, which a submit-only or a plain read client may not see.
     """
-    endpoints = _subscribed(event_type)
+    subscribed = _subscribed(event_type)
+    readers = {
+        c.pk for c in lens_agreement_readers(lens=lens, clients=[e.client for e in subscribed])
+    }
+    endpoints = [e for e in subscribed if e.client_id in readers]
     lens_part = {"id": lens.pk, "name": lens.name, "version": lens.version}
     _record(event_type, {"lens": lens_part, **data}, endpoints, proposal=None)
 
@@ -216,9 +225,7 @@ def _subscribed(event_type: str) -> list[Endpoint]:
     # asked for all of them in one query, whatever the number of reviewers subscribed.
     access.may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
     return [
-        e
-        for e in endpoints
-        if e.client.user_id is None or access.may_sign_decisions(e.client.user)
+        e for e in endpoints if e.client.user_id is None or access.may_sign_decisions(e.client.user)
     ]
 
 

@@ -64,7 +64,7 @@ def test_an_audit_verdict_labels_the_proposal_and_its_lens(audited):
 
 
 def test_a_disagreeing_audit_moves_the_lens_agreement_as_an_audit(audited):
-    api = api_with("read")
+    api = api_with("read:all")
     path = f"/api/lenses/{_lens_name(audited)}/agreement"
     assert api.get(path).json()["n_by_kind"] == {"escalation": 0, "audit": 0}
     _verdict(audited, "rejected")
@@ -88,6 +88,6 @@ def test_an_agreeing_audit_counts_as_audited_not_overturned(audited):
     [row] = panel_audits(Window())
     assert (row.audits, row.overturned) == (1, 0)
     assert (
-        api_with("read").get(f"/api/lenses/{_lens_name(audited)}/agreement").json()["agreement"]
+        api_with("read:all").get(f"/api/lenses/{_lens_name(audited)}/agreement").json()["agreement"]
         == 1.0
     )

@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from reviewapp.audit.models import AuditEntry
 from reviewapp.calibration.models import LensFloor
 from reviewapp.calibration.services import drift_evaluate, floor_update
+from reviewapp.review.models import Lens
 from reviewapp.webhooks.models import Delivery, Event
 from reviewapp.webhooks.sending import deliveries_due, delivery_send
 from tests.calibration.builders import adjudicated, agreeing, disagreeing, many, panel_of
@@ -27,7 +28,7 @@ def receiver():
 
 @pytest.fixture
 def lens_events(receiver):
-    client, _ = api_client("read")
+    client, _ = api_client("read:all")
     endpoint, secret = subscribe(
         client, receiver.url("/hook"), events=(Event.LENS_DRIFT, Event.LENS_RECOVERED)
     )
@@ -127,3 +128,50 @@ def test_audit_verdicts_alone_cross_the_floor_and_send_lens_drift(receiver, lens
     assert drift.payload["data"]["lens"]["name"] == "alpha"
     floor = LensFloor.objects.get(lens=lens)
     assert floor.drifting and floor.last_kappa < 0.4
+
+
+LENS_EVENTS = (Event.LENS_DRIFT, Event.LENS_RECOVERED)
+
+
+def _listening(*scopes: str):
+    """An endpoint of a new client holding `scopes`, subscribed to the lens events only."""
+    client, _ = api_client(*scopes)
+    endpoint, _ = subscribe(client, "http://127.0.0.1:9/hook", events=LENS_EVENTS)
+    return endpoint
+
+
+def _heard(endpoint) -> list[str]:
+    return list(Delivery.objects.filter(endpoint=endpoint).values_list("event_type", flat=True))
+
+
+def test_lens_drift_reaches_a_client_that_may_read_every_lenss_agreement():
+    reader = _listening("read:all")
+    panel, lens = _drifting_lens()
+    many(panel, lens, agreeing(WINDOW) + disagreeing(WINDOW))
+    assert _heard(reader) == ["lens.drift"]
+
+
+def test_lens_drift_never_reaches_a_submit_only_client():
+    submitter = _listening("submit")
+    panel, lens = _drifting_lens()
+    many(panel, lens, agreeing(WINDOW) + disagreeing(WINDOW))
+    assert LensFloor.objects.get(lens=lens).drifting
+    assert _heard(submitter) == []
+
+
+def test_lens_drift_never_reaches_a_read_client_the_lens_does_not_name_as_its_judge():
+    # Its figures count other clients' proposals, which such a client may not see.
+    reader = _listening("read")
+    panel, lens = _drifting_lens()
+    many(panel, lens, agreeing(WINDOW) + disagreeing(WINDOW))
+    assert LensFloor.objects.get(lens=lens).drifting
+    assert _heard(reader) == []
+
+
+def test_lens_drift_of_an_external_lens_reaches_the_read_client_it_names_as_its_judge():
+    judge = _listening("read", "judge")
+    panel, lens = _drifting_lens()
+    Lens.objects.filter(pk=lens.pk).update(backend=Lens.Backend.EXTERNAL)
+    lens.judge_clients.add(judge.client)
+    many(panel, lens, agreeing(WINDOW) + disagreeing(WINDOW))
+    assert _heard(judge) == ["lens.drift"]

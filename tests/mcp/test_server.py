@@ -234,7 +234,7 @@ def test_wait_for_review_refuses_a_token_revoked_while_it_waited(server, agent):
     assert "decision" not in result.content[0].text
 
 
-def _decide_when_watched(proposal, before=lambda: None):
+def _decide_when_watched(proposal, before=lambda: None, decide=None):
     from django.db import connections
 
     from reviewapp.mcp.watch import watch
@@ -244,7 +244,7 @@ def _decide_when_watched(proposal, before=lambda: None):
         assert time.monotonic() < deadline, "the call never started waiting"
         time.sleep(0.02)
     before()
-    run_pipeline(proposal)
+    (decide or (lambda: run_pipeline(proposal)))()
     connections.close_all()  # this thread's own connection
 
 
@@ -384,3 +384,41 @@ def test_bad_arguments_are_a_tool_error_saying_what_is_wrong(server, agent, tool
         assert says in result.structured_content["problem"]
     else:
         assert says in error_text(result)
+
+
+def test_wait_for_review_is_not_found_once_its_client_is_unbound_from_the_lens_that_let_it_see(
+    server,
+):
+
+    from reviewapp.review.evaluation.tasks import finalize_proposal
+    from reviewapp.review.services.proposals import proposal_submit
+    from tests.webhooks.helpers import api_client
+
+    submitter, _ = api_client("submit")
+    judge, judge_token = api_client("read", "judge")
+    outside = LensFactory(name="outside", backend=Lens.Backend.EXTERNAL)
+    outside.judge_clients.add(judge)
+    panel = PanelFactory(lenses=[outside], need=1)
+    proposal, _ = proposal_submit(panel_name=panel.name, content=CONTENT, client=submitter)
+
+    def unbind_then_escalate():
+        _decide_when_watched(
+            proposal,
+            before=lambda: outside.judge_clients.remove(judge),
+            decide=lambda: finalize_proposal(proposal.pk, deadline_passed=True),
+        )
+
+    async def wait_while_unbound():
+        waiting = asyncio.create_task(
+            call_async(server, judge_token, "wait_for_review", {"id": proposal.pk, "timeout_s": 60})
+        )
+        await asyncio.to_thread(unbind_then_escalate)
+        return await waiting
+
+    result = asyncio.run(wait_while_unbound())
+
+    assert Proposal.objects.get(pk=proposal.pk).status == Proposal.Status.ESCALATED
+    assert error_text(result) == error_text(
+        call(server, judge_token, "get_review", {"id": proposal.pk})
+    )
+    assert f"no review {proposal.pk} that this token may see" in error_text(result)

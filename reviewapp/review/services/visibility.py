@@ -50,3 +50,22 @@ def client_may_see(*, client: ApiClient | None, proposal: Proposal | int) -> boo
         return True
     proposal_id = proposal.pk if isinstance(proposal, Proposal) else proposal
     return proposals_visible_to(client).filter(pk=proposal_id).exists()
+
+
+def lens_agreement_readers(*, lens: Lens, clients: list[ApiClient]) -> list[ApiClient]:
+    """Those of `clients` that may read `lens`'s agreement with the reviewers; one query at most.
+
+    The figures sum every proposal the lens judged, whoever submitted it, and a
+    day's window tells their outcomes one by one: they are for a client that
+    sees every proposal, and for a client with the read scope that the lens, an
+    external one, names as its judge, since every proposal it judged awaited
+    it and so is visible to that client.
+    """
+    bound: set[int] = set()
+    if lens.backend == Lens.Backend.EXTERNAL and not all(sees_everything(c) for c in clients):
+        bound = set(lens.judge_clients.values_list("pk", flat=True))
+    return [
+        c
+        for c in clients
+        if sees_everything(c) or (c.pk in bound and ApiClient.Scope.READ in (c.scopes or []))
+    ]
