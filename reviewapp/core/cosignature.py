@@ -16,7 +16,6 @@ tlog-witness request and answer formats, the witness configuration.
 from __future__ import annotations
 
 import base64
-import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from reviewapp_client.verify.cosignature import (
     verify_cosignature,
 )
 
-from .merkle import HASH_BYTES, NOTE_SIGNATURE_PREFIX
+from .merkle import HASH_BYTES, NOTE_SIGNATURE_PREFIX, parse_tree_size
 
 __all__ = [
     "COSIGNATURE_HEADER",
@@ -82,8 +81,6 @@ __all__ = [
 
 MAX_PROOF_LINES = 63
 SIZE_CONTENT_TYPE = "text/x.tlog.size"
-
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
 
 # ── producing cosignatures ───────────────────────────────────────────────────
@@ -147,8 +144,11 @@ def parse_add_checkpoint(body: bytes) -> AddCheckpoint:
     if not blank:
         raise CosignatureError("no empty line between the proof and the checkpoint")
     old_line, *proof_lines = head.split("\n")
-    if not old_line.startswith("old ") or not _DECIMAL.fullmatch(old_line[4:]):
-        raise CosignatureError("the first line is not `old <size>` (a decimal, no leading zero)")
+    old_size = parse_tree_size(old_line[4:]) if old_line.startswith("old ") else None
+    if old_size is None:
+        raise CosignatureError(
+            "the first line is not `old <size>` (a decimal, no leading zero, below 2**64)"
+        )
     if len(proof_lines) > MAX_PROOF_LINES:
         raise CosignatureError(f"more than {MAX_PROOF_LINES} consistency proof lines")
     proof = []
@@ -159,14 +159,15 @@ def parse_add_checkpoint(body: bytes) -> AddCheckpoint:
         proof.append(h)
     if not note:
         raise CosignatureError("no checkpoint after the empty line")
-    return AddCheckpoint(int(old_line[4:]), tuple(proof), note)
+    return AddCheckpoint(old_size, tuple(proof), note)
 
 
 def parse_size_body(body: str) -> int:
     """A 409 answer's body: the witness's latest cosigned size, a decimal and a newline."""
-    if not body.endswith("\n") or not _DECIMAL.fullmatch(body[:-1]):
+    size = parse_tree_size(body[:-1]) if body.endswith("\n") else None
+    if size is None:
         raise CosignatureError(f"{body[:40]!r} is not a tree size line")
-    return int(body[:-1])
+    return size
 
 
 # ── configuration ────────────────────────────────────────────────────────────

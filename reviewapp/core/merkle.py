@@ -46,6 +46,7 @@ from reviewapp_client.verify.merkle import (
     open_note,
     parse_checkpoint_text,
     parse_note,
+    parse_tree_size,
     verify_consistency,
     verify_inclusion,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "open_note",
     "parse_checkpoint_text",
     "parse_note",
+    "parse_tree_size",
     "perfect_cover",
     "perfect_keys",
     "root_of",

@@ -62,12 +62,15 @@ def parse_tile_path(path: str) -> Tile:
     level = None if match["level"] == "entries" else int(match["level"])
     if level is not None and level > MAX_LEVEL:
         raise TilePathError(f"level {level} is above {MAX_LEVEL}")
-    index = int(match["index"].replace("x", "").replace("/", ""))
     # Leading zero groups would name the same tile twice: x000/001 is 001.
     if match["index"].startswith("x000/"):
         raise TilePathError("the index has a leading x000 group; write it without")
-    if index > MAX_INDEX:
-        raise TilePathError(f"index {index} is beyond any tree this log can hold")
+    digits = match["index"].replace("x", "").replace("/", "").lstrip("0")
+    # Counted first: int() refuses a string of thousands of digits.
+    if len(digits) > len(str(MAX_INDEX)) or int(digits or "0") > MAX_INDEX:
+        shown = digits if len(digits) <= 20 else f"{digits[:20]}… ({len(digits)} digits)"
+        raise TilePathError(f"index {shown} is beyond any tree this log can hold")
+    index = int(digits or "0")
     if match["width"] is None:
         return Tile(level, index, WIDTH)
     width = int(match["width"])

@@ -6,10 +6,11 @@ The witnesses are configured outside the database (REVIEWAPP_LEDGER_WITNESSES);
 wrong. A submission sends ``old <size>`` — the size that witness last
 cosigned for us — and the consistency proof from it. A 409 names the size the
 witness really has: we resync from it and try once more. A size beyond our
-tree, or a different root at a size we share, is a fork. 403, 404 and 422
-are alerts (the admin's witness list, ``/healthz``), each saying what to do;
-an unreachable witness is tried again by the next checkpoint or the beat's
-catch-up, which always sends the latest checkpoint.
+latest checkpoint, or a different root at a size we share, is a fork. 403, 404
+and 422 are alerts (the admin's witness list, ``/healthz``), each saying what
+to do; an unreachable witness (no complete answer within 20 s counts) is tried
+again by the next checkpoint or the beat's catch-up, which always sends the
+latest checkpoint.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from reviewapp.core import cosignature, merkle
 from reviewapp.core.cosignature import ConfiguredWitness, CosignatureError, WitnessPolicy
 from reviewapp.review.keys import trusted_keys
 from reviewapp.webhooks.addresses import address_policy
-from reviewapp.webhooks.sending import checked_client
+from reviewapp.webhooks.sending import checked_client, exchange_deadline
 
 from . import services
 from .models import LedgerCheckpoint, LedgerCosignature, LedgerWitness
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
+# The whole exchange, answer included: a witness trickling bytes never holds a worker longer.
+ANSWER_DEADLINE_SECONDS = 20.0
 MAX_ANSWER_BYTES = 64 * 1024
 USER_AGENT = "reviewapp-ledger/1"
 
@@ -160,11 +163,16 @@ def witness_client() -> httpx.Client:
 
 def _post(url: str, body: bytes) -> tuple[int, str, str]:
     """(status, content type, the start of the answer). Raises httpx.HTTPError."""
-    with witness_client().stream(
-        "POST", f"{url}/add-checkpoint", content=body, headers={"Content-Type": "text/plain"}
-    ) as reply:
+    # Raw bytes, never inflated: a few compressed bytes could inflate to gigabytes.
+    headers = {"Content-Type": "text/plain", "Accept-Encoding": "identity"}
+    with (
+        exchange_deadline(ANSWER_DEADLINE_SECONDS),
+        witness_client().stream(
+            "POST", f"{url}/add-checkpoint", content=body, headers=headers
+        ) as reply,
+    ):
         answer = b""
-        for chunk in reply.iter_bytes():
+        for chunk in reply.iter_raw():
             answer += chunk
             if len(answer) > MAX_ANSWER_BYTES:
                 break
@@ -209,6 +217,12 @@ REFUSALS = {
 }
 
 
+def _cosigned(checkpoint: LedgerCheckpoint, key: cosignature.VerifierKey) -> bool:
+    return LedgerCosignature.objects.filter(
+        checkpoint=checkpoint, witness=key.name, key_id=key.key_id.hex()
+    ).exists()
+
+
 def witness_submit(*, checkpoint_id: int, witness_id: int) -> str:
     """Submit one checkpoint to one witness and store its cosignature. Idempotent.
 
@@ -225,9 +239,7 @@ def witness_submit(*, checkpoint_id: int, witness_id: int) -> str:
     for attempt in (1, 2):
         if checkpoint.tree_size < row.known_size:
             return "superseded"
-        if LedgerCosignature.objects.filter(
-            checkpoint=checkpoint, witness=key.name, key_id=key.key_id.hex()
-        ).exists():
+        if _cosigned(checkpoint, key):
             return "already"
         old = row.known_size
         try:
@@ -237,6 +249,12 @@ def witness_submit(*, checkpoint_id: int, witness_id: int) -> str:
         body = cosignature.add_checkpoint_body(old, proof, checkpoint.note)
         try:
             status, content_type, answer = _post(configured.url, body)
+        except httpx.TimeoutException as exc:
+            return _unreachable(
+                row,
+                f"no answer within {ANSWER_DEADLINE_SECONDS:g} s, or a wait for its next byte "
+                f"over {READ_TIMEOUT_SECONDS:g} s ({type(exc).__name__})",
+            )
         except httpx.HTTPError as exc:
             return _unreachable(row, f"{type(exc).__name__}: {exc}")
         if status == 200:
@@ -246,20 +264,29 @@ def witness_submit(*, checkpoint_id: int, witness_id: int) -> str:
                 size = cosignature.parse_size_body(answer)
             except CosignatureError as exc:
                 return _alert(row, f"{row.name} answered 409 with a malformed size: {exc}")
-            ours = services.tree_size()
+            # Checkpoints are submitted once committed, so the witness's can be no later than
+            # our latest: one beyond it was never signed here.
+            ours = services.integrated_size()
             if size > ours:
                 return _alert(
                     row,
-                    f"{row.name} has cosigned size {size} of this log, but this database holds "
-                    f"{ours} entries (HTTP 409): entries were removed, or another ledger signs "
-                    "under this origin. Run verify_ledger with the witness log; do not reset "
-                    "the witness to silence this.",
+                    f"{row.name} has cosigned size {size} of this log, but this database's "
+                    f"latest checkpoint is of size {ours} (HTTP 409): entries or checkpoints "
+                    "were removed, or another ledger signs under this origin. Run verify_ledger "
+                    "with the witness log; do not reset the witness to silence this.",
                 )
             if size == old == checkpoint.tree_size:
                 return _alert(
                     row,
                     f"{row.name} cosigned another root for size {size} (HTTP 409): this ledger "
                     "forked. Run verify_ledger; do not reset the witness to silence this.",
+                )
+            if size == old:
+                return _alert(
+                    row,
+                    f"{row.name} answered 409 naming size {size}, the old size we sent: a "
+                    "witness answers 409 only when it holds another size. Report it to its "
+                    "operator.",
                 )
             # The witness's own record wins: a resync may move our idea of it either way.
             LedgerWitness.objects.filter(pk=row.pk).update(known_size=size)
@@ -276,7 +303,15 @@ def witness_submit(*, checkpoint_id: int, witness_id: int) -> str:
             )
             return _alert(row, text)
         return _unreachable(row, f"HTTP {status}: {_excerpt(answer)}")
-    return "unreachable"  # 409 twice: another submission raced ours; the catch-up settles it
+    # 409 twice: a submission that raced ours may have settled it; else the witness keeps
+    # moving, which must show rather than pass for a witness that is fine.
+    if checkpoint.tree_size < row.known_size:
+        return "superseded"
+    if _cosigned(checkpoint, key):
+        return "already"
+    return _unreachable(
+        row, f"answered 409 twice, the second time naming size {row.known_size}; tried again later"
+    )
 
 
 def _store(

@@ -18,6 +18,7 @@ import fcntl
 import http.server
 import json
 import os
+import socket
 import tempfile
 import threading
 import time
@@ -37,7 +38,10 @@ from reviewapp.core.witness_protocol import Accepted, Latest, WitnessedLog, judg
 
 STATE_FORMAT = "reviewapp.witness-state/1"
 MAX_BODY_BYTES = 64 * 1024  # 63 proof lines and a checkpoint with 16 signatures fit many times
-READ_TIMEOUT_SECONDS = 30
+READ_TIMEOUT_SECONDS = 30  # one wait for the client's next bytes
+# A whole request, from its first line to its body's last byte: a client trickling a byte
+# within each read timeout would otherwise hold a thread for days.
+REQUEST_DEADLINE_SECONDS = 30
 
 
 class StateError(Exception):
@@ -145,6 +149,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server_version = "reviewapp-witness/1"
     witness: Witness  # set on the subclass serve() makes
 
+    def handle_one_request(self) -> None:
+        self._watchdog = threading.Timer(REQUEST_DEADLINE_SECONDS, self._cut_off)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self._watchdog.cancel()
+
+    def _cut_off(self) -> None:
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+        except OSError:
+            pass  # already closed
+
     def _answer(self, status: int, content_type: str, body: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -159,17 +178,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self._answer(411, "text/plain; charset=utf-8", b"Content-Length is required\n")
             return
-        if int(length) > MAX_BODY_BYTES:
+        # The length first: int() refuses a string of thousands of digits.
+        if len(length) > len(str(MAX_BODY_BYTES)) or int(length) > MAX_BODY_BYTES:
             self.close_connection = True
             self._answer(413, "text/plain; charset=utf-8", b"request body too large\n")
             return
         body = self.rfile.read(int(length))
+        self._watchdog.cancel()  # read in time: judging and answering are ours to finish
+        if len(body) < int(length):
+            self.close_connection = True  # cut off, or the client hung up
+            return
         if self.path != "/add-checkpoint":
             self._answer(404, "text/plain; charset=utf-8", b"not found\n")
             return
         self._answer(*self.witness.add_checkpoint(body))
 
     def do_GET(self) -> None:  # noqa: N802
+        self._watchdog.cancel()
         self._answer(405, "text/plain; charset=utf-8", b"POST /add-checkpoint\n")
 
 

@@ -2,6 +2,9 @@
 
 import ssl
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 
 import certifi
@@ -42,7 +45,61 @@ class _CheckedBackend(httpcore.SyncBackend):
             address = resolved_address(host, port, self.policy)
         except AddressRefused as exc:
             raise _RefusedConnect(f"refused: {exc}") from exc
-        return super().connect_tcp(address, port, timeout, local_address, socket_options)
+        timeout = _left(timeout, httpcore.ConnectTimeout)
+        stream = super().connect_tcp(address, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream)
+
+
+_deadline: ContextVar[float | None] = ContextVar("reviewapp_http_deadline", default=None)
+
+
+@contextmanager
+def exchange_deadline(seconds: float) -> Iterator[None]:
+    """Checked clients' requests inside end within ``seconds``, answer included.
+
+    The read timeout bounds each wait for a byte, so a peer sending one byte
+    every few seconds would otherwise hold the caller for as long as it likes.
+    """
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _left(timeout: float | None, error: type[httpcore.TimeoutException]) -> float | None:
+    """``timeout``, shortened to what is left before the deadline (none set: unchanged)."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the exchange's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every wait ends by the deadline of the exchange using it (pooled
+    connections serve several exchanges, so the deadline is read at each wait)."""
+
+    def __init__(self, stream: httpcore.NetworkStream):
+        self._stream = stream
+
+    def read(self, max_bytes, timeout=None):
+        return self._stream.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer, timeout=None):
+        self._stream.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def close(self):
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        timeout = _left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info):
+        return self._stream.get_extra_info(info)
 
 
 class _CheckedTransport(httpx.HTTPTransport):

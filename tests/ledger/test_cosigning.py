@@ -9,13 +9,16 @@ import base64
 import io
 import json
 import re
+import time
+import tracemalloc
 
 import httpx
 import pytest
+import zstandard
 from django.core.management import CommandError, call_command
 
 from reviewapp.core import cosignature, merkle
-from reviewapp.ledger import services
+from reviewapp.ledger import cosigning, services
 from reviewapp.ledger.cosigning import witness_rows, witness_submit
 from reviewapp.ledger.models import LedgerCosignature, LedgerEntry, LedgerWitness
 from reviewapp.ledger.tasks import ledger_witness_catch_up, ledger_witness_submit
@@ -23,6 +26,7 @@ from reviewapp.review.models import Decision
 from tests.conftest import wait_for
 from tests.ledger.helpers import decide, rebuild_tree
 from tests.support import c2sp_cosignature as spec
+from tests.support.hostile_witness import HostileWitness, answer
 from tests.support.memory_log import MemoryLog
 from tests.support.tamper import tampering
 from tests.support.witness_process import WitnessProcess
@@ -246,7 +250,8 @@ def test_a_witness_ahead_of_our_tree_is_a_fork_alert(start_witness, configure, s
     _, outcomes = signed()
     assert outcomes == ["alert"]
     alert = row(witness).alert
-    assert "has cosigned size 9 of this log, but this database holds 2 entries" in alert
+    assert "has cosigned size 9 of this log" in alert
+    assert "this database's latest checkpoint is of size 2" in alert
 
 
 def test_a_witness_that_does_not_trust_our_key_is_a_403_alert(start_witness, configure, signed):
@@ -264,9 +269,9 @@ def test_a_witness_that_does_not_know_our_origin_is_a_404_alert(start_witness, c
     configure(witness)
     _, outcomes = signed()
     assert outcomes == ["alert"]
-    assert f"does not witness the origin {services.ledger_origin()} (HTTP 404)" in row(
-        witness
-    ).alert
+    assert (
+        f"does not witness the origin {services.ledger_origin()} (HTTP 404)" in row(witness).alert
+    )
 
 
 def test_an_alert_clears_once_the_witness_cosigns_again(
@@ -317,6 +322,114 @@ def test_a_submission_is_idempotent(start_witness, configure, signed):
     checkpoint, _ = signed()
     assert submit(checkpoint, witness) == "already"
     assert LedgerCosignature.objects.filter(checkpoint=checkpoint).count() == 1
+
+
+# ── a hostile witness ────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def hostile(configure):
+    """The one configured witness, answering as ``respond`` writes."""
+    started = []
+
+    def start(respond):
+        witness = HostileWitness("hostile.example/w", respond)
+        started.append(witness)
+        configure(witness)
+        return witness
+
+    yield start
+    for witness in started:
+        witness.stop()
+
+
+def answers(raw: bytes):
+    return lambda witness, body, out: out.write(raw)
+
+
+def test_a_409_whose_size_has_more_digits_than_any_tree_is_an_alert(hostile, signed):
+    decide(1)
+    witness = hostile(answers(answer(409, b"9" * 5000 + b"\n", "text/x.tlog.size")))
+
+    _, outcomes = signed()
+
+    assert outcomes == ["alert"]
+    assert "answered 409 with a malformed size" in row(witness).alert
+
+
+def test_a_409_naming_a_size_this_log_never_signed_is_an_alert_not_a_silent_skip(hostile):
+    decide(1)
+    witness = hostile(answers(answer(409, b"4\n", "text/x.tlog.size")))
+    checkpoint = services.checkpoint_create()
+    decide(1)  # entries 2 and 3: in the database, in no signed checkpoint
+    witness_rows()
+
+    assert submit(checkpoint, witness) == "alert"
+    assert "has cosigned size 4 of this log" in row(witness).alert
+    assert row(witness).known_size == 0
+
+
+def test_a_409_naming_the_very_size_we_sent_is_an_alert(hostile, signed):
+    decide(1)
+    witness = hostile(answers(answer(409, b"0\n", "text/x.tlog.size")))  # we send `old 0`
+
+    _, outcomes = signed()
+
+    assert outcomes == ["alert"]
+    assert "answered 409 naming size 0, the old size we sent" in row(witness).alert
+
+
+def test_a_witness_naming_another_size_at_each_409_is_recorded_as_unreachable(hostile, signed):
+    sizes = iter([b"2\n", b"0\n"])  # we resync to 2, send `old 2`, and it says 0
+    decide(1)
+    witness = hostile(lambda w, body, out: out.write(answer(409, next(sizes), "text/x.tlog.size")))
+
+    _, outcomes = signed()
+
+    assert outcomes == ["unreachable"]
+    assert "answered 409 twice" in row(witness).unreachable
+    assert row(witness).unreachable_since
+
+
+def trickle(witness, body, out):
+    """Headers a byte at a time, each well within the read timeout, for 10 s."""
+    out.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    for _ in range(50):
+        out.flush()
+        time.sleep(0.2)
+        out.write(b"a")
+
+
+def test_a_witness_trickling_its_answer_is_given_up_on_at_the_deadline(
+    hostile, signed, monkeypatch
+):
+    monkeypatch.setattr(cosigning, "ANSWER_DEADLINE_SECONDS", 1.0)
+    decide(1)
+    witness = hostile(trickle)
+    started = time.monotonic()
+
+    _, outcomes = signed()
+
+    assert time.monotonic() - started < 5
+    assert outcomes == ["unreachable"]
+    assert "within 1 s" in row(witness).unreachable
+
+
+def test_a_compressed_answer_is_never_inflated(hostile, signed):
+    frame = zstandard.ZstdCompressor().compress(bytes(1 << 20))  # 1 MiB of zeros, a few bytes
+    bomb = answer(200, frame * 64, Content_Encoding="zstd")  # 64 MiB once inflated
+    decide(1)
+    witness = hostile(answers(bomb))
+    tracemalloc.start()
+    try:
+        _, outcomes = signed()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert outcomes == ["alert"]
+    assert "without cosignature lines" in row(witness).alert
+    assert peak < 8 * 1024 * 1024
 
 
 # ── a second log, witnessed by the same witness ──────────────────────────────

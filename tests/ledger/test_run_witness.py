@@ -3,8 +3,10 @@
 import base64
 import io
 import json
+import socket
 import stat
 import threading
+import time
 
 import httpx
 import pytest
@@ -12,6 +14,7 @@ from django.core.management import CommandError, call_command
 
 from reviewapp.core.signing import Signer
 from reviewapp.core.witness_protocol import logs_by_origin, parse_log
+from reviewapp.ledger import witness_server
 from reviewapp.ledger.witness_server import StateError, Witness, WitnessState, serve
 from tests.support import c2sp_cosignature as spec
 from tests.support.memory_log import MemoryLog
@@ -135,6 +138,69 @@ def test_the_http_server_answers_only_post_add_checkpoint(witness, log):
     finally:
         server.shutdown()
         server.server_close()
+
+
+HUGE = "9" * 5000  # more digits than Python's int() takes from a string
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"old 0\n", b"\n3\n"],  # the old size; the checkpoint's tree size
+)
+def test_a_size_with_more_digits_than_any_tree_is_a_400(witness, log, line):
+    body = log.body(0, 3).replace(line, line.replace(b"0" if b"old" in line else b"3",
+                                                     HUGE.encode()), 1)  # fmt: skip
+
+    status, _, answer = witness.add_checkpoint(body)
+
+    assert status == 400
+    assert b"malformed request" in answer
+
+
+def test_a_content_length_with_more_digits_than_any_body_is_a_413(witness):
+    server = serve(witness, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=10) as connection:
+            connection.sendall(
+                b"POST /add-checkpoint HTTP/1.1\r\nHost: w\r\n"
+                b"Content-Length: " + HUGE.encode() + b"\r\n\r\n"
+            )
+            reply = connection.recv(4096)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert reply.startswith(b"HTTP/1.1 413 ")
+
+
+def test_a_client_trickling_its_request_is_cut_off_at_the_deadline(witness, monkeypatch):
+    monkeypatch.setattr(witness_server, "REQUEST_DEADLINE_SECONDS", 1.0)
+    server = serve(witness, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    connection = socket.create_connection(server.server_address[:2], timeout=5)
+
+    def trickle():  # a byte every 0.2 s, well within the read timeout, for 10 s
+        try:
+            connection.sendall(b"POST /add-checkpoint HTTP/1.1\r\nContent-Length: 1000\r\n\r\n")
+            for _ in range(50):
+                time.sleep(0.2)
+                connection.sendall(b"o")
+        except OSError:
+            pass  # cut off
+
+    threading.Thread(target=trickle, daemon=True).start()
+    started = time.monotonic()
+    try:
+        closed = connection.recv(4096) == b""
+    except ConnectionResetError:
+        closed = True
+    finally:
+        connection.close()
+        server.shutdown()
+        server.server_close()
+    assert closed
+    assert time.monotonic() - started < 4
 
 
 def test_an_unreadable_state_is_never_taken_for_an_empty_one(tmp_path):

@@ -124,6 +124,7 @@ def test_a_tile_is_served_only_once_every_hash_in_it_exists():
         "entries/x001",
         "-1/000",
         "0/" + "x999/" * 8 + "999",  # beyond any tree (and a 64-bit column)
+        "0/" + "x999/" * 1500 + "999",  # more digits than int() takes from a string
     ],
 )
 def test_a_path_that_names_no_tile_is_404_saying_the_rule(path):

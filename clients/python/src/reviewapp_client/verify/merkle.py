@@ -42,7 +42,9 @@ ENTRY_KINDS = ("decision", "evidence")
 NOTE_SIGNATURE_PREFIX = "\u2014 "  # em dash, space
 ED25519_SIGNATURE_TYPE = b"\x01"
 MAX_NOTE_SIGNATURES = 16
-_DECIMAL = re.compile(r"(0|[1-9][0-9]*)")
+MAX_TREE_SIZE = 2**64 - 1  # C2SP tree sizes are uint64
+# At most 20 digits: int() refuses (ValueError) a string of thousands of them.
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}")
 FORBIDDEN_NOTE_CHARS = re.compile(r"[\x00-\x09\x0b-\x1f]")
 _SPACES = re.compile(r"\s")
 
@@ -360,6 +362,14 @@ class Checkpoint:
         return "".join(line + "\n" for line in lines)
 
 
+def parse_tree_size(text: str) -> int | None:
+    """A tree size as C2SP writes it (decimal, no leading zero, a uint64), or None."""
+    if not _DECIMAL.fullmatch(text):
+        return None
+    size = int(text)
+    return size if size <= MAX_TREE_SIZE else None
+
+
 def parse_checkpoint_text(text: str) -> Checkpoint:
     """Strict C2SP tlog-checkpoint note text. Raises NoteError."""
     if not text.endswith("\n"):
@@ -368,9 +378,11 @@ def parse_checkpoint_text(text: str) -> Checkpoint:
     if len(lines) < 3 or any(not line for line in lines):
         raise NoteError("a checkpoint has at least three non-empty lines")
     origin, size_text, root_text, *extensions = lines
-    if not _DECIMAL.fullmatch(size_text):
+    size = parse_tree_size(size_text)
+    if size is None:
         raise NoteError(
-            f"checkpoint tree size {size_text!r} is not a decimal without leading zeroes"
+            f"checkpoint tree size {size_text[:40]!r} is not a decimal without leading zeroes "
+            "below 2**64"
         )
     try:
         root = base64.b64decode(root_text, validate=True)
@@ -378,7 +390,7 @@ def parse_checkpoint_text(text: str) -> Checkpoint:
         raise NoteError("checkpoint root hash is not base64") from exc
     if len(root) != HASH_BYTES or base64.b64encode(root).decode() != root_text:
         raise NoteError("checkpoint root hash is not the base64 of 32 bytes")
-    return Checkpoint(origin, int(size_text), root, tuple(extensions))
+    return Checkpoint(origin, size, root, tuple(extensions))
 
 
 def open_checkpoint(note: str, public_keys: Iterable[bytes]) -> Checkpoint:
