@@ -195,27 +195,39 @@ def delivery_send(*, delivery_id: int) -> float | None:
     timestamp = int(time.time())  # per attempt: receivers reject stale timestamps
     headers = {
         "content-type": "application/json",
+        # Raw bytes, never inflated: a few compressed bytes could inflate to gigabytes.
+        "accept-encoding": "identity",
         "webhook-id": delivery.webhook_id,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": core_webhooks.signature(
             secret=endpoint.secret(), msg_id=delivery.webhook_id, timestamp=timestamp, body=body
         ),
     }
+    # The whole exchange, answer included, within what the lease assumes an attempt takes:
+    # a receiver trickling bytes, each within the read timeout, never holds a worker longer.
+    connect = settings.REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS
+    read = settings.REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS
     status, error = None, ""
     try:
-        with http_client().stream("POST", endpoint.url, content=body, headers=headers) as reply:
+        with (
+            exchange_deadline(connect + read),
+            http_client().stream("POST", endpoint.url, content=body, headers=headers) as reply,
+        ):
             status = reply.status_code
             # Only the beginning: a receiver's page is not ours to store. (A short
             # answer read to its end also lets the connection be reused.)
             start = b""
-            for chunk in reply.iter_bytes():
+            for chunk in reply.iter_raw():
                 start += chunk
                 if len(start) > 300:
                     break
             if not 200 <= status < 300:
                 error = f"HTTP {status}: {core_webhooks.excerpt(start)}"
     except httpx.TimeoutException as exc:
-        error = f"timed out ({type(exc).__name__})"
+        error = (
+            f"timed out ({type(exc).__name__}): over {connect + read:g} s in all, "
+            f"or over {read:g} s waiting for the receiver"
+        )
     except httpx.HTTPError as exc:
         error = core_webhooks.excerpt(str(exc).encode()) or type(exc).__name__
     return delivery_record_attempt(delivery=delivery, status=status, error=error)

@@ -2,7 +2,7 @@
 
     with Receiver() as receiver:
         receiver.secrets["/hook"] = secret          # from POST /api/webhooks
-        receiver.script("/hook", [Reply(500), Slow(3), Reply(204)])
+        receiver.script("/hook", [Reply(500), Slow(3), Trickle(0.2), Reply(204)])
         ...                                           # point an endpoint at receiver.url("/hook")
         receiver.wait_for(1)[0].payload["type"]
 
@@ -24,7 +24,8 @@ from standardwebhooks import Webhook, WebhookVerificationError
 @dataclass(frozen=True)
 class Reply:
     status: int = 204
-    body: str = ""
+    body: str | bytes = ""
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,13 @@ class Slow:
     """Answer 204 after `seconds`: longer than the sender's read timeout, it times out."""
 
     seconds: float
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """Headers one byte every `every` seconds (within the sender's read timeout), for 10 s."""
+
+    every: float
 
 
 @dataclass(frozen=True)
@@ -88,10 +96,19 @@ class Receiver:
                 if isinstance(step, Hang):
                     step.release.wait(60)
                     step = Reply()
-                data = step.body.encode()
                 try:
+                    if isinstance(step, Trickle):
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                        deadline = time.monotonic() + 10
+                        while time.monotonic() < deadline:
+                            time.sleep(step.every)
+                            self.wfile.write(b"a")
+                        return
+                    data = step.body if isinstance(step.body, bytes) else step.body.encode()
                     self.send_response(step.status)
                     self.send_header("Content-Length", str(len(data)))
+                    for name, value in step.headers:
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except OSError:  # the sender gave up (timeout) or died

@@ -1,10 +1,14 @@
 """Sending deliveries to a real receiver on loopback, in this process (no worker)."""
 
 import base64
+import gzip
 import json
+import time
+import tracemalloc
 
 import nacl.signing
 import pytest
+import zstandard
 from django.test import override_settings
 from django.utils import timezone
 
@@ -13,7 +17,7 @@ from reviewapp.webhooks.models import Delivery, Endpoint
 from reviewapp.webhooks.sending import deliveries_due, delivery_send
 
 from .helpers import api_client, submitted_and_decided, subscribe
-from .receiver import Receiver, Reply, Slow
+from .receiver import Receiver, Reply, Slow, Trickle
 
 pytestmark = pytest.mark.django_db
 
@@ -88,6 +92,51 @@ def test_a_receiver_that_does_not_answer_in_time_is_retried(receiver, endpoint):
     assert Delivery.objects.get().status == "delivered"
     first, second = receiver.wait_for(2)
     assert first.webhook_id == second.webhook_id
+
+
+@override_settings(
+    REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS=0.5, REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS=0.5
+)
+def test_a_receiver_trickling_its_answer_is_cut_off_at_the_deadline_and_retried(receiver, endpoint):
+    receiver.script("/hook", [Trickle(0.2)])  # each byte within the read timeout, for 10 s
+    submitted_and_decided(endpoint.client)
+    started = time.monotonic()
+    [delay] = send_due()
+    assert time.monotonic() - started < 3  # the deadline: connect plus read timeouts, 1 s
+    delivery = Delivery.objects.get()
+    assert delay is not None and delivery.status == "pending"
+    assert delivery.last_error.startswith("timed out")
+
+
+def gzip_bomb() -> bytes:
+    return gzip.compress(bytes(64 << 20), compresslevel=9)  # 64 KiB, 64 MiB once inflated
+
+
+def zstd_bomb() -> bytes:
+    return zstandard.ZstdCompressor().compress(bytes(1 << 20)) * 64  # 64 MiB once inflated
+
+
+@pytest.mark.parametrize(("encoding", "bomb"), [("gzip", gzip_bomb), ("zstd", zstd_bomb)])
+def test_a_compressed_answer_is_never_inflated(receiver, endpoint, encoding, bomb):
+    receiver.script("/hook", [Reply(500, bomb(), headers=(("Content-Encoding", encoding),))])
+    submitted_and_decided(endpoint.client)
+    tracemalloc.start()
+    try:
+        [delay] = send_due()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024
+    delivery = Delivery.objects.get()
+    assert delay is not None and delivery.last_error.startswith("HTTP 500: ")
+    assert len(delivery.last_error) < 320  # the start of the raw bytes, never the whole body
+
+
+def test_deliveries_ask_for_an_uncompressed_answer(receiver, endpoint):
+    submitted_and_decided(endpoint.client)
+    send_due()
+    [got] = receiver.wait_for(1)
+    assert got.headers["accept-encoding"] == "identity"
 
 
 def test_410_gone_disables_the_endpoint(receiver, endpoint):
