@@ -343,7 +343,7 @@ def floor_hold(count: int = 2000) -> float:
     return sum(holds[100:]) / len(holds[100:])
 
 
-def batched_hold(p, batch: int, batches: int = 20) -> float:
+def batched_hold(p, batch: int, batches: int) -> float:
     """The hold per decision when ``batch`` decisions share one transaction, as a batch
     sequencer would chain them: the real `decision_append`, called ``batch`` times in one
     transaction. What a sequencer holds is counted: each call from its locked row to its
@@ -422,7 +422,7 @@ def appenders_main(args) -> int:
         f"{floor * 1000:.2f} ms = {1 / floor:,.0f}/s"
     )
     for batch in (10, 50):
-        per_decision = batched_hold(p, batch)
+        per_decision = batched_hold(p, batch, batches=max(1, args.appends // batch))
         print(
             f"{batch} decisions in one transaction (as a batch sequencer would chain them): "
             f"hold {per_decision * 1000:.2f} ms per decision = {1 / per_decision:,.0f}/s"

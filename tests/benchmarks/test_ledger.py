@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_appenders_prints_rate_and_lock_hold_per_level_and_leaves_a_verified_ledger():
+def test_appenders_prints_rate_hold_floor_and_batched_hold_and_leaves_a_verified_ledger():
     # A PostgreSQL server is what this mode measures: DATABASE_URL's, else BENCH_PG_URL's.
     done = subprocess.run(
         [sys.executable, "benchmarks/ledger.py", "--appenders", "1,2", "--appends", "12"],
@@ -26,5 +26,10 @@ def test_appenders_prints_rate_and_lock_hold_per_level_and_leaves_a_verified_led
     assert [level for level, *_ in levels] == ["1", "2"], out
     for _, rate, mean, _, _ in levels:
         assert int(rate.replace(",", "")) > 0 and float(mean) > 0
-    assert "integrator (checkpoint_create): 24 entries" in out
-    assert "verify_ledger: 24 entries, chain and tree intact" in out
+    assert re.search(r"^PostgreSQL's floor here .*: \d+\.\d+ ms = [\d,]+/s$", out, re.M), out
+    for batch in (10, 50):
+        line = rf"^{batch} decisions in one transaction .*: hold \d+\.\d+ ms per decision"
+        assert re.search(line, out, re.M), out
+    # 12 per level, then one batch of 10 and one of 50 (--appends is below either batch).
+    assert "integrator (checkpoint_create): 84 entries" in out
+    assert "verify_ledger: 84 entries, chain and tree intact" in out
