@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -53,6 +54,9 @@ log = logging.getLogger(__name__)
 STORE_RETRY_SECONDS = 0.5
 # How long slots given back wait for an ask of the store to carry them.
 RELEASE_WAIT_SECONDS = 0.02
+# The most of a provider's answer read, inflated: a chat completion is a few
+# KiB, so anything near this is a broken or hostile provider, not a judgement.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 class EndpointGate:
@@ -232,7 +236,10 @@ class AsyncChatTransport:
         self.session = session
         self.proxy, self.proxy_auth = proxy, proxy_auth
         self.model = model
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Answers asked for uncompressed: a few compressed bytes can inflate to gigabytes.
+        self.headers = {"Accept-Encoding": "identity"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
         self.temperature = temperature
         self.timeout = timeout
         self.response_format = response_format
@@ -258,10 +265,11 @@ class AsyncChatTransport:
                     headers=self.headers,
                     proxy=self.proxy,
                     proxy_auth=self.proxy_auth,
+                    auto_decompress=False,  # inflated by _read_capped, under its cap
                 ) as response:
                     status = response.status
                     retry_after = response.headers.get("Retry-After")
-                    content = await response.read()
+                    content = await _read_capped(response)
             outcome = _outcome(status, retry_after, sent_at)
             if outcome is not None and token is not None:
                 outcome = replace(outcome, sent_in_flight=self.gate.sent_in_flight(token))
@@ -278,6 +286,35 @@ class AsyncChatTransport:
                 # for the store.
                 self.gate.give_back(token, outcome)
         return _answer_of(status, retry_after, content)
+
+
+async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
+    """The answer's body, inflated if the provider compressed it anyway, never past
+    ``MAX_ANSWER_BYTES``: a bigger one ends the call (``PermanentTransportError``)."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("identity", "gzip", "x-gzip", "deflate"):
+        raise PermanentTransportError(
+            f"the provider's answer is {encoding}-encoded, though asked for an uncompressed one"
+        )
+    # A gzip or a zlib header, told apart by the stream: servers label one as the other.
+    inflate = zlib.decompressobj(wbits=32 + zlib.MAX_WBITS) if encoding != "identity" else None
+    body = bytearray()
+    async for chunk in response.content.iter_any():
+        if inflate is not None:
+            try:
+                # One byte past the cap at most, however much the chunk would inflate to.
+                chunk = inflate.decompress(chunk, MAX_ANSWER_BYTES + 1 - len(body))
+            except zlib.error as exc:
+                raise PermanentTransportError(
+                    f"the provider's {encoding} answer does not inflate: {exc}"
+                ) from exc
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise PermanentTransportError(
+                f"the provider's answer exceeded {MAX_ANSWER_BYTES:,} bytes"
+                + (" inflated" if inflate is not None else "")
+            )
+    return bytes(body)
 
 
 def _outcome(status: int, retry_after: str | None, sent_at: float) -> Outcome | None:

@@ -83,6 +83,15 @@ class MalformedBody:
 
 
 @dataclass(frozen=True)
+class RawBody:
+    """HTTP 200 whose body is ``payload`` as given, e.g. compressed, with its
+    ``Content-Encoding`` (None: no such header), whatever the client asked for."""
+
+    payload: bytes
+    encoding: str | None = None
+
+
+@dataclass(frozen=True)
 class CloseConnection:
     """Read the request, then hang up without any response."""
 
@@ -95,6 +104,7 @@ Step = (
     | Slow
     | Trickle
     | MalformedBody
+    | RawBody
     | CloseConnection
 )
 
@@ -104,6 +114,7 @@ class StubRequest:
     path: str
     body: dict
     authorization: str | None
+    accept_encoding: str | None = None
 
 
 def completion(content: str, model: str = "stub-model") -> dict:
@@ -226,7 +237,14 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             self._started = stub._enter(self.client_address[1])
             self._open = True
             try:
-                step = stub._take(StubRequest(self.path, body, self.headers.get("Authorization")))
+                step = stub._take(
+                    StubRequest(
+                        self.path,
+                        body,
+                        self.headers.get("Authorization"),
+                        self.headers.get("Accept-Encoding"),
+                    )
+                )
                 self._play(step, body.get("model", "stub-model"))
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to answer
@@ -278,6 +296,8 @@ def _make_handler(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                         self.wfile.flush()
                 case MalformedBody(text):
                     self._send(200, text.encode())
+                case RawBody(payload, encoding):
+                    self._send(200, payload, {"Content-Encoding": encoding} if encoding else None)
                 case CloseConnection():
                     self.close_connection = True
 

@@ -1,7 +1,11 @@
 """The async transport and loop against the real loopback server: deferral, slots, time limit."""
 
 import asyncio
+import gzip
+import json
 import time
+import tracemalloc
+import zlib
 
 import aiohttp
 import pytest
@@ -9,12 +13,20 @@ import pytest
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import FailureKind, LensFailed
 from reviewapp.core.llm_calls import (
+    MAX_ANSWER_BYTES,
     RELEASE_WAIT_SECONDS,
     AsyncChatTransport,
     EndpointGate,
     run_judge_async,
 )
-from tests.core.openai_stub import Answer, HttpError, RateLimited, Slow
+from tests.core.openai_stub import (
+    Answer,
+    HttpError,
+    RateLimited,
+    RawBody,
+    Slow,
+    completion,
+)
 
 CONTENT = "Paris is the capital of France."
 PASS = '{"verdict": "pass", "rationale": "ok", "claims": [{"cite": "Paris is the capital"}]}'
@@ -340,3 +352,61 @@ def test_each_outcome_says_how_many_calls_were_in_flight_when_it_was_sent(openai
     gate = EndpointGate(try_acquire=try_acquire, release=store.release)
     _judge(openai_server.base_url, gate)
     assert [o.sent_in_flight for o in store.outcomes] == [3]
+
+
+def test_answers_are_asked_for_uncompressed(openai_server):
+    openai_server.script([Answer(PASS)])
+    _judge(openai_server.base_url)
+    assert openai_server.requests[0].accept_encoding == "identity"
+
+
+def test_an_answer_over_the_byte_cap_fails_the_lens_at_once_saying_so(openai_server):
+    openai_server.script([RawBody(b" " * (MAX_ANSWER_BYTES + 1))])
+    with pytest.raises(LensFailed, match=f"answer exceeded {MAX_ANSWER_BYTES:,} bytes") as failed:
+        _judge(openai_server.base_url)
+    assert failed.value.kind == FailureKind.HTTP_ERROR
+    assert failed.value.attempts == 1  # a bigger answer is not asked for again
+
+
+def _gzip_bomb(inflated_mib: int) -> bytes:
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1024 * 1024)
+    return b"".join(deflate.compress(block) for _ in range(inflated_mib)) + deflate.flush()
+
+
+def test_a_compressed_bomb_is_refused_without_being_inflated_past_the_cap(openai_server):
+    bomb = _gzip_bomb(256)  # 256 MiB of zeros in about 250 KiB
+    openai_server.script([RawBody(bomb, "gzip")])
+    tracemalloc.start()
+    try:
+        with pytest.raises(LensFailed, match=f"exceeded {MAX_ANSWER_BYTES:,} bytes inflated"):
+            _judge(openai_server.base_url)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * MAX_ANSWER_BYTES
+
+
+@pytest.mark.parametrize(
+    "encoding, compress", [("gzip", gzip.compress), ("deflate", zlib.compress)]
+)
+def test_an_answer_compressed_though_asked_for_uncompressed_is_still_read(
+    openai_server, encoding, compress
+):
+    openai_server.script([RawBody(compress(json.dumps(completion(PASS)).encode()), encoding)])
+    outcome = _judge(openai_server.base_url)
+    assert outcome.verdict == "pass" and outcome.transport_calls == 1
+
+
+def test_an_answer_in_an_encoding_not_inflated_here_fails_the_lens_naming_it(openai_server):
+    openai_server.script([RawBody(b"\x28\xb5\x2f\xfd-not-really-zstd", "zstd")])
+    with pytest.raises(LensFailed, match="answer is zstd-encoded") as failed:
+        _judge(openai_server.base_url)
+    assert failed.value.kind == FailureKind.HTTP_ERROR
+
+
+def test_an_answer_labelled_gzip_that_does_not_inflate_fails_the_lens_saying_so(openai_server):
+    openai_server.script([RawBody(b"plainly not gzip", "gzip")])
+    with pytest.raises(LensFailed, match="gzip answer does not inflate") as failed:
+        _judge(openai_server.base_url)
+    assert failed.value.kind == FailureKind.HTTP_ERROR
