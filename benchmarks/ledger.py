@@ -243,6 +243,21 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
     return in_ledger, time.perf_counter() - started
 
 
+def system_decision(proposal, signer):
+    """An automatic approval of ``proposal``, through the real `decision_append`."""
+    from reviewapp.review.services import decisions
+
+    return decisions.decision_append(
+        proposal=proposal,
+        outcome="approved",
+        basis="system",
+        rationale="All checkers passed and the panel reached pass.",
+        signer=signer,
+        evidence=[],
+        lenses=[{"lens_name": "bench-lens", "lens_version": 1}],
+    )
+
+
 def _appender(ids: list[int], start, results) -> None:
     """One appending process: `decision_append` for each proposal, timing the lock's hold."""
     from django.db import connection, transaction
@@ -266,15 +281,7 @@ def _appender(ids: list[int], start, results) -> None:
     signer = decisions.server_signer()
     start.wait()
     for proposal in rows:
-        decisions.decision_append(
-            proposal=proposal,
-            outcome="approved",
-            basis="system",
-            rationale="All checkers passed and the panel reached pass.",
-            signer=signer,
-            evidence=[],
-            lenses=[{"lens_name": "bench-lens", "lens_version": 1}],
-        )
+        system_decision(proposal, signer)
     connection.close()
     results.put(holds)
 
@@ -373,15 +380,7 @@ def batched_hold(p, batch: int, batches: int) -> float:
                 # The first hook after COMMIT (each decision adds its NOTIFY hook after it).
                 transaction.on_commit(lambda: commit_ends.append(time.perf_counter()))
                 for proposal in rows[start : start + batch]:
-                    decisions.decision_append(
-                        proposal=proposal,
-                        outcome="approved",
-                        basis="system",
-                        rationale="All checkers passed and the panel reached pass.",
-                        signer=signer,
-                        evidence=[],
-                        lenses=[{"lens_name": "bench-lens", "lens_version": 1}],
-                    )
+                    system_decision(proposal, signer)
                     under_lock += time.perf_counter() - held.pop()
                 committing = time.perf_counter()
             per_batch.append(under_lock + commit_ends[-1] - committing)
