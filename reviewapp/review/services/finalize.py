@@ -7,13 +7,15 @@ from django.db.models import Value
 from django.utils import timezone
 
 from reviewapp.core import checkers as core_checkers
+from reviewapp.core.guarantee.patterns import vote_pattern
 from reviewapp.core.judging import FailureKind
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
-from reviewapp.core.routing import route
+from reviewapp.core.routing import Route, below_guarantee, route
 from reviewapp.core.signing import Signer
 from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
 from reviewapp.webhooks.events import webhook_record_escalated
 
+from ..automatic import Ruling, automatic_outcome_ruling
 from ..final_notice import proposal_final_notify
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
@@ -157,13 +159,16 @@ def proposal_finalize(
             )
         )
         proposal.tally = _tally_dict(quorum, outcome)
+        checker_verdicts = [core_checkers.CheckVerdict(e.verdict) for e in evidence] + [
+            core_checkers.CheckVerdict.INCONCLUSIVE for _ in gone_checkers
+        ]
         decided = route(
-            checker_verdicts=[core_checkers.CheckVerdict(e.verdict) for e in evidence]
-            + [core_checkers.CheckVerdict.INCONCLUSIVE for _ in gone_checkers],
+            checker_verdicts=checker_verdicts,
             panel=outcome,
             failed_lenses=failed,
             requires_sign_off=snapshot["requires_sign_off"],
         )
+        decided, ruling = _ruled(proposal, decided, outcome, failed, checker_verdicts)
         proposal.finalized_at = timezone.now()
         if decided.escalates:
             escalation = Escalation.objects.create(
@@ -183,6 +188,7 @@ def proposal_finalize(
                         {"checker": name, "reason": "deleted after submission; it never ran"}
                         for name in gone_checkers
                     ],
+                    **({"guarantee": ruling.detail} if ruling and ruling.hold else {}),
                 },
             )
             escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
@@ -209,8 +215,22 @@ def proposal_finalize(
                 lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
                 evidence_is_new=True,
             )
-            audit_open_maybe(proposal=proposal, decision=decision)
+            audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
     return proposal
+
+
+def _ruled(
+    proposal: Proposal, decided: Route, outcome, failed: list[str], checker_verdicts
+) -> tuple[Route, Ruling | None]:
+    """The table's last row: an outcome the panel's vote decided alone is asked of the
+    apps above review (the guarantee), which may hold it for a person."""
+    pattern = vote_pattern(
+        routed=decided, panel=outcome, failed_lenses=failed, checker_verdicts=checker_verdicts
+    )
+    ruling = automatic_outcome_ruling(proposal=proposal, pattern=pattern) if pattern else None
+    if ruling is not None and ruling.hold:
+        return below_guarantee(ruling.explanation), ruling
+    return decided, ruling
 
 
 # (lens_name, lens_version, verdict) of each judgement, and the names of failed lenses.
