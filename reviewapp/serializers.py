@@ -20,6 +20,8 @@ from reviewapp.review.models import (
     Escalation,
     Judgement,
     LensFailure,
+    Panel,
+    PanelLens,
     Proposal,
     Review,
 )
@@ -307,3 +309,40 @@ def claim_out(claim: Claim) -> dict:
         "assessment": claim.assessment,
         "anchor": anchor,
     }
+
+
+def panel_list() -> list[dict]:
+    """The panels a submission may name: active ones, with what they are made of and the
+    guarantee they give (null without one). Three queries, however many panels."""
+    panels = (
+        Panel.objects.filter(active=True)
+        .select_related("guarantee")
+        .prefetch_related(
+            Prefetch("panel_lenses", queryset=PanelLens.objects.select_related("lens")),
+            "checkers",
+        )
+    )
+    return [
+        {
+            "name": panel.name,
+            "description": panel.description,
+            "need": panel.need,
+            "lenses": [
+                {"name": pl.lens.name, "backend": pl.lens.backend}
+                for pl in sorted(panel.panel_lenses.all(), key=lambda pl: pl.position)
+            ],
+            "checkers": sorted(c.name for c in panel.checkers.all() if c.active),
+            "requires_sign_off": panel.requires_sign_off,
+            "external_deadline_seconds": panel.external_deadline_seconds,
+            "guarantee": _guarantee_part(panel),
+        }
+        for panel in panels
+    ]
+
+
+def _guarantee_part(panel: Panel) -> dict | None:
+    # The guarantee app's row, by its reverse one-to-one: absent, or without a target, is off.
+    guarantee = getattr(panel, "guarantee", None)
+    if guarantee is None or guarantee.target is None:
+        return None
+    return {"target": guarantee.target, "confidence": guarantee.confidence}

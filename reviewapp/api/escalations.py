@@ -169,8 +169,7 @@ def escalation_audit_create(request, escalation_id: ObjectId, payload: AuditIn):
     if not is_audit(escalation):
         raise HttpError(
             409,
-            "not an audit: decide it with POST "
-            f"/api/escalations/{escalation_id}/decision",
+            f"not an audit: decide it with POST /api/escalations/{escalation_id}/decision",
         )
     try:
         audit = escalation_decide(

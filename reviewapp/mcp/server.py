@@ -22,6 +22,7 @@ from reviewapp.core.blank import shows_nothing
 from reviewapp.core.cite import ClaimInput
 from reviewapp.core.json_values import value_problem
 from reviewapp.review.models import ApiClient
+from reviewapp.serializers import panel_list
 
 from . import tools
 from .auth import ApiTokenVerifier, calling_client_id
@@ -160,9 +161,10 @@ def build_server() -> MCPServer:
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
     async def list_panels() -> dict[str, Any]:
         """The panels a review may be requested from ("panels"): name, description, how many
-        lens verdicts must agree ("need"), their lenses and checkers."""
+        lens verdicts must agree ("need"), their lenses and checkers, and the guarantee each
+        gives ("guarantee": target and confidence, or null)."""
         await calling_client_id(None)
-        return {"panels": await in_db(tools.panel_list)}
+        return {"panels": await in_db(panel_list)}
 
     @server.tool(structured_output=True)
     async def submit_judgement(
