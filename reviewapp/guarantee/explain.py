@@ -45,3 +45,16 @@ def held_explanation(detail: dict) -> str:
         stronger = VotePattern.from_key(detail["waits_on"]).votes
         said.append(f"It also waits on a stronger pattern ({stronger}) to be trusted first.")
     return " ".join(said)
+
+
+def held_summary(detail: dict) -> str:
+    """The same, in one line for the inbox: "would be approved · 3 of 3 pass, … · …"."""
+    parts = [
+        f"would be {detail['would_be']}",
+        detail["votes"],
+        labels_text(detail["labels"], detail["agreed"]),
+        f"lower bound {percent(detail['lower_bound'])} of a {percent(detail['target'])} target",
+    ]
+    if detail.get("labels_to_trust"):
+        parts.append(f"{detail['labels_to_trust']} more agreeing labels to go")
+    return " · ".join(parts)

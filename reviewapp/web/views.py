@@ -26,6 +26,7 @@ from .inbox import inbox_audits, inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
     claim_state,
+    guarantee_line,
     reason_badges,
     tally_outcome,
     tally_text,
@@ -99,6 +100,7 @@ def inbox(request):
     now = timezone.now()
     for escalation in page.object_list:
         escalation.badges = reason_badges(escalation.reasons)
+        escalation.guarantee_line = guarantee_line(escalation)
         escalation.tally_text = tally_text(escalation.proposal.tally)
         escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
         escalation.claim = claim_state(escalation, request.user, now, reviews=False)
