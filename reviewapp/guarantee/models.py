@@ -13,6 +13,8 @@ from django.db.models import Q
 
 from reviewapp.review.models import Panel
 
+from .explain import promise
+
 TARGET_MIN, TARGET_MAX = 0.5, 0.999
 CONFIDENCE_MIN, CONFIDENCE_MAX = 0.5, 0.999
 
@@ -66,6 +68,10 @@ class PanelGuarantee(models.Model):
     @property
     def enabled(self) -> bool:
         return self.target is not None
+
+    @property
+    def promise_text(self) -> str:
+        return promise(target=self.target, confidence=self.confidence)
 
 
 class PatternEvidence(models.Model):
