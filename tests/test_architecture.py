@@ -46,3 +46,17 @@ def test_core_may_import_no_framework_and_nothing_of_reviewapp_but_itself():
     core = _contracts()["core"]
     assert core["source_modules"] == ["reviewapp.core"]
     assert {"django", "ninja", "celery", "kombu", "reviewapp.*"} <= set(core["forbidden_modules"])
+
+
+def test_the_architecture_doc_draws_the_contract_s_order():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## What may import what", 1)[1].split("```")[1]
+    # The first line of each box names its apps, one per cell.
+    lines = section.splitlines()
+    drawn = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for above, line in zip(lines, lines[1:], strict=False)
+        if above.lstrip().startswith("┌")
+    ]
+    contract = [[name.strip() for name in row.split("|")] for row in _contracts()["apps"]["layers"]]
+    assert drawn == contract

@@ -100,8 +100,8 @@ Heard by audit (an assign, unassign or reassign entry).
 """
 
 review_submitted = Signal()
-"""A review was given on an escalation that needs several (sender `Escalation`;
-`escalation`, `reviews`: how many it has now).
+"""A review was given on an escalation that needs several, the last one too (sender
+`Escalation`; `escalation`, `reviews`: how many it has now).
 
 Heard by webhooks (`escalation.review_submitted`).
 """
