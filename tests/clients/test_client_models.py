@@ -32,6 +32,13 @@ READERS = {
     "ReviewStatusOut": models.ReviewStatus,
     "WebhookOut": models.Webhook,
     "WebhookCreatedOut": models.Webhook,
+    "PanelOut": models.Panel,
+    "PanelLensOut": models.PanelLens,
+    "GuaranteeSummaryOut": models.GuaranteeSummary,
+    "GuaranteeOut": models.Guarantee,
+    "PatternOut": models.GuaranteePattern,
+    "ConfigurationOut": models.GuaranteeConfiguration,
+    "OverallOut": models.GuaranteeOverall,
 }
 
 

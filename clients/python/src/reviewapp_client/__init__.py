@@ -44,6 +44,15 @@ from .models import (
     Webhook,
 )
 from .pagination import AsyncPager, SyncPager
+from .panels import (
+    Guarantee,
+    GuaranteeConfiguration,
+    GuaranteeOverall,
+    GuaranteePattern,
+    GuaranteeSummary,
+    Panel,
+    PanelLens,
+)
 from .verify import (
     VerificationError,
     verify_decision,
@@ -71,12 +80,19 @@ __all__ = [
     "Escalation",
     "EscalationBrief",
     "Evidence",
+    "Guarantee",
+    "GuaranteeConfiguration",
+    "GuaranteeOverall",
+    "GuaranteePattern",
+    "GuaranteeSummary",
     "InconclusiveChecker",
     "InternalServerError",
     "Judgement",
     "LensFailure",
     "NotFoundError",
     "Page",
+    "Panel",
+    "PanelLens",
     "PermissionDeniedError",
     "Progress",
     "Proposal",

@@ -27,6 +27,7 @@ from .models import (
     Webhook,
 )
 from .pagination import AsyncPager
+from .panels import Guarantee, Panel
 
 T = TypeVar("T")
 
@@ -278,6 +279,16 @@ class AsyncClient:
     async def keys(self, *, timeout: float | None = None) -> dict[str, str]:
         """The server's trusted public keys, key id → base64. Fetch once and pin them."""
         return await self._send(self._core.keys(), timeout)
+
+    # ── panels ──────────────────────────────────────────────────────────────
+
+    async def list_panels(self, *, timeout: float | None = None) -> list[Panel]:
+        """The active panels a proposal may be submitted to, with the guarantee each gives."""
+        return await self._send(self._core.list_panels(), timeout)
+
+    async def get_guarantee(self, panel: str, *, timeout: float | None = None) -> Guarantee:
+        """A panel's guarantee and the evidence per vote pattern (needs `read:all`)."""
+        return await self._send(self._core.get_guarantee(panel), timeout)
 
     # ── webhooks ────────────────────────────────────────────────────────────
 

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 import httpx
 
@@ -43,6 +44,7 @@ from .models import (
     obj,
     req,
 )
+from .panels import Guarantee, Panel
 
 T = TypeVar("T")
 
@@ -354,6 +356,20 @@ class Core:
             return keys
 
         return Request("GET", "/api/keys", parse, idempotent=True)
+
+    def list_panels(self) -> Request[list[Panel]]:
+        return Request(
+            "GET",
+            "/api/panels",
+            lambda a: items(_object(a), "panels", Panel.from_api, at="panels"),
+            idempotent=True,
+        )
+
+    def get_guarantee(self, panel: str) -> Request[Guarantee]:
+        if not isinstance(panel, str) or not panel:
+            raise ValueError(f"a panel is named by a non-empty string, not {panel!r}")
+        path = f"/api/panels/{quote(panel, safe='')}/guarantee"
+        return Request("GET", path, lambda a: Guarantee.from_api(_object(a)), idempotent=True)
 
     def list_webhooks(self) -> Request[list[Webhook]]:
         return Request(
