@@ -30,8 +30,19 @@ def labels_text(labels: int, agreed: int) -> str:
     return f"{agreed} of {labels} human label{'s' if labels != 1 else ''} agreed"
 
 
+def held_reason(detail: dict) -> str:
+    """Why a proposal went to a person, without the pattern's figures: the escalation's
+    stored explanation, which the API and webhooks give to the client that submitted it.
+    The figures sum every client's labels, so only reviewers' pages show them."""
+    return (
+        f"The panel's vote ({detail['votes']}) would have {detail['would_be']} it, but the "
+        "panel's guarantee does not trust that vote pattern yet, so a reviewer decides."
+    )
+
+
 def held_explanation(detail: dict) -> str:
-    """Why a proposal the panel's vote decided went to a person (its escalation's words)."""
+    """Why a proposal the panel's vote decided went to a person, with its pattern's figures
+    (for reviewers' pages)."""
     labelled = labels_text(detail["labels"], detail["agreed"])
     said = [
         f"The panel's vote ({detail['votes']}) would have {detail['would_be']} it, but the "

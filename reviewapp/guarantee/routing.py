@@ -20,7 +20,7 @@ from reviewapp.core.guarantee.sequence import chain_alpha
 from reviewapp.review.automatic import Ruling
 from reviewapp.review.models import Panel, Proposal
 
-from .explain import held_explanation
+from .explain import held_reason
 from .models import PanelGuarantee, PatternDay, PatternEvidence
 
 _RETURNED = (
@@ -105,7 +105,6 @@ def automatic_outcome_rule(*, proposal: Proposal, pattern: VotePattern) -> Rulin
         "would_be": pattern.outcome,
         "configuration": configuration,
         # Which patterns this configuration can decide: the chain a label is walked in.
-        "lenses": len(snapshot["lenses"]),
         "need": snapshot["need"],
         "target": found["target"],
         "confidence": found["confidence"],
@@ -118,7 +117,7 @@ def automatic_outcome_rule(*, proposal: Proposal, pattern: VotePattern) -> Rulin
     focused = found["audit_focus"] == PanelGuarantee.AuditFocus.NEAREST and found["trusted"]
     return Ruling(
         hold=held,
-        explanation=held_explanation(detail) if held else "",
+        explanation=held_reason(detail) if held else "",
         detail=detail,
         audit_percent=audit_rate(
             found["audit_rate"] or 0, found["audit_factor"] if focused else None

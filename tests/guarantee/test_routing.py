@@ -4,9 +4,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from reviewapp.guarantee.explain import held_explanation
 from reviewapp.guarantee.models import PatternDay
 from reviewapp.review.automatic import automatic_outcome_asked
 from reviewapp.review.models import Escalation, Proposal
+from reviewapp.review.services.clients import api_client_for_token
+from tests.api.conftest import Api, make_token
 from tests.review.helpers import evaluate_in_process, submit
 
 from .builders import CONTENT, MAJORITY, UNANIMOUS, evidence, guaranteed, voting_panel
@@ -32,8 +35,10 @@ def test_an_untrusted_pattern_goes_to_a_person_saying_what_the_machine_would_hav
     held = escalation.detail["guarantee"]
     assert (held["pattern"], held["would_be"], held["labels"]) == (UNANIMOUS, "approved", 0)
     assert held["labels_to_trust"] == 105
-    assert "would have approved it" in escalation.detail["explanation"]
-    assert "105 more agreeing labels" in escalation.detail["explanation"]
+    assert escalation.detail["explanation"] == (
+        "The panel's vote (3 of 3 pass, no checkers) would have approved it, but the panel's "
+        "guarantee does not trust that vote pattern yet, so a reviewer decides."
+    )
     day = PatternDay.objects.get(panel=panel)
     assert (day.automatic, day.held) == (0, 1)
 
@@ -51,9 +56,8 @@ def test_a_weaker_pattern_waits_for_the_stronger_one_even_with_its_own_bound_cle
     evidence(panel, MAJORITY, labels=400, agreed=400)
     escalation = evaluate_in_process(submit(panel, CONTENT)).escalations.get()
     assert escalation.detail["guarantee"]["waits_on"] == UNANIMOUS
-    assert (
-        "waits on a stronger pattern (3 of 3 pass, no checkers)"
-        in (escalation.detail["explanation"])
+    assert "waits on a stronger pattern (3 of 3 pass, no checkers)" in held_explanation(
+        escalation.detail["guarantee"]
     )
 
 
@@ -96,3 +100,16 @@ def _queries_routing(panel) -> int:
         evaluate_in_process(proposal)
     assert proposal.status == Proposal.Status.DECIDED
     return len(queries.captured_queries)
+
+
+def test_the_client_is_told_why_without_the_figures_every_client_s_labels_make():
+    """The API's and the webhook's explanation is the stored one: no counts of labels."""
+    panel = guaranteed(voting_panel(["pass", "pass", "pass"]))
+    evidence(panel, UNANIMOUS, labels=30, agreed=29)
+    token = make_token("submit", "read")
+    proposal = evaluate_in_process(submit(panel, CONTENT, client=api_client_for_token(token)))
+    escalation = proposal.escalations.get()
+    body = Api(token).get(f"/api/escalations/{escalation.pk}").json()
+    assert body["reasons"] == ["below_guarantee"]
+    assert "would have approved it" in body["explanation"]
+    assert "29" not in body["explanation"] and "label" not in body["explanation"]

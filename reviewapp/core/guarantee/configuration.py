@@ -16,9 +16,9 @@ import json
 def configuration_key(snapshot: dict) -> str:
     """A short, stable name for the configuration a panel snapshot was judged with."""
     described = {
-        "lenses": sorted([lens["id"], lens["version"]] for lens in snapshot["lenses"]),
+        "lenses": sorted([lens["id"], lens["version"]] for lens in snapshot.get("lenses", ())),
         "need": snapshot["need"],
-        "checkers": sorted([checker["id"], checker["version"]] for checker in snapshot["checkers"]),
+        "checkers": sorted([c["id"], c["version"]] for c in snapshot.get("checkers", ())),
     }
     encoded = json.dumps(described, separators=(",", ":"), sort_keys=True).encode()
     return hashlib.sha256(encoded).hexdigest()[:32]
@@ -26,8 +26,8 @@ def configuration_key(snapshot: dict) -> str:
 
 def configuration_text(snapshot: dict) -> str:
     """For people: "lenses tone v2, facts v1; need 2; checkers schema v3"."""
-    lenses = ", ".join(f"{lens['name']} v{lens['version']}" for lens in snapshot["lenses"])
-    checkers = ", ".join(f"{c['name']} v{c['version']}" for c in snapshot["checkers"])
+    lenses = ", ".join(f"{lens['name']} v{lens['version']}" for lens in snapshot.get("lenses", ()))
+    checkers = ", ".join(f"{c['name']} v{c['version']}" for c in snapshot.get("checkers", ()))
     return f"lenses {lenses}; need {snapshot['need']}; " + (
         f"checkers {checkers}" if checkers else "no checkers"
     )
