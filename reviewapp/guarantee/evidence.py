@@ -31,6 +31,15 @@ from .explain import percent
 from .models import PanelGuarantee, PatternDay, PatternEvidence
 
 ACTOR = "guarantee"
+# What a standing stores on its row (`_store`).
+STANDING_FIELDS = (
+    "lower_bound",
+    "clears",
+    "trusted",
+    "labels_to_trust",
+    "waits_on",
+    "audit_factor",
+)
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,32 @@ def standings_update(
             panel_id=guarantee.panel_id, configuration=configuration
         )
     }
+    walked = walk_chains(_own_standings(guarantee, rows, patterns, recompute))
+    factors = _audit_factors(guarantee, configuration, walked)
+    changes, moved = [], []
+    for standing in walked:
+        row = rows.get(standing.pattern.key)
+        if row is None:
+            continue  # no label: nothing stored, and never trusted
+        if row.trusted != standing.trusted:
+            changes.append(Change(standing.pattern, standing.trusted, standing))
+            row.changed_at = now
+        if _store(row, standing, factors.get(standing.pattern)):
+            moved.append(row)
+    PatternEvidence.objects.bulk_update(moved, [*STANDING_FIELDS, "changed_at"])
+    for change in changes:
+        _announce(guarantee, configuration, change)
+    return changes
+
+
+def _own_standings(
+    guarantee: PanelGuarantee,
+    rows: dict[str, PatternEvidence],
+    patterns: list[VotePattern],
+    recompute: set[str] | None,
+) -> list[Standing]:
+    """Each pattern alone: computed again where asked (or where it has no row), else as
+    stored."""
     own = []
     for pattern in {*patterns, *(VotePattern.from_key(key) for key in rows)}:
         row = rows.get(pattern.key)
@@ -129,33 +164,7 @@ def standings_update(
             )
         else:
             own.append(stored_standing(pattern, row, guarantee))
-    walked = walk_chains(own)
-    factors = _audit_factors(guarantee, configuration, walked)
-    changes, moved = [], []
-    for standing in walked:
-        row = rows.get(standing.pattern.key)
-        if row is None:
-            continue  # no label: nothing stored, and never trusted
-        if row.trusted != standing.trusted:
-            changes.append(Change(standing.pattern, standing.trusted, standing))
-            row.changed_at = now
-        if _store(row, standing, factors.get(standing.pattern)):
-            moved.append(row)
-    PatternEvidence.objects.bulk_update(
-        moved,
-        [
-            "lower_bound",
-            "clears",
-            "trusted",
-            "labels_to_trust",
-            "waits_on",
-            "audit_factor",
-            "changed_at",
-        ],
-    )
-    for change in changes:
-        _announce(guarantee, configuration, change)
-    return changes
+    return own
 
 
 def stored_standing(
