@@ -118,19 +118,8 @@ def test_a_message_is_never_visible_in_the_queue_folder_before_it_is_whole(tmp_p
 
 
 def test_a_channel_makes_the_folders_it_needs(tmp_path):
-    from kombu import Connection
-
-    from tests.support.embedded_broker import FolderTransport
-
-    folder = tmp_path / "broker"  # nothing made: the settings no longer make it
-    options = {
-        "data_folder_in": str(folder / "queue"),
-        "data_folder_out": str(folder / "queue"),
-        "control_folder": str(folder / "control"),
-        "processed_folder": str(folder / "processed"),
-        "staging_folder": str(folder / "staging"),
-    }
-    with Connection("filesystem://", transport=FolderTransport, transport_options=options) as conn:
+    folder = tmp_path / "broker"  # nothing made: the settings do not make it
+    with embedded_connection(folder) as conn:
         with conn.SimpleQueue("made") as q:
             q.put({"n": 1})
             message = q.get(timeout=5)

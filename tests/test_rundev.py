@@ -5,7 +5,6 @@ import contextlib
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import interrupt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,13 +53,7 @@ def start_rundev(tmp_path, **settings):
                 break
         yield port, lines, environment
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        interrupt(process, grace=30)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ the instance's, so runs never collide with each other or with a real `make run`.
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.docs.blocks import ROOT
+from tests.support.processes import interrupt
 
 ADDRESS = re.compile(r"\b(?:127\.0\.0\.1|localhost):8000\b")
 BLOCK_SECONDS = 180
@@ -104,13 +104,7 @@ def start_instance(directory: Path, command: str):
             raise AssertionError(f"`{command}` did not start:\n" + "\n".join(output[-40:]))
         yield Instance(port, reader_environment(directory / "var"), output)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        interrupt(process, grace=60)
 
 
 # Runs one piece of a page in the session: variables and the working directory of
