@@ -19,8 +19,8 @@ A third panel, `bench-guarantee` (the first panel's five lenses, need 3, a
 guarantee of 95 % at 95 % confidence), gets the guarantee's counters as the
 decisions would leave them: the human labels split over its nine vote
 patterns (summing to `--decisions`), each pattern's standing computed by the
-service that computes it after a label, and a day row per pattern for every
-day of the year counting its automatic and held decisions.
+service that computes it after a label, and a day's rows per pattern (one per
+shard) for every day of the year counting its automatic and held decisions.
 
 1. Query counts, in-process with CaptureQueriesContext, of the API's
    `GET /api/lenses/{name}/agreement`, the dashboard's per-lens page
@@ -173,7 +173,7 @@ def load_guarantee(*, judgements: int, decisions: int) -> None:
 
     from reviewapp.core.guarantee.configuration import configuration_key
     from reviewapp.guarantee.evidence import guarantee_locked, standings_refresh
-    from reviewapp.guarantee.models import PatternDay, PatternEvidence
+    from reviewapp.guarantee.models import SHARDS, PatternDay, PatternEvidence
     from reviewapp.review.models import Panel
     from reviewapp.review.services.proposals import panel_snapshot
 
@@ -193,7 +193,8 @@ def load_guarantee(*, judgements: int, decisions: int) -> None:
     )
     with transaction.atomic():
         standings_refresh(guarantee=guarantee_locked(panel.pk))
-    per_day = judgements // PER_PANEL // DAYS
+    # Row i: pattern i % 9, shard (i / 9) % SHARDS, day i / (9 × SHARDS).
+    per_row = judgements // PER_PANEL // DAYS / SHARDS
     patterns = list(PATTERN_MIX)
     key_case = "CASE i % 9 " + " ".join(f"WHEN {n} THEN '{k}'" for n, k in enumerate(patterns))
     share_case = "CASE i % 9 " + " ".join(
@@ -201,14 +202,15 @@ def load_guarantee(*, judgements: int, decisions: int) -> None:
     )
     _insert(
         PatternDay,
-        len(patterns) * DAYS,
+        len(patterns) * SHARDS * DAYS,
         {
             "panel_id": str(panel.pk),
             "configuration": f"'{configuration}'",
             "pattern": f"{key_case} END",
-            "day": _day_ago("(i - 1) / 9"),
-            "automatic": f"CAST({per_day} * ({share_case} END) * 0.9 AS INTEGER)",
-            "held": f"CAST({per_day} * ({share_case} END) * 0.1 AS INTEGER)",
+            "day": _day_ago(f"(i - 1) / {9 * SHARDS}"),
+            "shard": f"((i - 1) / 9) % {SHARDS}",
+            "automatic": f"CAST({per_row} * ({share_case} END) * 0.9 AS INTEGER)",
+            "held": f"CAST({per_row} * ({share_case} END) * 0.1 AS INTEGER)",
         },
     )
 

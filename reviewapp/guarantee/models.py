@@ -110,20 +110,31 @@ class PatternEvidence(models.Model):
         return f"{self.pattern} of panel {self.panel_id}"
 
 
+SHARDS = 8
+
+
 class PatternDay(models.Model):
-    """How a pattern's decisions were routed on one UTC day: by the machine, or to a person."""
+    """How a pattern's decisions were routed on one UTC day: by the machine, or to a person.
+
+    A day's count is spread over `SHARDS` rows (the proposal's id picks one): the
+    row a decision adds to stays locked until its final step commits, and the
+    decisions of one busy pattern would otherwise take turns on a single row for
+    all of that time. The figures sum the shards.
+    """
 
     panel = models.ForeignKey(Panel, on_delete=models.CASCADE, related_name="+")
     configuration = models.CharField(max_length=32)
     pattern = models.CharField(max_length=40)
     day = models.DateField()
+    shard = models.PositiveSmallIntegerField(default=0)
     automatic = models.PositiveIntegerField(default=0)
     held = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["panel", "configuration", "pattern", "day"], name="pattern_day_once"
+                fields=["panel", "configuration", "pattern", "day", "shard"],
+                name="pattern_day_once",
             ),
         ]
 

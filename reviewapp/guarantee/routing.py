@@ -5,8 +5,9 @@ more than without the guarantee, and its audit draw one fewer): it reads
 whether the panel's guarantee is on and the pattern trusted under the
 configuration the proposal was judged with, adds the decision to its pattern's
 day (by the machine, or held for a person), and returns the figures the
-escalation shows. Nothing here takes a lock another writer holds: the day's
-row is written by routing alone, and the standing is only read.
+escalation shows. Nothing here waits for a lock a label holds: the day's rows
+are written by routing alone (one of `SHARDS` per day, so one busy pattern's
+decisions seldom wait for each other), and the standing is only read.
 """
 
 from django.db import connection
@@ -21,7 +22,7 @@ from reviewapp.review.automatic import Ruling
 from reviewapp.review.models import Panel, Proposal
 
 from .explain import held_reason
-from .models import PanelGuarantee, PatternDay, PatternEvidence
+from .models import SHARDS, PanelGuarantee, PatternDay, PatternEvidence
 
 _RETURNED = (
     "target",
@@ -60,14 +61,15 @@ def _statement() -> str:
     }
     # `WHERE 1 = 1`: SQLite needs a WHERE to tell an upsert's SELECT from a join.
     return f"""
-        INSERT INTO {day} (panel_id, configuration, pattern, day, automatic, held)
-        SELECT %(panel)s, %(configuration)s, %(pattern)s, %(day)s, 1 - ruling.held, ruling.held
+        INSERT INTO {day} (panel_id, configuration, pattern, day, shard, automatic, held)
+        SELECT %(panel)s, %(configuration)s, %(pattern)s, %(day)s, %(shard)s,
+               1 - ruling.held, ruling.held
         FROM (SELECT CASE
             WHEN EXISTS (SELECT 1 {of_guarantee} AND g.target IS NOT NULL)
              AND NOT EXISTS (SELECT 1 {of_evidence} AND e.trusted)
             THEN 1 ELSE 0 END AS held) ruling
         WHERE 1 = 1
-        ON CONFLICT (panel_id, configuration, pattern, day) DO UPDATE SET
+        ON CONFLICT (panel_id, configuration, pattern, day, shard) DO UPDATE SET
             automatic = {day}.automatic + excluded.automatic,
             held = {day}.held + excluded.held
         RETURNING {", ".join(returned[name] for name in _RETURNED)}
@@ -86,6 +88,7 @@ def automatic_outcome_rule(*, proposal: Proposal, pattern: VotePattern) -> Rulin
                 "configuration": configuration,
                 "pattern": pattern.key,
                 "day": timezone.now().date(),
+                "shard": proposal.pk % SHARDS,
             },
         )
         found = dict(zip(_RETURNED, cursor.fetchone(), strict=True))

@@ -4,7 +4,7 @@ import pytest
 
 from benchmarks import agreement
 from reviewapp.calibration.models import HumanLabel, LensLabel
-from reviewapp.guarantee.models import PatternDay
+from reviewapp.guarantee.models import SHARDS, PatternDay
 from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Judgement
 
 pytestmark = pytest.mark.django_db
@@ -63,5 +63,5 @@ def test_the_guarantee_counts_what_the_load_wrote(loaded):
     assert len(body["patterns"]) == len(agreement.PATTERN_MIX) == 9
     assert sum(p["labels"] for p in body["patterns"]) == pytest.approx(20, abs=5)
     days = PatternDay.objects.filter(panel__name=agreement.GUARANTEED_PANEL)
-    assert days.count() == 9 * agreement.DAYS
+    assert days.count() == 9 * SHARDS * agreement.DAYS
     assert body["overall"]["decisions"] == sum(d.automatic for d in days)

@@ -35,12 +35,13 @@ class Migration(migrations.Migration):
                 ('configuration', models.CharField(max_length=32)),
                 ('pattern', models.CharField(max_length=40)),
                 ('day', models.DateField()),
+                ('shard', models.PositiveSmallIntegerField(default=0)),
                 ('automatic', models.PositiveIntegerField(default=0)),
                 ('held', models.PositiveIntegerField(default=0)),
                 ('panel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='review.panel')),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('panel', 'configuration', 'pattern', 'day'), name='pattern_day_once')],
+                'constraints': [models.UniqueConstraint(fields=('panel', 'configuration', 'pattern', 'day', 'shard'), name='pattern_day_once')],
             },
         ),
         migrations.CreateModel(
