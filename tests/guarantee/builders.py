@@ -7,7 +7,7 @@ from reviewapp.guarantee.configure import guarantee_configure
 from reviewapp.guarantee.evidence import guarantee_locked, standings_refresh
 from reviewapp.guarantee.models import PatternEvidence
 from reviewapp.review.services.proposals import panel_snapshot
-from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
+from tests.factories import LensFactory, PanelFactory, recorded
 from tests.review.helpers import judgement
 
 CONTENT = "Use merge sort: it sorts in O(n log n) time."
@@ -41,6 +41,3 @@ def evidence(panel, pattern: str, *, labels: int, agreed: int, audited: int = 0)
             defaults={"need": panel.need, "labels": labels, "agreed": agreed, "audited": audited},
         )
         standings_refresh(guarantee=guarantee)
-
-
-__all__ = ["CheckerFactory", "evidence", "guaranteed", "voting_panel"]

@@ -10,6 +10,7 @@ from reviewapp.review.automatic import automatic_outcome_asked
 from reviewapp.review.models import Escalation, Proposal
 from reviewapp.review.services.clients import api_client_for_token
 from tests.api.conftest import Api, make_token
+from tests.factories import CheckerFactory
 from tests.review.helpers import evaluate_in_process, submit
 
 from .builders import CONTENT, MAJORITY, UNANIMOUS, evidence, guaranteed, voting_panel
@@ -62,8 +63,6 @@ def test_a_weaker_pattern_waits_for_the_stronger_one_even_with_its_own_bound_cle
 
 
 def test_a_failing_checker_still_rejects_whatever_the_guarantee():
-    from .builders import CheckerFactory
-
     checker = CheckerFactory(settings={"pattern": "constant time", "must_match": True})
     panel = guaranteed(voting_panel(["pass", "pass", "pass"], checkers=[checker]))
     proposal = evaluate_in_process(submit(panel, CONTENT))
