@@ -370,6 +370,33 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- Review deadlines (reviewapp/review/services/deadlines.py) ----------------
+# How often the scheduler looks for escalations whose panel's deadline has come: a
+# deadline is acted on within about this, plus the time its batch waits for a worker.
+REVIEWAPP_DEADLINE_SWEEP_SECONDS = _read(
+    env.float, "REVIEWAPP_DEADLINE_SWEEP_SECONDS", default=10.0
+)
+# Escalations handed to one worker task at a time.
+REVIEWAPP_DEADLINE_BATCH = _read(env.int, "REVIEWAPP_DEADLINE_BATCH", default=100)
+# How long a worker holds the deadlines it was handed; past it, a sweep takes them again.
+REVIEWAPP_DEADLINE_LEASE_SECONDS = _read(
+    env.float, "REVIEWAPP_DEADLINE_LEASE_SECONDS", default=120.0
+)
+# A deadline this late and not acted on makes /healthz "degraded".
+REVIEWAPP_DEADLINE_LATE_SECONDS = _read(env.float, "REVIEWAPP_DEADLINE_LATE_SECONDS", default=60.0)
+for _name in (
+    "REVIEWAPP_DEADLINE_SWEEP_SECONDS",
+    "REVIEWAPP_DEADLINE_BATCH",
+    "REVIEWAPP_DEADLINE_LEASE_SECONDS",
+    "REVIEWAPP_DEADLINE_LATE_SECONDS",
+):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be positive.")
+CELERY_BEAT_SCHEDULE["deadlines-sweep"] = {
+    "task": "reviewapp.review.tasks.deadlines_sweep",
+    "schedule": REVIEWAPP_DEADLINE_SWEEP_SECONDS,
+}
+
 # Shared between web processes (rate limits, claim notices): Redis when the
 # broker is Redis, otherwise a file cache under VAR_DIR that every local
 # process sees.

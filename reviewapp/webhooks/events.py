@@ -42,18 +42,7 @@ def webhook_record_decided(*, decision: Decision, watchers: list[Endpoint] | Non
         # Said outright: a reviewer's decision is written before the caller's
         # copy of the proposal knows it is decided.
         "proposal": {**_proposal_part(proposal), "status": Proposal.Status.DECIDED.value},
-        # The signed bytes exactly as stored, with the signature and key id: a
-        # receiver verifies the decision itself with the public key.
-        "decision": {
-            "id": decision.pk,
-            "outcome": decision.outcome,
-            "basis": decision.basis,
-            "decided_by": decision.decided_by_name,
-            "payload": decision.payload,
-            "signature": decision.signature,
-            "key_id": decision.key_id,
-            "hash": decision.hash,
-        },
+        "decision": _decision_part(decision),
     }
     _record(Event.PROPOSAL_DECIDED, data, watchers, proposal=proposal)
 
@@ -132,6 +121,41 @@ def webhook_record_reconcile(*, escalation: Escalation) -> None:
     )
 
 
+def webhook_record_expired(*, escalation: Escalation, decision: Decision | None) -> None:
+    """The escalation's review deadline passed. With a fallback (reject or approve) the
+    escalation is resolved and `decision` is the fallback decision, signed and marked so
+    (`proposal.decided` tells of it too); with keep_open, `decision` is null and it waits on."""
+    proposal = escalation.proposal
+    watchers = _watchers(Event.ESCALATION_EXPIRED, proposal)
+    if not watchers:
+        return
+    data = {
+        "proposal": {
+            **_proposal_part(proposal),
+            # Said outright: the fallback is written before the caller's copy knows it.
+            "status": Proposal.Status.DECIDED.value if decision else proposal.status,
+        },
+        "escalation": _escalation_part(escalation),
+        "decision": None if decision is None else _decision_part(decision),
+    }
+    _record(Event.ESCALATION_EXPIRED, data, watchers, proposal=proposal)
+
+
+def _decision_part(decision: Decision) -> dict:
+    """The signed bytes exactly as stored, with the signature and key id: a receiver
+    verifies the decision itself with the public key."""
+    return {
+        "id": decision.pk,
+        "outcome": decision.outcome,
+        "basis": decision.basis,
+        "decided_by": decision.decided_by_name,
+        "payload": decision.payload,
+        "signature": decision.signature,
+        "key_id": decision.key_id,
+        "hash": decision.hash,
+    }
+
+
 def _record_escalation_change(escalation: Escalation, event_type: str, **extra) -> None:
     proposal = escalation.proposal
     watchers = _watchers(event_type, proposal)
@@ -153,6 +177,9 @@ def _escalation_part(escalation: Escalation) -> dict:
         "id": escalation.pk,
         "status": escalation.status,
         "reasons": list(escalation.reasons),
+        # When its panel's review deadline falls, and what happens then (null: none).
+        "due_at": escalation.due_at.isoformat() if escalation.due_at else None,
+        "on_deadline": escalation.on_deadline or None,
     }
 
 

@@ -18,6 +18,7 @@ class Event(models.TextChoices):
     ESCALATION_RELEASED = "escalation.released"
     ESCALATION_REVIEW_SUBMITTED = "escalation.review_submitted"
     ESCALATION_RECONCILE = "escalation.reconcile"
+    ESCALATION_EXPIRED = "escalation.expired"
     LENS_DRIFT = "lens.drift"
     LENS_RECOVERED = "lens.recovered"
     DECISION_DISPUTED = "decision.disputed"

@@ -128,6 +128,25 @@ class Escalation(models.Model):
     def __str__(self) -> str:
         return f"Escalation {self.pk} ({', '.join(self.reasons)}, {self.status})"
 
+    # Escalations someone may still decide (the inbox's and the deadline sweep's).
+    WAITING = ("open", "claimed", "reconcile")
+    # `on_deadline` values that end the escalation with a signed fallback decision.
+    FALLBACK_ACTIONS = ("reject", "approve")
+
+    def fallback_due(self, now) -> bool:
+        """Its deadline has passed and its panel's fallback, not a person, decides it now.
+
+        From `due_at` on (inclusive) no reviewer's verdict is signed and no claim is
+        taken, whether or not the deadline worker has acted yet: which of the two
+        wins is decided by the clock, under the escalation's row lock, once.
+        """
+        return (
+            self.status in self.WAITING
+            and self.on_deadline in self.FALLBACK_ACTIONS
+            and self.due_at is not None
+            and self.due_at <= now
+        )
+
 
 class AssignmentRule(models.Model):
     """Who a new escalation is assigned to, by its panel and/or one of its reasons.

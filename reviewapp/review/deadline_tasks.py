@@ -1,0 +1,46 @@
+"""The scheduler's review deadlines: lease what is due, act on each in its own transaction.
+
+`deadlines_sweep` runs on beat every REVIEWAPP_DEADLINE_SWEEP_SECONDS; what it
+leases goes to workers in batches (`escalations_expire`), so a burst of
+deadlines in the same minute is spread over every worker process. Each task
+takes ids and re-reads them, and acting twice is a no-op
+(`services.deadlines.escalation_expire`).
+"""
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from .services.deadlines import escalation_expire, escalations_due_take
+
+log = logging.getLogger(__name__)
+
+# At most this many leased per sweep: a backlog beyond it is taken by the next sweeps.
+SWEEP_LIMIT = 50_000
+
+
+@shared_task(name="reviewapp.review.tasks.deadlines_sweep")
+def deadlines_sweep() -> int:
+    """Lease the escalations whose deadline has come and hand them to workers; how many."""
+    ids = escalations_due_take(now=timezone.now(), limit=SWEEP_LIMIT)
+    batch = settings.REVIEWAPP_DEADLINE_BATCH
+    if ids:
+        with escalations_expire.app.producer_or_acquire() as producer:
+            for start in range(0, len(ids), batch):
+                escalations_expire.apply_async((ids[start : start + batch],), producer=producer)
+    return len(ids)
+
+
+@shared_task(name="reviewapp.review.tasks.escalations_expire")
+def escalations_expire(escalation_ids: list[int]) -> int:
+    """Act on each escalation's deadline; how many got a fallback decision. One that fails
+    stays leased and is taken again by a sweep once its lease runs out."""
+    decided = 0
+    for escalation_id in escalation_ids:
+        try:
+            decided += escalation_expire(escalation_id=escalation_id) is not None
+        except Exception:
+            log.exception("could not act on the deadline of escalation %s", escalation_id)
+    return decided

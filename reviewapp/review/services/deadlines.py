@@ -1,0 +1,168 @@
+"""Review deadlines: when an escalation falls due, and what its panel does then.
+
+A panel may give its escalations a `review_deadline`; each escalation copies it
+when it is made (`due_at`, `on_deadline`, `remind_at`), so a later change of the
+panel does not move a clock already running. At `due_at`, `reject` or `approve`
+is a decision signed by the server's key and marked as a fallback in its signed
+bytes (`decision_payload`'s `fallback`), never a person's, never a human label;
+`keep_open` only tells people. A reviewer's verdict that arrives from `due_at`
+on is refused (`escalations.DeadlinePassed`), whether or not the worker has acted yet: the
+clock decides, under the escalation's row lock, once (`Escalation.fallback_due`).
+
+The scheduler (beat) runs `deadlines_sweep` every REVIEWAPP_DEADLINE_SWEEP_SECONDS:
+it leases the escalations due (`escalations_due_take`) and hands them to workers
+in batches, each acted on in its own transaction (`escalation_expire`). A worker
+lost mid-batch leaves the rest leased; the lease runs out and the next sweep
+takes them again. `expired_at`, written in the transaction that acts, makes
+acting twice impossible.
+"""
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from reviewapp.webhooks.events import webhook_record_expired
+
+from ..final_notice import proposal_final_notify
+from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
+from ..models.panel import OnDeadline
+from .decisions import decision_append
+
+FALLBACK_NAME = "deadline fallback"
+OUTCOME_OF = {
+    OnDeadline.REJECT: Decision.Outcome.REJECTED,
+    OnDeadline.APPROVE: Decision.Outcome.APPROVED,
+}
+
+
+def escalation_terms(proposal: Proposal, now: datetime | None = None) -> dict:
+    """What a new escalation of `proposal` copies from its panel now: the reviews it needs
+    and, if the panel has a review deadline, when it falls due, what happens then and
+    when the people holding it are reminded. One query."""
+    reviews_needed, deadline, on_deadline, reminder = Panel.objects.values_list(
+        "reviews_needed", "review_deadline", "on_deadline", "deadline_reminder"
+    ).get(pk=proposal.panel_id)
+    terms = {"reviews_needed": reviews_needed}
+    if deadline is not None:
+        now = now or timezone.now()
+        terms["due_at"] = now + deadline
+        terms["on_deadline"] = on_deadline
+        if reminder is not None and reminder < deadline:
+            terms["remind_at"] = now + deadline - reminder
+    return terms
+
+
+def escalations_due_take(*, now: datetime, limit: int) -> list[int]:
+    """Lease up to `limit` escalations whose deadline has come and is yet to be acted on,
+    earliest first; their ids. A lease held by a live worker is skipped; one whose worker
+    died runs out after REVIEWAPP_DEADLINE_LEASE_SECONDS and is taken again."""
+    lease_until = now + timedelta(seconds=settings.REVIEWAPP_DEADLINE_LEASE_SECONDS)
+    with transaction.atomic():
+        # SKIP LOCKED: two sweeps running at once take different rows (PostgreSQL;
+        # SQLite has one writer at a time anyway).
+        ids = list(
+            Escalation.objects.select_for_update(skip_locked=True)
+            .filter(
+                status__in=Escalation.WAITING,
+                due_at__lte=now,
+                expired_at__isnull=True,
+            )
+            .filter(Q(deadline_lease_until__isnull=True) | Q(deadline_lease_until__lt=now))
+            .order_by("due_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        if ids:
+            Escalation.objects.filter(pk__in=ids).update(deadline_lease_until=lease_until)
+    return ids
+
+
+def escalation_expire(*, escalation_id: int, now: datetime | None = None) -> Decision | None:
+    """Act on an escalation's deadline, once: sign its fallback decision (reject or approve)
+    or, for keep_open, record that it passed. The decision, or None (kept open, not yet
+    due, already acted on, or decided by a person first).
+
+    The escalation's row lock orders this against a reviewer's verdict
+    (`escalation_review` takes the same lock first), so exactly one of them decides.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        escalation = (
+            Escalation.objects.select_for_update(of=("self",))
+            .select_related("proposal")
+            .get(pk=escalation_id)
+        )
+        if (
+            escalation.expired_at is not None
+            or escalation.status not in Escalation.WAITING
+            or escalation.due_at is None
+            or escalation.due_at > now
+        ):
+            return None
+        escalation.expired_at = now
+        escalation.deadline_lease_until = None
+        if not escalation.fallback_due(now):  # keep_open: it waits on; people are told
+            escalation.save(update_fields=["expired_at", "deadline_lease_until"])
+            webhook_record_expired(escalation=escalation, decision=None)
+            return None
+        return _fallback_decide(escalation, now)
+
+
+def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
+    proposal = escalation.proposal
+    waited = escalation.due_at - escalation.created_at
+    escalation.status = Escalation.Status.RESOLVED
+    escalation.resolved_at = now
+    escalation.claimed_by = None
+    escalation.claimed_at = None
+    escalation.search = None  # only waiting escalations are searched
+    escalation.save(
+        update_fields=[
+            "status",
+            "resolved_at",
+            "claimed_by",
+            "claimed_at",
+            "search",
+            "expired_at",
+            "deadline_lease_until",
+        ]
+    )
+    ReviewClaim.objects.filter(escalation=escalation).delete()
+    Proposal.objects.filter(pk=proposal.pk).update(status=Proposal.Status.DECIDED, updated_at=now)
+    outcome = OUTCOME_OF[escalation.on_deadline]
+    reviews = escalation.reviews.count()
+    given = f" ({reviews} of {escalation.reviews_needed} reviews were given)" if reviews else ""
+    decision = decision_append(
+        proposal=proposal,
+        outcome=outcome,
+        basis=Decision.Basis.FALLBACK,
+        rationale=(
+            f"No one decided this escalation by its deadline{given}: the panel's fallback "
+            f"{outcome} it. No person made this decision."
+        ),
+        decided_by_name=FALLBACK_NAME,
+        escalation=escalation,
+        fallback={
+            "on_deadline": escalation.on_deadline,
+            "due_at": escalation.due_at.isoformat(),
+            "review_deadline_seconds": int(waited.total_seconds()),
+        },
+    )
+    webhook_record_expired(escalation=escalation, decision=decision)
+    proposal_final_notify(proposal_id=proposal.pk)
+    return decision
+
+
+def deadlines_overdue(*, now: datetime | None = None) -> dict:
+    """Deadlines more than REVIEWAPP_DEADLINE_LATE_SECONDS past and not acted on: a scheduler
+    or its workers falling behind (`/healthz` reports it). How many, and the oldest."""
+    now = now or timezone.now()
+    late = Escalation.objects.filter(
+        status__in=Escalation.WAITING,
+        expired_at__isnull=True,
+        due_at__lt=now - timedelta(seconds=settings.REVIEWAPP_DEADLINE_LATE_SECONDS),
+    )
+    oldest = late.order_by("due_at").values_list("due_at", flat=True).first()
+    return {"overdue": late.count() if oldest else 0, "oldest_due_at": oldest}
