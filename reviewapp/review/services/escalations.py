@@ -44,12 +44,12 @@ class DeadlinePassed(EscalationClosed):
 
 
 def deadline_refusal(escalation: Escalation) -> DeadlinePassed:
-    action = "rejects" if escalation.on_deadline == "reject" else "approves"
     return DeadlinePassed(
         f"the review deadline of escalation {escalation.pk} passed at "
-        f"{escalation.due_at:%Y-%m-%d %H:%M:%S} UTC: its panel's fallback {action} it, signed "
-        "by the server and marked as a fallback, not a reviewer. Your verdict was not signed; "
-        "keep what you wrote if you need it."
+        f"{escalation.due_at:%Y-%m-%d %H:%M:%S} UTC: its panel's fallback "
+        f"({escalation.on_deadline}) decides it, signed by the server and marked as a "
+        "fallback, not a reviewer. Your verdict was not signed; keep what you wrote if you "
+        "need it."
     )
 
 
@@ -137,6 +137,8 @@ def _refuse_closed(escalation: Escalation, now) -> None:
     """Raise what a reviewer acting on an escalation no one may decide now is told:
     decided, withdrawn by its submitter, or past a deadline its fallback decides."""
     if escalation.status == Escalation.Status.RESOLVED:
+        if escalation.expired_at is not None:  # by its fallback
+            raise deadline_refusal(escalation)
         raise EscalationClosed(f"escalation {escalation.pk} is already decided")
     if escalation.status == Escalation.Status.WITHDRAWN:
         raise EscalationClosed(
