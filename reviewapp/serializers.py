@@ -68,6 +68,8 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "reviews": [review_out(r) for r in decision.escalation.reviews.all()]
         if decision.escalation_id
         else [],
+        # What made a fallback decision, as signed (None for any other decision).
+        "fallback": signed.get("fallback"),
     }
 
 
@@ -159,6 +161,7 @@ def proposal_out(proposal: Proposal) -> dict:
                 "id": escalation.pk,
                 "status": escalation.status,
                 "reasons": escalation.reasons,
+                **escalation_deadline(escalation),
                 **escalation_why(escalation, proposal.lens_failures.all()),
             }
             if escalation
@@ -254,6 +257,12 @@ def failures_by_proposal(proposal_ids: Iterable[int]) -> dict[int, list[LensFail
     return by_proposal
 
 
+def escalation_deadline(escalation: Escalation) -> dict:
+    """When the escalation's review deadline falls and what happens then (None: no deadline)."""
+    due_at = escalation.due_at.isoformat() if escalation.due_at else None
+    return {"due_at": due_at, "on_deadline": escalation.on_deadline or None}
+
+
 def escalation_out(escalation: Escalation, failures: Iterable[LensFailure]) -> dict:
     """An escalation as the inbox lists it, with why it was raised."""
     return {
@@ -263,6 +272,7 @@ def escalation_out(escalation: Escalation, failures: Iterable[LensFailure]) -> d
         "reasons": escalation.reasons,
         "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
         "created_at": escalation.created_at,
+        **escalation_deadline(escalation),
         **escalation_why(escalation, failures),
     }
 
