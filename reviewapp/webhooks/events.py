@@ -93,6 +93,19 @@ def webhook_record_escalated(*, escalation: Escalation) -> None:
     _record(Event.PROPOSAL_ESCALATED, data, watchers, proposal=proposal)
 
 
+def webhook_record_withdrawn(*, proposal: Proposal, escalation: Escalation | None) -> None:
+    """Its submitter took the proposal back before it was decided; an escalation that
+    waited for a person is closed as withdrawn (no decision)."""
+    watchers = _watchers(Event.PROPOSAL_WITHDRAWN, proposal)
+    if not watchers:
+        return
+    data = {
+        "proposal": _proposal_part(proposal),
+        "escalation": None if escalation is None else _escalation_part(escalation),
+    }
+    _record(Event.PROPOSAL_WITHDRAWN, data, watchers, proposal=proposal)
+
+
 def webhook_record_claimed(*, escalation: Escalation) -> None:
     """For dashboards mirroring the queue."""
     _record_escalation_change(escalation, Event.ESCALATION_CLAIMED)

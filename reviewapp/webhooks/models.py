@@ -13,6 +13,7 @@ from reviewapp.review.models import ApiClient
 class Event(models.TextChoices):
     PROPOSAL_DECIDED = "proposal.decided"
     PROPOSAL_ESCALATED = "proposal.escalated"
+    PROPOSAL_WITHDRAWN = "proposal.withdrawn"
     JUDGEMENT_REQUESTED = "judgement.requested"
     ESCALATION_CLAIMED = "escalation.claimed"
     ESCALATION_RELEASED = "escalation.released"
