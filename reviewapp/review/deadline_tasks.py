@@ -13,18 +13,24 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from .services.deadlines import escalation_expire, escalations_due_take
+from .services.deadlines import escalation_expire, escalations_due_take, escalations_remind
 
 log = logging.getLogger(__name__)
 
 # At most this many leased per sweep: a backlog beyond it is taken by the next sweeps.
 SWEEP_LIMIT = 50_000
+# Reminders marked and told per transaction.
+REMIND_BATCH = 500
 
 
 @shared_task(name="reviewapp.review.tasks.deadlines_sweep")
 def deadlines_sweep() -> int:
-    """Lease the escalations whose deadline has come and hand them to workers; how many."""
-    ids = escalations_due_take(now=timezone.now(), limit=SWEEP_LIMIT)
+    """Remind of deadlines that are near; lease the escalations whose deadline has come and
+    hand them to workers. How many were leased."""
+    now = timezone.now()
+    while escalations_remind(now=now, limit=REMIND_BATCH) == REMIND_BATCH:
+        pass
+    ids = escalations_due_take(now=now, limit=SWEEP_LIMIT)
     batch = settings.REVIEWAPP_DEADLINE_BATCH
     if ids:
         with escalations_expire.app.producer_or_acquire() as producer:

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from reviewapp.webhooks.events import webhook_record_expired
 
+from .. import events
 from ..final_notice import proposal_final_notify
 from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
 from ..models.panel import OnDeadline
@@ -106,6 +107,9 @@ def escalation_expire(*, escalation_id: int, now: datetime | None = None) -> Dec
         if not escalation.fallback_due(now):  # keep_open: it waits on; people are told
             escalation.save(update_fields=["expired_at", "deadline_lease_until"])
             webhook_record_expired(escalation=escalation, decision=None)
+            events.escalation_deadline_passed.send(
+                sender=Escalation, escalation=escalation, decision=None
+            )
             return None
         return _fallback_decide(escalation, now)
 
@@ -151,8 +155,33 @@ def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
         },
     )
     webhook_record_expired(escalation=escalation, decision=decision)
+    events.escalation_deadline_passed.send(
+        sender=Escalation, escalation=escalation, decision=decision
+    )
     proposal_final_notify(proposal_id=proposal.pk)
     return decision
+
+
+def escalations_remind(*, now: datetime, limit: int) -> int:
+    """Tell the people holding escalations whose reminder time came that the deadline is
+    near, once each; how many. The rows are marked in the transaction that tells."""
+    with transaction.atomic():
+        due = list(
+            Escalation.objects.select_for_update(skip_locked=True)
+            .filter(
+                status__in=Escalation.WAITING,
+                remind_at__lte=now,
+                reminded_at__isnull=True,
+            )
+            .select_related("proposal")
+            .order_by("remind_at")[:limit]
+        )
+        if due:
+            Escalation.objects.filter(pk__in=[e.pk for e in due]).update(reminded_at=now)
+        for escalation in due:
+            escalation.reminded_at = now
+            events.escalation_deadline_near.send(sender=Escalation, escalation=escalation)
+    return len(due)
 
 
 def deadlines_overdue(*, now: datetime | None = None) -> dict:
