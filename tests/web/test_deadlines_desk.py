@@ -26,7 +26,7 @@ def test_the_inbox_shows_when_each_escalation_is_due(reviewer_client):
     page = reviewer_client.get("/").content.decode()
 
     assert f'datetime="{due.due_at:%Y-%m-%dT%H:%M:%S}' in page
-    assert "UTC: then the panel&#x27;s fallback rejects it" in page
+    assert "UTC: then the panel's fallback rejects it" in page
 
 
 def test_the_inbox_sorts_by_deadline_soonest_first_and_none_last(reviewer_client):
