@@ -378,7 +378,7 @@ REVIEWAPP_DEADLINE_SWEEP_SECONDS = _read(
     env.float, "REVIEWAPP_DEADLINE_SWEEP_SECONDS", default=10.0
 )
 # Escalations handed to one worker task at a time.
-REVIEWAPP_DEADLINE_BATCH = _read(env.int, "REVIEWAPP_DEADLINE_BATCH", default=100)
+REVIEWAPP_DEADLINE_BATCH = _read(env.int, "REVIEWAPP_DEADLINE_BATCH", default=50)
 # How long a worker holds the deadlines it was handed; past it, a sweep takes them again.
 REVIEWAPP_DEADLINE_LEASE_SECONDS = _read(
     env.float, "REVIEWAPP_DEADLINE_LEASE_SECONDS", default=120.0

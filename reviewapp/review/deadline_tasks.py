@@ -7,15 +7,11 @@ takes ids and re-reads them, and acting twice is a no-op
 (`services.deadlines.escalation_expire`).
 """
 
-import logging
-
 from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from .services.deadlines import escalation_expire, escalations_due_take, escalations_remind
-
-log = logging.getLogger(__name__)
+from .services.deadlines import escalations_due_take, escalations_expire, escalations_remind
 
 # At most this many leased per sweep: a backlog beyond it is taken by the next sweeps.
 SWEEP_LIMIT = 50_000
@@ -33,20 +29,14 @@ def deadlines_sweep() -> int:
     ids = escalations_due_take(now=now, limit=SWEEP_LIMIT)
     batch = settings.REVIEWAPP_DEADLINE_BATCH
     if ids:
-        with escalations_expire.app.producer_or_acquire() as producer:
+        with expire_escalations.app.producer_or_acquire() as producer:
             for start in range(0, len(ids), batch):
-                escalations_expire.apply_async((ids[start : start + batch],), producer=producer)
+                expire_escalations.apply_async((ids[start : start + batch],), producer=producer)
     return len(ids)
 
 
 @shared_task(name="reviewapp.review.tasks.escalations_expire")
-def escalations_expire(escalation_ids: list[int]) -> int:
-    """Act on each escalation's deadline; how many got a fallback decision. One that fails
+def expire_escalations(escalation_ids: list[int]) -> int:
+    """Act on the escalations' deadlines; how many got a fallback decision. One that fails
     stays leased and is taken again by a sweep once its lease runs out."""
-    decided = 0
-    for escalation_id in escalation_ids:
-        try:
-            decided += escalation_expire(escalation_id=escalation_id) is not None
-        except Exception:
-            log.exception("could not act on the deadline of escalation %s", escalation_id)
-    return decided
+    return escalations_expire(escalation_ids=escalation_ids)

@@ -12,6 +12,7 @@ from reviewapp.review.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Decision, Escalation, Proposal
 from reviewapp.review.services.deadlines import (
     escalation_expire,
+    escalations_expire,
     escalations_due_take,
 )
 from reviewapp.review.services.escalations import (
@@ -240,3 +241,20 @@ def test_what_was_acted_on_is_never_taken_again():
     escalation_expire(escalation_id=escalation.pk, now=now)
 
     assert escalations_due_take(now=now + timedelta(hours=1), limit=10) == []
+
+
+def test_many_deadlines_are_acted_on_in_one_go_and_only_those_due():
+    first = _past_due(_escalated(review_deadline=FOUR_HOURS))
+    second = _past_due(_escalated(review_deadline=FOUR_HOURS, on_deadline="keep_open"))
+    third = _past_due(_escalated(review_deadline=FOUR_HOURS, on_deadline="approve"))
+    later = _escalated(review_deadline=FOUR_HOURS)
+
+    decided = escalations_expire(
+        escalation_ids=[first.pk, second.pk, third.pk, later.pk], now=timezone.now()
+    )
+
+    assert decided == 2
+    outcomes = dict(Decision.objects.values_list("escalation_id", "outcome"))
+    assert outcomes == {first.pk: "rejected", third.pk: "approved"}
+    later.refresh_from_db()
+    assert later.expired_at is None and later.status == Escalation.Status.OPEN

@@ -17,6 +17,7 @@ takes them again. `expired_at`, written in the transaction that acts, makes
 acting twice impossible.
 """
 
+import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -31,6 +32,8 @@ from ..final_notice import proposal_final_notify
 from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
 from ..models.panel import OnDeadline
 from .decisions import decision_append
+
+log = logging.getLogger(__name__)
 
 FALLBACK_NAME = "deadline fallback"
 OUTCOME_OF = {
@@ -90,28 +93,60 @@ def escalation_expire(*, escalation_id: int, now: datetime | None = None) -> Dec
     """
     now = now or timezone.now()
     with transaction.atomic():
-        escalation = (
-            Escalation.objects.select_for_update(of=("self",))
-            .select_related("proposal")
-            .get(pk=escalation_id)
-        )
-        if (
-            escalation.expired_at is not None
-            or escalation.status not in Escalation.WAITING
-            or escalation.due_at is None
-            or escalation.due_at > now
-        ):
-            return None
-        escalation.expired_at = now
-        escalation.deadline_lease_until = None
-        if not escalation.fallback_due(now):  # keep_open: it waits on; people are told
-            escalation.save(update_fields=["expired_at", "deadline_lease_until"])
-            webhook_record_expired(escalation=escalation, decision=None)
-            events.escalation_deadline_passed.send(
-                sender=Escalation, escalation=escalation, decision=None
+        [escalation] = _locked([escalation_id], now, skip_locked=False) or [None]
+        return None if escalation is None else _act(escalation, now)
+
+
+def escalations_expire(*, escalation_ids: list[int], now: datetime | None = None) -> int:
+    """`escalation_expire` for many, in one transaction (one commit, the ledger's lock taken
+    once): how many got a fallback decision. Rows another transaction holds (a reviewer
+    signing) are skipped and stay leased for the next sweep. If any fails, each is done
+    alone, so one bad escalation holds back only itself."""
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            return sum(
+                _act(e, now) is not None for e in _locked(escalation_ids, now, skip_locked=True)
             )
-            return None
-        return _fallback_decide(escalation, now)
+    except Exception:
+        decided = 0
+        for escalation_id in escalation_ids:
+            try:
+                decided += escalation_expire(escalation_id=escalation_id, now=now) is not None
+            except Exception:
+                log.exception("could not act on the deadline of escalation %s", escalation_id)
+        return decided
+
+
+def _locked(ids: list[int], now: datetime, *, skip_locked: bool) -> list[Escalation]:
+    """Those of `ids` whose deadline has come and is yet to be acted on, row-locked, with
+    what a fallback decision reads fetched alongside (the proposals, their evidence, lenses
+    and reviews) in a constant number of queries."""
+    return list(
+        Escalation.objects.select_for_update(of=("self",), skip_locked=skip_locked)
+        .filter(
+            pk__in=ids,
+            expired_at__isnull=True,
+            status__in=Escalation.WAITING,
+            due_at__lte=now,
+        )
+        .select_related("proposal")
+        .prefetch_related("proposal__evidence", "proposal__judgements", "reviews")
+        .order_by("due_at", "id")
+    )
+
+
+def _act(escalation: Escalation, now: datetime) -> Decision | None:
+    escalation.expired_at = now
+    escalation.deadline_lease_until = None
+    if not escalation.fallback_due(now):  # keep_open: it waits on; people are told
+        escalation.save(update_fields=["expired_at", "deadline_lease_until"])
+        webhook_record_expired(escalation=escalation, decision=None)
+        events.escalation_deadline_passed.send(
+            sender=Escalation, escalation=escalation, decision=None
+        )
+        return None
+    return _fallback_decide(escalation, now)
 
 
 def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
@@ -136,7 +171,7 @@ def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
     ReviewClaim.objects.filter(escalation=escalation).delete()
     Proposal.objects.filter(pk=proposal.pk).update(status=Proposal.Status.DECIDED, updated_at=now)
     outcome = OUTCOME_OF[escalation.on_deadline]
-    reviews = escalation.reviews.count()
+    reviews = len(escalation.reviews.all())  # prefetched
     given = f" ({reviews} of {escalation.reviews_needed} reviews were given)" if reviews else ""
     decision = decision_append(
         proposal=proposal,
@@ -148,6 +183,11 @@ def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
         ),
         decided_by_name=FALLBACK_NAME,
         escalation=escalation,
+        evidence=list(proposal.evidence.all()),  # prefetched, as the lenses
+        lenses=[
+            {"lens_name": j.lens_name, "lens_version": j.lens_version}
+            for j in proposal.judgements.all()
+        ],
         fallback={
             "on_deadline": escalation.on_deadline,
             "due_at": escalation.due_at.isoformat(),
