@@ -12,8 +12,8 @@ from reviewapp.review.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Decision, Escalation, Proposal
 from reviewapp.review.services.deadlines import (
     escalation_expire,
-    escalations_expire,
     escalations_due_take,
+    escalations_expire,
 )
 from reviewapp.review.services.escalations import (
     DeadlinePassed,
