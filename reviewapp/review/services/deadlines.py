@@ -25,8 +25,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reviewapp.webhooks.events import webhook_record_expired
-
 from .. import events
 from ..final_notice import proposal_final_notify
 from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
@@ -141,7 +139,6 @@ def _act(escalation: Escalation, now: datetime) -> Decision | None:
     escalation.deadline_lease_until = None
     if not escalation.fallback_due(now):  # keep_open: it waits on; people are told
         escalation.save(update_fields=["expired_at", "deadline_lease_until"])
-        webhook_record_expired(escalation=escalation, decision=None)
         events.escalation_deadline_passed.send(
             sender=Escalation, escalation=escalation, decision=None
         )
@@ -194,7 +191,6 @@ def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
             "review_deadline_seconds": int(waited.total_seconds()),
         },
     )
-    webhook_record_expired(escalation=escalation, decision=decision)
     events.escalation_deadline_passed.send(
         sender=Escalation, escalation=escalation, decision=decision
     )

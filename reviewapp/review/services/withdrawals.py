@@ -3,8 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from reviewapp.webhooks.events import webhook_record_withdrawn
-
+from .. import events
 from ..final_notice import proposal_final_notify
 from ..models import ApiClient, Escalation, Proposal, ReviewClaim
 
@@ -68,5 +67,5 @@ def _withdraw(proposal: Proposal, escalation: Escalation | None) -> None:
         ReviewClaim.objects.filter(escalation=escalation).delete()
     proposal.status = Proposal.Status.WITHDRAWN
     proposal.save(update_fields=["status", "updated_at"])
-    webhook_record_withdrawn(proposal=proposal, escalation=escalation)
+    events.proposal_withdrawn.send(sender=Proposal, proposal=proposal, escalation=escalation)
     proposal_final_notify(proposal_id=proposal.pk)  # wakes wait_for_review
