@@ -26,7 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .. import events
-from ..final_notice import proposal_final_notify
+from ..keys import server_signer
 from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
 from ..models.panel import OnDeadline
 from .decisions import decision_append
@@ -91,21 +91,20 @@ def escalation_expire(*, escalation_id: int, now: datetime | None = None) -> Dec
     """
     now = now or timezone.now()
     with transaction.atomic():
-        [escalation] = _locked([escalation_id], now, skip_locked=False) or [None]
-        return None if escalation is None else _act(escalation, now)
+        decisions = _expire(_locked([escalation_id], now, skip_locked=False), now)
+    return decisions[0] if decisions else None
 
 
 def escalations_expire(*, escalation_ids: list[int], now: datetime | None = None) -> int:
     """`escalation_expire` for many, in one transaction (one commit, the ledger's lock taken
-    once): how many got a fallback decision. Rows another transaction holds (a reviewer
-    signing) are skipped and stay leased for the next sweep. If any fails, each is done
-    alone, so one bad escalation holds back only itself."""
+    once, the rows written in a few statements): how many got a fallback decision. Rows
+    another transaction holds (a reviewer signing) are skipped and stay leased for the
+    next sweep. If any fails, each is done alone, so one bad escalation holds back only
+    itself."""
     now = now or timezone.now()
     try:
         with transaction.atomic():
-            return sum(
-                _act(e, now) is not None for e in _locked(escalation_ids, now, skip_locked=True)
-            )
+            return len(_expire(_locked(escalation_ids, now, skip_locked=True), now))
     except Exception:
         decided = 0
         for escalation_id in escalation_ids:
@@ -134,39 +133,46 @@ def _locked(ids: list[int], now: datetime, *, skip_locked: bool) -> list[Escalat
     )
 
 
-def _act(escalation: Escalation, now: datetime) -> Decision | None:
-    escalation.expired_at = now
-    escalation.deadline_lease_until = None
-    if not escalation.fallback_due(now):  # keep_open: it waits on; people are told
-        escalation.save(update_fields=["expired_at", "deadline_lease_until"])
+_RESOLVED_FIELDS = ["status", "resolved_at", "claimed_by", "claimed_at", "search"]
+_EXPIRED_FIELDS = ["expired_at", "deadline_lease_until"]
+
+
+def _expire(escalations: list[Escalation], now: datetime) -> list[Decision]:
+    """Act on the locked `escalations`' deadlines: the rows first, a few statements for all
+    of them, then each fallback decision signed and appended. Call in a transaction."""
+    kept, falling = [], []
+    for escalation in escalations:
+        escalation.expired_at, escalation.deadline_lease_until = now, None
+        if escalation.fallback_due(now):
+            escalation.status = Escalation.Status.RESOLVED
+            escalation.resolved_at = now
+            escalation.claimed_by, escalation.claimed_at = None, None
+            escalation.search = None  # only waiting escalations are searched
+            falling.append(escalation)
+        else:  # keep_open: it waits on; people are told
+            kept.append(escalation)
+    if kept:
+        Escalation.objects.bulk_update(kept, _EXPIRED_FIELDS)
+    if falling:
+        Escalation.objects.bulk_update(falling, _RESOLVED_FIELDS + _EXPIRED_FIELDS)
+        ReviewClaim.objects.filter(escalation__in=falling).delete()
+        Proposal.objects.filter(pk__in=[e.proposal_id for e in falling]).update(
+            status=Proposal.Status.DECIDED, updated_at=now
+        )
+    for escalation in kept:
         events.escalation_deadline_passed.send(
             sender=Escalation, escalation=escalation, decision=None
         )
-        return None
-    return _fallback_decide(escalation, now)
+    signer = server_signer() if falling else None
+    return [_fallback_decide(escalation, signer) for escalation in falling]
 
 
-def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
+def _fallback_decide(escalation: Escalation, signer) -> Decision:
+    """The escalation's fallback decision, signed and in the ledger (its row already says
+    resolved); announced as its deadline passing."""
     proposal = escalation.proposal
+    proposal.status = Proposal.Status.DECIDED
     waited = escalation.due_at - escalation.created_at
-    escalation.status = Escalation.Status.RESOLVED
-    escalation.resolved_at = now
-    escalation.claimed_by = None
-    escalation.claimed_at = None
-    escalation.search = None  # only waiting escalations are searched
-    escalation.save(
-        update_fields=[
-            "status",
-            "resolved_at",
-            "claimed_by",
-            "claimed_at",
-            "search",
-            "expired_at",
-            "deadline_lease_until",
-        ]
-    )
-    ReviewClaim.objects.filter(escalation=escalation).delete()
-    Proposal.objects.filter(pk=proposal.pk).update(status=Proposal.Status.DECIDED, updated_at=now)
     outcome = OUTCOME_OF[escalation.on_deadline]
     reviews = len(escalation.reviews.all())  # prefetched
     given = f" ({reviews} of {escalation.reviews_needed} reviews were given)" if reviews else ""
@@ -180,6 +186,7 @@ def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
         ),
         decided_by_name=FALLBACK_NAME,
         escalation=escalation,
+        signer=signer,
         evidence=list(proposal.evidence.all()),  # prefetched, as the lenses
         lenses=[
             {"lens_name": j.lens_name, "lens_version": j.lens_version}
@@ -190,11 +197,10 @@ def _fallback_decide(escalation: Escalation, now: datetime) -> Decision:
             "due_at": escalation.due_at.isoformat(),
             "review_deadline_seconds": int(waited.total_seconds()),
         },
-    )
+    )  # which tells waiting MCP calls after commit (final_notice), as every decision does
     events.escalation_deadline_passed.send(
         sender=Escalation, escalation=escalation, decision=decision
     )
-    proposal_final_notify(proposal_id=proposal.pk)
     return decision
 
 
