@@ -20,6 +20,7 @@ from reviewapp.review.models import (
     Escalation,
     Judgement,
     LensFailure,
+    Panel,
     Proposal,
     Review,
 )
@@ -316,4 +317,29 @@ def claim_out(claim: Claim) -> dict:
         "text": claim.text,
         "assessment": claim.assessment,
         "anchor": anchor,
+    }
+
+
+def panels_open() -> QuerySet[Panel]:
+    """The panels a submission may name (active ones), with what `panel_out` reads."""
+    return Panel.objects.filter(active=True).prefetch_related("panel_lenses__lens", "checkers")
+
+
+def panel_out(panel: Panel) -> dict:
+    """A panel as an agent chooses one: what judges it, what it needs, and its review deadline."""
+    deadline = panel.review_deadline
+    return {
+        "name": panel.name,
+        "description": panel.description,
+        "need": panel.need,
+        "lenses": [
+            {"name": pl.lens.name, "backend": pl.lens.backend}
+            for pl in sorted(panel.panel_lenses.all(), key=lambda pl: pl.position)
+        ],
+        "checkers": sorted(c.name for c in panel.checkers.all() if c.active),
+        "requires_sign_off": panel.requires_sign_off,
+        "reviews_needed": panel.reviews_needed,
+        "external_deadline_seconds": panel.external_deadline_seconds,
+        "review_deadline_seconds": int(deadline.total_seconds()) if deadline else None,
+        "on_deadline": panel.on_deadline if deadline else None,
     }

@@ -16,7 +16,7 @@ from reviewapp_client.verify.export import check_api_decisions
 from reviewapp.core.cite import ClaimInput
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
 from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import ApiClient, AwaitedLens, Lens, Panel, Proposal
+from reviewapp.review.models import ApiClient, AwaitedLens, Lens, Proposal
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
     JudgementForbidden,
@@ -31,7 +31,13 @@ from reviewapp.review.services.proposals import (
 )
 from reviewapp.review.services.visibility import proposals_visible_to, sees_everything
 from reviewapp.review.services.withdrawals import WithdrawRefused, proposal_withdraw
-from reviewapp.serializers import judgement_out, proposal_out, proposals_in_detail
+from reviewapp.serializers import (
+    judgement_out,
+    panel_out,
+    panels_open,
+    proposal_out,
+    proposals_in_detail,
+)
 
 from .auth import client_by_id, grants
 
@@ -270,22 +276,7 @@ def review_withdraw(*, client_id: int, proposal_id: int) -> tuple[bool, str]:
 
 def panel_list() -> list[dict]:
     """The panels a submission may name: active ones, with what they are made of."""
-    panels = Panel.objects.filter(active=True).prefetch_related("panel_lenses__lens", "checkers")
-    return [
-        {
-            "name": panel.name,
-            "description": panel.description,
-            "need": panel.need,
-            "lenses": [
-                {"name": pl.lens.name, "backend": pl.lens.backend}
-                for pl in sorted(panel.panel_lenses.all(), key=lambda pl: pl.position)
-            ],
-            "checkers": sorted(c.name for c in panel.checkers.all() if c.active),
-            "requires_sign_off": panel.requires_sign_off,
-            "external_deadline_seconds": panel.external_deadline_seconds,
-        }
-        for panel in panels
-    ]
+    return [panel_out(panel) for panel in panels_open()]
 
 
 def judgement_submit(

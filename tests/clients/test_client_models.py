@@ -29,6 +29,8 @@ READERS = {
     "EscalationOut": models.Escalation,
     "DecisionOut": models.Decision,
     "FallbackOut": models.Fallback,
+    "PanelOut": models.Panel,
+    "PanelLensOut": models.PanelLens,
     "ReviewOut": models.Review,
     "ReviewStatusOut": models.ReviewStatus,
     "WebhookOut": models.Webhook,

@@ -558,6 +558,51 @@ class ProposalSummary:
 
 
 @dataclass(frozen=True)
+class PanelLens:
+    name: str
+    backend: str
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str) -> PanelLens:
+        return cls(name=req(data, "name", str, at=at), backend=req(data, "backend", str, at=at))
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A panel a proposal may be submitted to."""
+
+    name: str
+    description: str
+    need: int
+    lenses: list[PanelLens]
+    checkers: list[str]
+    requires_sign_off: bool
+    reviews_needed: int
+    external_deadline_seconds: int
+    # How long an escalation may wait for a person, and what then ("reject", "approve":
+    # a fallback decision signed by the server; "keep_open"); None: no deadline.
+    review_deadline_seconds: int | None = None
+    on_deadline: str | None = None
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str = "panel") -> Panel:
+        return cls(
+            name=req(data, "name", str, at=at),
+            description=req(data, "description", str, at=at),
+            need=req(data, "need", int, at=at),
+            lenses=items(data, "lenses", PanelLens.from_api, at=at),
+            checkers=[
+                _check(c, (str,), f"{at}.checkers") for c in req(data, "checkers", list, at=at)
+            ],
+            requires_sign_off=req(data, "requires_sign_off", bool, at=at),
+            reviews_needed=req(data, "reviews_needed", int, at=at),
+            external_deadline_seconds=req(data, "external_deadline_seconds", int, at=at),
+            review_deadline_seconds=opt(data, "review_deadline_seconds", int, at=at),
+            on_deadline=opt(data, "on_deadline", str, at=at),
+        )
+
+
+@dataclass(frozen=True)
 class Webhook:
     """A webhook endpoint of this client. `secret` (`whsec_…`) is set only in the
     answer to `create_webhook()`: the server shows it once."""
