@@ -60,8 +60,7 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import require_client_extension
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolRequestParams, RequestParams
-from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, CallToolRequestParams, RequestParams
 from pydantic import Field
 
 from reviewapp.review.models import ApiClient
