@@ -60,3 +60,13 @@ def test_a_verdict_signed_after_the_deadline_is_refused_and_keeps_the_rationale(
     assert "review deadline of escalation" in page and "fallback (reject) decides it" in page
     assert "Checked all 14 line items twice." in page
     assert not Decision.objects.exists()
+
+
+def test_the_proposal_page_says_when_the_deadline_falls_and_what_happens_then(reviewer_client):
+    escalation = _escalation(timedelta(hours=3))
+
+    page = reviewer_client.get(f"/proposals/{escalation.proposal_id}").content.decode()
+
+    assert 'id="escalation-deadline"' in page
+    assert f"{escalation.due_at:%Y-%m-%d %H:%M} UTC" in page
+    assert "the panel's fallback rejects it" in page
