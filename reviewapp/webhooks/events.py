@@ -29,8 +29,15 @@ from .models import PING, Delivery, Endpoint, Event
 
 def webhook_decided_watchers(*, proposal: Proposal) -> list[Endpoint]:
     """The endpoints `webhook_record_decided` will tell, asked before the decision exists:
-    `decision_append` asks before it locks the chain head, a query fewer under that lock."""
-    return _watchers(Event.PROPOSAL_DECIDED, proposal)
+    `decision_append` asks before it locks the chain head, a query fewer under that lock.
+
+    The active endpoints read here are kept on the proposal for the `escalation.expired`
+    of the same fallback decision, told moments later in the same transaction
+    (`webhook_record_expired` takes them, once): thousands of deadlines falling
+    together would otherwise read them twice each."""
+    every = _subscribed_all()
+    proposal._webhook_endpoints_for_expiry = every
+    return _visible_to(_of_event(every, Event.PROPOSAL_DECIDED), proposal)
 
 
 def webhook_record_decided(*, decision: Decision, watchers: list[Endpoint] | None = None) -> None:
@@ -140,7 +147,10 @@ def webhook_record_expired(*, escalation: Escalation, decision: Decision | None)
     escalation is resolved and `decision` is the fallback decision, signed and marked so
     (`proposal.decided` tells of it too); with keep_open, `decision` is null and it waits on."""
     proposal = escalation.proposal
-    watchers = _watchers(Event.ESCALATION_EXPIRED, proposal)
+    every = proposal.__dict__.pop("_webhook_endpoints_for_expiry", None)
+    if decision is None or every is None:
+        every = _subscribed_all()
+    watchers = _visible_to(_of_event(every, Event.ESCALATION_EXPIRED), proposal)
     if not watchers:
         return
     data = {
@@ -256,12 +266,22 @@ def _proposal_part(proposal: Proposal) -> dict:
 
 
 def _subscribed(event_type: str) -> list[Endpoint]:
+    return _of_event(_subscribed_all(), event_type)
+
+
+def _of_event(endpoints: list[Endpoint], event_type: str) -> list[Endpoint]:
     # Filtered here, not with a JSON lookup: SQLite has no `contains` on JSON,
     # and the active endpoints are few.
-    endpoints = Endpoint.objects.filter(
-        disabled_at__isnull=True, client__revoked_at__isnull=True
-    ).select_related("client__user")
-    endpoints = [e for e in endpoints if event_type in e.events]
+    return [e for e in endpoints if event_type in e.events]
+
+
+def _subscribed_all() -> list[Endpoint]:
+    """Every active endpoint whose client may hear anything, whatever it subscribed to."""
+    endpoints = list(
+        Endpoint.objects.filter(
+            disabled_at__isnull=True, client__revoked_at__isnull=True
+        ).select_related("client__user")
+    )
     # A personal token's endpoint hears nothing once its user may no longer review;
     # asked for all of them in one query, whatever the number of reviewers subscribed.
     may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
@@ -272,7 +292,10 @@ def _subscribed(event_type: str) -> list[Endpoint]:
 
 def _watchers(event_type: str, proposal: Proposal) -> list[Endpoint]:
     """Subscribed endpoints whose client may see the proposal (the API's visibility rule)."""
-    endpoints = _subscribed(event_type)
+    return _visible_to(_subscribed(event_type), proposal)
+
+
+def _visible_to(endpoints: list[Endpoint], proposal: Proposal) -> list[Endpoint]:
     if not any(e["backend"] == "external" for e in proposal.panel_snapshot["lenses"]):
         # No external lens, so no client is bound to judge it: only the
         # submitter and `read:all` see it, and asking the database is moot.

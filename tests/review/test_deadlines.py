@@ -4,6 +4,8 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from reviewapp_client import verify_decision
 
@@ -258,3 +260,19 @@ def test_many_deadlines_are_acted_on_in_one_go_and_only_those_due():
     assert outcomes == {first.pk: "rejected", third.pk: "approved"}
     later.refresh_from_db()
     assert later.expired_at is None and later.status == Escalation.Status.OPEN
+
+
+def test_a_batch_of_fallbacks_reads_who_hears_of_each_once():
+    escalations = [_past_due(_escalated(review_deadline=FOUR_HOURS)) for _ in range(3)]
+    one = _past_due(_escalated(review_deadline=FOUR_HOURS))
+    now = timezone.now()
+
+    with CaptureQueriesContext(connection) as single:
+        escalations_expire(escalation_ids=[one.pk], now=now)
+    with CaptureQueriesContext(connection) as three:
+        escalations_expire(escalation_ids=[e.pk for e in escalations], now=now)
+
+    per_fallback = len(three.captured_queries) - len(single.captured_queries)
+    endpoints = [q for q in three.captured_queries if "webhooks_endpoint" in q["sql"]]
+    assert len(endpoints) == 3  # once per decision, not once per event
+    assert per_fallback <= 2 * 6  # the rows are written per batch, not per escalation
