@@ -7,7 +7,7 @@ from ninja.errors import HttpError, Throttled
 
 from reviewapp.outages import DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 
-from . import cite, decisions, escalations, ledger, lenses, proposals, webhooks
+from . import cite, decisions, escalations, ledger, lenses, panels, proposals, webhooks
 from .docs import LocalSwagger
 from .parsing import BodyRejected, GuardedParser, size_guard, too_large
 
@@ -85,6 +85,7 @@ api.add_router("", decisions.router)
 api.add_router("", cite.router)
 api.add_router("", webhooks.router)
 api.add_router("", lenses.router)
+api.add_router("", panels.router)
 # Public verifiability: checkpoints and proofs take no authentication; raw entries need a reader.
 api.add_router("/ledger", ledger.router)
 

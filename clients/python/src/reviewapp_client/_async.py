@@ -20,6 +20,7 @@ from .models import (
     Decision,
     Escalation,
     Judgement,
+    Panel,
     Proposal,
     ProposalSummary,
     ReviewStatus,
@@ -280,6 +281,11 @@ class AsyncClient:
         return await self._send(self._core.keys(), timeout)
 
     # ── webhooks ────────────────────────────────────────────────────────────
+
+    async def list_panels(self, *, timeout: float | None = None) -> list[Panel]:
+        """The panels a proposal may be submitted to: lenses, quorum, and how long an
+        escalation may wait for a person (`review_deadline_seconds`, `on_deadline`)."""
+        return await self._send(self._core.list_panels(), timeout)
 
     async def list_webhooks(self, *, timeout: float | None = None) -> list[Webhook]:
         return await self._send(self._core.list_webhooks(), timeout)

@@ -33,6 +33,7 @@ from .models import (
     Escalation,
     Judgement,
     Page,
+    Panel,
     Proposal,
     ProposalSummary,
     ReviewStatus,
@@ -354,6 +355,14 @@ class Core:
             return keys
 
         return Request("GET", "/api/keys", parse, idempotent=True)
+
+    def list_panels(self) -> Request[list[Panel]]:
+        return Request(
+            "GET",
+            "/api/panels",
+            lambda a: items(_object(a), "items", Panel.from_api, at="panels"),
+            idempotent=True,
+        )
 
     def list_webhooks(self) -> Request[list[Webhook]]:
         return Request(

@@ -17,6 +17,7 @@ from .models import (
     Decision,
     Escalation,
     Judgement,
+    Panel,
     Proposal,
     ProposalSummary,
     ReviewStatus,
@@ -265,6 +266,11 @@ class Client:
         return self._send(self._core.keys(), timeout)
 
     # ── webhooks ────────────────────────────────────────────────────────────
+
+    def list_panels(self, *, timeout: float | None = None) -> list[Panel]:
+        """The panels a proposal may be submitted to: lenses, quorum, and how long an
+        escalation may wait for a person (`review_deadline_seconds`, `on_deadline`)."""
+        return self._send(self._core.list_panels(), timeout)
 
     def list_webhooks(self, *, timeout: float | None = None) -> list[Webhook]:
         return self._send(self._core.list_webhooks(), timeout)
