@@ -47,6 +47,7 @@ app.conf.update(
 app.autodiscover_tasks()
 # The review app keeps its tasks with the rest of its evaluation code.
 app.autodiscover_tasks(["reviewapp.review.evaluation"])
+app.autodiscover_tasks(["reviewapp.review"], related_name="deadline_tasks")
 
 
 @worker_init.connect

@@ -1,5 +1,5 @@
 """GET /healthz: is the database up, the broker, and a worker on the queue? And the ledger's
-witnesses: have they refused a checkpoint?
+witnesses: have they refused a checkpoint? Are review deadlines acted on in time?
 
 Also, for information (never what makes it degraded: a busy provider is not a
 broken app), each LLM endpoint's effective limit, calls waiting and recent 429s.
@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from reviewapp.celery import app
 from reviewapp.ledger.cosigning import witness_report
 from reviewapp.review.evaluation.endpoint_limits import llm_endpoints
+from reviewapp.review.services.deadlines import deadlines_overdue
 
 WORKER_PING_TIMEOUT_SECONDS = 1.0
 
@@ -93,6 +94,25 @@ def _witnesses() -> dict:
     return {"ok": True, "witnesses": witnesses}
 
 
+def _deadlines() -> dict:
+    """Review deadlines the scheduler has fallen behind on (more than a minute late by
+    default): "degraded", not 503, since the app still serves."""
+    try:
+        late = deadlines_overdue()
+    except Exception as exc:
+        return {"ok": False, "error": str(exc)}
+    if late["overdue"]:
+        oldest = late["oldest_due_at"].isoformat()
+        return {
+            "ok": False,
+            "error": f"{late['overdue']} review deadlines not acted on (oldest due {oldest}): "
+            "is beat running, and a worker?",
+            **late,
+            "oldest_due_at": oldest,
+        }
+    return {"ok": True, "overdue": 0}
+
+
 @require_GET
 def healthz(request):
     checks = {"database": _database(), "broker": _broker()}
@@ -102,6 +122,8 @@ def healthz(request):
     serving = all(check["ok"] for check in checks.values())
     if settings.REVIEWAPP_LEDGER_WITNESSES and checks["database"]["ok"]:
         checks["witnesses"] = _witnesses()
+    if checks["database"]["ok"]:
+        checks["deadlines"] = _deadlines()
     healthy = all(check["ok"] for check in checks.values())
     return JsonResponse(
         {"status": "ok" if healthy else "degraded", **checks, "llm_endpoints": _endpoints()},

@@ -21,7 +21,6 @@ from reviewapp.review.models import (
     Judgement,
     LensFailure,
     Panel,
-    PanelLens,
     Proposal,
     Review,
 )
@@ -70,6 +69,8 @@ def decision_out(decision: Decision, public_keys: dict[str, str]) -> dict:
         "reviews": [review_out(r) for r in decision.escalation.reviews.all()]
         if decision.escalation_id
         else [],
+        # What made a fallback decision, as signed (None for any other decision).
+        "fallback": signed.get("fallback"),
     }
 
 
@@ -161,6 +162,7 @@ def proposal_out(proposal: Proposal) -> dict:
                 "id": escalation.pk,
                 "status": escalation.status,
                 "reasons": escalation.reasons,
+                **escalation_deadline(escalation),
                 **escalation_why(escalation, proposal.lens_failures.all()),
             }
             if escalation
@@ -256,6 +258,12 @@ def failures_by_proposal(proposal_ids: Iterable[int]) -> dict[int, list[LensFail
     return by_proposal
 
 
+def escalation_deadline(escalation: Escalation) -> dict:
+    """When the escalation's review deadline falls and what happens then (None: no deadline)."""
+    due_at = escalation.due_at.isoformat() if escalation.due_at else None
+    return {"due_at": due_at, "on_deadline": escalation.on_deadline or None}
+
+
 def escalation_out(escalation: Escalation, failures: Iterable[LensFailure]) -> dict:
     """An escalation as the inbox lists it, with why it was raised."""
     return {
@@ -265,6 +273,7 @@ def escalation_out(escalation: Escalation, failures: Iterable[LensFailure]) -> d
         "reasons": escalation.reasons,
         "claimed_by": escalation.claimed_by.get_username() if escalation.claimed_by else None,
         "created_at": escalation.created_at,
+        **escalation_deadline(escalation),
         **escalation_why(escalation, failures),
     }
 
@@ -311,33 +320,36 @@ def claim_out(claim: Claim) -> dict:
     }
 
 
-def panel_list() -> list[dict]:
-    """The panels a submission may name: active ones, with what they are made of and the
-    guarantee they give (null without one). Three queries, however many panels."""
-    panels = (
+def panels_open() -> QuerySet[Panel]:
+    """The panels a submission may name (active ones), with what `panel_out` reads (the
+    guarantee joined in: no query more)."""
+    return (
         Panel.objects.filter(active=True)
         .select_related("guarantee")
-        .prefetch_related(
-            Prefetch("panel_lenses", queryset=PanelLens.objects.select_related("lens")),
-            "checkers",
-        )
+        .prefetch_related("panel_lenses__lens", "checkers")
     )
-    return [
-        {
-            "name": panel.name,
-            "description": panel.description,
-            "need": panel.need,
-            "lenses": [
-                {"name": pl.lens.name, "backend": pl.lens.backend}
-                for pl in sorted(panel.panel_lenses.all(), key=lambda pl: pl.position)
-            ],
-            "checkers": sorted(c.name for c in panel.checkers.all() if c.active),
-            "requires_sign_off": panel.requires_sign_off,
-            "external_deadline_seconds": panel.external_deadline_seconds,
-            "guarantee": _guarantee_part(panel),
-        }
-        for panel in panels
-    ]
+
+
+def panel_out(panel: Panel) -> dict:
+    """A panel as an agent chooses one: what judges it, what it needs, its review deadline,
+    and the guarantee it gives (null without one)."""
+    deadline = panel.review_deadline
+    return {
+        "name": panel.name,
+        "description": panel.description,
+        "need": panel.need,
+        "lenses": [
+            {"name": pl.lens.name, "backend": pl.lens.backend}
+            for pl in sorted(panel.panel_lenses.all(), key=lambda pl: pl.position)
+        ],
+        "checkers": sorted(c.name for c in panel.checkers.all() if c.active),
+        "requires_sign_off": panel.requires_sign_off,
+        "reviews_needed": panel.reviews_needed,
+        "external_deadline_seconds": panel.external_deadline_seconds,
+        "review_deadline_seconds": int(deadline.total_seconds()) if deadline else None,
+        "on_deadline": panel.on_deadline if deadline else None,
+        "guarantee": _guarantee_part(panel),
+    }
 
 
 def _guarantee_part(panel: Panel) -> dict | None:

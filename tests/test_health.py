@@ -1,10 +1,13 @@
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from reviewapp.core.endpoint_control import Outcome
 from reviewapp.review.evaluation.endpoint_limits import DatabaseLimits, endpoint_key
-from reviewapp.review.models import Lens
+from reviewapp.review.models import Escalation, Lens
+from tests.api.conftest import evaluated
 from tests.factories import LensFactory
 
 
@@ -65,3 +68,18 @@ def test_healthz_shows_each_llm_endpoint_with_its_limit_waiting_calls_and_recent
             "throttling": True,
         }
     ]
+
+
+@pytest.mark.django_db
+def test_healthz_counts_review_deadlines_more_than_a_minute_late_as_degraded(client):
+    proposal = evaluated("Ship it.", requires_sign_off=True, review_deadline=timedelta(hours=1))
+    escalation = Escalation.objects.get(proposal=proposal)
+    assert client.get("/healthz").json()["deadlines"] == {"ok": True, "overdue": 0}
+
+    Escalation.objects.filter(pk=escalation.pk).update(
+        due_at=timezone.now() - timedelta(seconds=61)
+    )
+    deadlines = client.get("/healthz").json()["deadlines"]
+
+    assert deadlines["ok"] is False and deadlines["overdue"] == 1
+    assert "1 review deadlines not acted on" in deadlines["error"]

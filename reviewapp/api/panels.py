@@ -1,27 +1,28 @@
-"""The panels a client may submit to, and the guarantee each gives."""
+"""The panels a client may submit to, what each does with a proposal, and its guarantee."""
 
 from datetime import date
+from typing import Literal
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 
 from reviewapp.core.json_values import string_problem
 from reviewapp.guarantee.queries import GuaranteeFigures, guarantee_figures
 from reviewapp.review.models import Panel
 from reviewapp.review.services.visibility import sees_everything
-from reviewapp.serializers import panel_list
+from reviewapp.serializers import panel_out, panels_open
 
 from .auth import ApiAuth
-from .schemas import errors
+from .schemas import OnDeadline, errors
 
 router = Router(tags=["panels"])
 
 
 class PanelLensOut(Schema):
     name: str
-    backend: str
+    backend: Literal["llm", "constraints", "external", "recorded"]
 
 
 class GuaranteeSummaryOut(Schema):
@@ -30,33 +31,44 @@ class GuaranteeSummaryOut(Schema):
 
 
 class PanelOut(Schema):
-    name: str
+    name: str = Field(description="What `POST /api/proposals` names as `panel`.")
     description: str
-    need: int
-    lenses: list[PanelLensOut]
+    need: int = Field(description="Lens verdicts that must agree for the panel to decide.")
+    lenses: list[PanelLensOut] = Field(description="In the panel's order.")
     checkers: list[str]
-    requires_sign_off: bool
-    external_deadline_seconds: int
-    guarantee: GuaranteeSummaryOut | None
+    requires_sign_off: bool = Field(description="A reached pass still goes to a person.")
+    reviews_needed: int = Field(description="Independent human reviews an escalation needs.")
+    external_deadline_seconds: int = Field(description="How long external lenses are awaited.")
+    review_deadline_seconds: int | None = Field(
+        description="How long an escalation may wait for a person; null: until someone decides."
+    )
+    on_deadline: OnDeadline | None = Field(
+        description="What the review deadline does: `reject` or `approve` (a decision signed "
+        "by the server with basis `fallback`) or `keep_open` (reviewers are reminded). Null "
+        "without a deadline."
+    )
+    guarantee: GuaranteeSummaryOut | None = Field(
+        description="What the panel promises: at least `target` of its automatic decisions "
+        "match what a reviewer would decide, with `confidence` (`GET "
+        "/api/panels/{name}/guarantee` has the evidence). Null: no guarantee."
+    )
 
 
-class PanelsOut(Schema):
-    panels: list[PanelOut]
+class PanelListOut(Schema):
+    items: list[PanelOut]
 
 
 @router.get(
     "/panels",
     auth=ApiAuth(),
-    response={200: PanelsOut, **errors()},
+    response={200: PanelListOut, **errors()},
     summary="The panels a proposal may be submitted to",
-    description="Every active panel: its lenses in order with their backends, `need` (how "
-    "many lens verdicts must agree), its checkers, whether an approval needs a person's "
-    "sign-off, how long it waits for external judgements, and its `guarantee` (the target "
-    "agreement with reviewers and the confidence), null when it has none. Any token may list "
-    "them; submitting needs the `submit` scope.",
+    description="Active panels, by name: their lenses and quorum, their review deadline "
+    "(`review_deadline_seconds`, `on_deadline`), so an agent knows how long it may wait, and "
+    "the guarantee each gives (`guarantee`), so it knows when the machine decides alone.",
 )
-def panels(request):
-    return {"panels": panel_list()}
+def panel_list(request):
+    return {"items": [panel_out(panel) for panel in panels_open()]}
 
 
 class ConfigurationOut(Schema):

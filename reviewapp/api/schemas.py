@@ -32,8 +32,9 @@ QueryText = Annotated[str, Field(max_length=200), AfterValidator(_storable)]
 NonBlank = Annotated[str, Field(json_schema_extra={"pattern": r"\S"}), AfterValidator(_not_blank)]
 Verdict = Literal["pass", "fail"]
 Assessment = Literal["verified", "contested", "refuted"]
-ProposalStatus = Literal["queued", "evaluating", "decided", "escalated"]
-EscalationStatus = Literal["open", "claimed", "reconcile", "resolved"]
+ProposalStatus = Literal["queued", "evaluating", "decided", "escalated", "withdrawn"]
+EscalationStatus = Literal["open", "claimed", "reconcile", "resolved", "withdrawn"]
+OnDeadline = Literal["reject", "approve", "keep_open"]
 Outcome = Literal["approved", "rejected"]
 Mark = Literal["correct", "incorrect", "irrelevant"]
 
@@ -173,11 +174,24 @@ class ReviewStatusOut(Schema):
     reviews_needed: int
 
 
+class FallbackOut(Schema):
+    on_deadline: Literal["reject", "approve"] = Field(
+        description="The panel's `on_deadline` that made this decision."
+    )
+    due_at: datetime = Field(description="The escalation's deadline.")
+    review_deadline_seconds: int = Field(description="How long the escalation waited.")
+
+
 class DecisionOut(Schema):
     id: int
     proposal: int
     outcome: Outcome
-    basis: Literal["system", "reviewer"]
+    basis: Literal["system", "reviewer", "fallback"] = Field(
+        description="`system`: the panel and checkers decided; `reviewer`: a person (or the "
+        "reviews) decided; `fallback`: no one decided the escalation by its panel's review "
+        "deadline and the panel's `on_deadline` did, signed by the server. A fallback is "
+        "never a person's decision."
+    )
     decided_by: str
     rationale: str
     payload: str = Field(description="The exact signed RFC 8785 JSON.")
@@ -201,6 +215,11 @@ class DecisionOut(Schema):
     )
     reviews: list[ReviewOut] = Field(
         default=[], description="The signed reviews the decision rests on, when it needed several."
+    )
+    fallback: FallbackOut | None = Field(
+        default=None,
+        description="For a `fallback` decision, what made it, as signed in `payload` "
+        "(its `fallback` key); null otherwise.",
     )
 
 
@@ -239,7 +258,18 @@ class EscalationWhyOut(Schema):
     )
 
 
-class EscalationBriefOut(EscalationWhyOut):
+class DeadlineFields(Schema):
+    due_at: datetime | None = Field(
+        default=None,
+        description="When the panel's review deadline falls; null if it has none. Then "
+        "`on_deadline` happens: `reject` or `approve` (a decision signed by the server with "
+        "basis `fallback`, announced as `escalation.expired`) or `keep_open` (reviewers are "
+        "reminded; it waits on).",
+    )
+    on_deadline: OnDeadline | None = Field(default=None, description="null with no deadline.")
+
+
+class EscalationBriefOut(EscalationWhyOut, DeadlineFields):
     id: int
     status: EscalationStatus
     reasons: list[str]
@@ -299,7 +329,7 @@ class JudgementIn(Strict):
 # ─── Escalations and decisions ───────────────────────────────────────────────
 
 
-class EscalationOut(EscalationWhyOut):
+class EscalationOut(EscalationWhyOut, DeadlineFields):
     id: int
     proposal: int
     status: EscalationStatus

@@ -26,6 +26,7 @@ from reviewapp.review.models import Claim, ClaimMark, Decision, DecisionAudit, J
 from reviewapp.webhooks.events import webhook_record_lens_drift
 from reviewapp.webhooks.models import Event
 
+from . import events
 from .models import HumanLabel, LensAgreementDay, LensFloor, LensLabel, PairErrorDay
 
 MACHINE_APPROVED = {"reached_pass": True, "reached_fail": False}
@@ -257,6 +258,9 @@ def drift_evaluate(*, lens_ids: list[int], now: datetime | None = None) -> list[
 
 def _announce(floor: LensFloor, *, change: str, kappa: float, table: HumanTable, now) -> None:
     drifted = change == DRIFTED
+    events.lens_drift_crossed.send(
+        sender=LensFloor, floor=floor, drifted=drifted, kappa=kappa, adjudications=table.n
+    )
     audit_record(
         actor="system",
         action=AuditEntry.Action.UPDATE,

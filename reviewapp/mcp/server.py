@@ -22,11 +22,11 @@ from reviewapp.core.blank import shows_nothing
 from reviewapp.core.cite import ClaimInput
 from reviewapp.core.json_values import value_problem
 from reviewapp.review.models import ApiClient
-from reviewapp.serializers import panel_list
 
 from . import tools
 from .auth import ApiTokenVerifier, calling_client_id
 from .db import in_db
+from .tasks import ReviewTasks
 from .watch import watch
 
 MAX_WAIT_SECONDS = 60
@@ -53,9 +53,11 @@ INSTRUCTIONS = """\
 reviewapp decides whether an agent's output can be trusted. Send the output for review with
 request_review (pick a panel from list_panels), then wait_for_review until it is decided
 (approved or rejected, with a signed decision) or escalated to a human reviewer, who decides
-later. get_review reads the verdict of every lens, each lens that failed and why, and every
-cite grounded to exact offsets. verify_decision checks a signed decision's signature.
-External lenses answer with submit_judgement."""
+later. A client that speaks the MCP Tasks extension (io.modelcontextprotocol/tasks) gets a
+task from request_review instead: tasks/get follows it to the decision, tasks/cancel
+withdraws a review not yet decided. get_review reads the verdict of every lens, each lens
+that failed and why, and every cite grounded to exact offsets. verify_decision checks a
+signed decision's signature. External lenses answer with submit_judgement."""
 
 
 def _checked(**arguments) -> None:
@@ -76,6 +78,8 @@ def build_server() -> MCPServer:
         name="reviewapp",
         title="reviewapp",
         instructions=INSTRUCTIONS,
+        # The Tasks extension: request_review may answer with a task (tasks.py).
+        extensions=[ReviewTasks()],
     )
 
     @server.tool(
@@ -106,8 +110,9 @@ def build_server() -> MCPServer:
         ] = "",
     ) -> dict[str, Any]:
         """Submit text for review by a panel of lenses. Returns the review's id and status
-        ("queued" or "evaluating"); then call wait_for_review with the id. Needs the
-        'submit' scope."""
+        ("queued" or "evaluating"); then call wait_for_review with the id. To a client that
+        declared the Tasks extension it returns a task instead, completed with the review as
+        get_review returns it once decided. Needs the 'submit' scope."""
         client_id = await calling_client_id(ApiClient.Scope.SUBMIT)
         submission = {
             "panel": panel,
@@ -161,10 +166,12 @@ def build_server() -> MCPServer:
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
     async def list_panels() -> dict[str, Any]:
         """The panels a review may be requested from ("panels"): name, description, how many
-        lens verdicts must agree ("need"), their lenses and checkers, and the guarantee each
-        gives ("guarantee": target and confidence, or null)."""
+        lens verdicts must agree ("need"), their lenses and checkers, how long an
+        escalation may wait for a person ("review_deadline_seconds", null: no deadline) and
+        what happens then ("on_deadline": "reject", "approve" or "keep_open"), and the
+        guarantee it gives ("guarantee": target and confidence, or null)."""
         await calling_client_id(None)
-        return {"panels": await in_db(panel_list)}
+        return {"panels": await in_db(tools.panel_list)}
 
     @server.tool(structured_output=True)
     async def submit_judgement(

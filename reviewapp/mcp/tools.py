@@ -5,6 +5,8 @@ caller may not see is "not found" exactly like one that does not exist, and a
 service's refusal comes back as a tool error saying why.
 """
 
+import json
+
 from django.urls import reverse
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -28,11 +30,22 @@ from reviewapp.review.services.proposals import (
     proposal_submit,
 )
 from reviewapp.review.services.visibility import proposals_visible_to, sees_everything
-from reviewapp.serializers import judgement_out, proposal_out, proposals_in_detail
+from reviewapp.review.services.withdrawals import WithdrawRefused, proposal_withdraw
+from reviewapp.serializers import (
+    judgement_out,
+    panel_out,
+    panels_open,
+    proposal_out,
+    proposals_in_detail,
+)
 
 from .auth import client_by_id, grants
 
-FINAL = (Proposal.Status.DECIDED, Proposal.Status.ESCALATED)
+FINAL = (Proposal.Status.DECIDED, Proposal.Status.ESCALATED, Proposal.Status.WITHDRAWN)
+# How often a task's client is asked to poll (the Tasks extension's pollIntervalMs): while
+# lenses run, and while a person decides (minutes to days).
+POLL_JUDGING_MS = 1_000
+POLL_ESCALATED_MS = 15_000
 
 
 def not_found(proposal_id: int) -> ToolError:
@@ -190,6 +203,80 @@ def _review_body(proposal: Proposal) -> dict:
         "url": _url(proposal.pk),
         **body,
     }
+
+
+def task_state(*, client_id: int, proposal_id: int) -> dict:
+    """A review as a task of the Tasks extension (`tasks.py`): its status, a sentence on
+    it, and once decided the result `get_review` would return, as a CallToolResult."""
+    proposal = proposals_in_detail(client_by_id(client_id)).filter(pk=proposal_id).first()
+    if proposal is None:
+        raise not_found(proposal_id)
+    task = {
+        "createdAt": _iso(proposal.created_at),
+        "lastUpdatedAt": _iso(proposal.updated_at),
+        "ttlMs": None,  # reviews are kept
+    }
+    status = proposal.status
+    if status == Proposal.Status.DECIDED:
+        review = _review_body(proposal)
+        outcome = review["outcome"]
+        return {
+            **task,
+            "status": "completed",
+            "statusMessage": f"Decided: {outcome} ({review['decision']['basis']}), signed.",
+            "result": {
+                "content": [{"type": "text", "text": json.dumps(review, ensure_ascii=False)}],
+                "structuredContent": review,
+                "isError": False,
+            },
+        }
+    if status == Proposal.Status.WITHDRAWN:
+        return {**task, "status": "cancelled", "statusMessage": "Withdrawn by its submitter."}
+    if status == Proposal.Status.ESCALATED:
+        message = _escalated_message(proposal)
+        return {**task, "status": "working", "statusMessage": message,
+                "pollIntervalMs": POLL_ESCALATED_MS}  # fmt: skip
+    answered, asked = proposal.lenses_answered, proposal.lenses_asked
+    return {
+        **task,
+        "status": "working",
+        "statusMessage": f"Being judged: {answered} of {asked} lenses answered.",
+        "pollIntervalMs": POLL_JUDGING_MS,
+    }
+
+
+def _escalated_message(proposal: Proposal) -> str:
+    escalation = max(proposal.escalations.all(), key=lambda e: e.pk)
+    said = f"Escalated to a human reviewer ({', '.join(escalation.reasons)})."
+    if escalation.due_at is None:
+        return said
+    then = {
+        "reject": "the panel's fallback rejects it",
+        "approve": "the panel's fallback approves it",
+        "keep_open": "reviewers are reminded and it waits on",
+    }[escalation.on_deadline]
+    return f"{said} Due {_iso(escalation.due_at)}; if no one decides by then, {then}."
+
+
+def _iso(when) -> str:
+    return when.isoformat().replace("+00:00", "Z")
+
+
+def review_withdraw(*, client_id: int, proposal_id: int) -> tuple[bool, str]:
+    """Withdraw a review its caller submitted: (withdrawn, what happened)."""
+    client = client_by_id(client_id)
+    if not proposals_visible_to(client).filter(pk=proposal_id).exists():
+        raise not_found(proposal_id)
+    try:
+        proposal_withdraw(proposal_id=proposal_id, client=client)
+    except WithdrawRefused as exc:
+        return False, str(exc)
+    return True, f"review {proposal_id} withdrawn: it will not be decided"
+
+
+def panel_list() -> list[dict]:
+    """The panels a submission may name: active ones, with what they are made of."""
+    return [panel_out(panel) for panel in panels_open()]
 
 
 def judgement_submit(

@@ -137,3 +137,31 @@ retired for signing, `retired_file` where the old seed went, or None).
 Sent before the key files are moved, in the same transaction: if they cannot be,
 nothing is recorded. Heard by audit (a rotate entry).
 """
+
+# -- deadlines and withdrawals ---------------------------------------------------
+
+escalation_deadline_near = Signal()
+"""An escalation's review deadline is near: its `remind_at` came (sender `Escalation`;
+`escalation`). Sent once per escalation, by the deadline sweep
+(`services.deadlines.escalations_remind`).
+
+Heard by notifications (`deadline_near` to whoever holds or is assigned it).
+"""
+
+escalation_deadline_passed = Signal()
+"""An escalation's review deadline passed and was acted on (sender `Escalation`;
+`escalation`, `decision`: the signed fallback decision, or None when its panel keeps it
+open). Sent once per escalation, by `services.deadlines`; a fallback decision is also
+`decision_appended` first.
+
+Heard by webhooks (`escalation.expired`) and notifications (`deadline_passed`, keep_open
+only).
+"""
+
+proposal_withdrawn = Signal()
+"""Its submitter took the proposal back before it was decided (sender `Proposal`;
+`proposal`, `escalation`: the escalation that waited for a person, now withdrawn, or
+None). Sent by `services.withdrawals.proposal_withdraw`.
+
+Heard by webhooks (`proposal.withdrawn`).
+"""

@@ -43,6 +43,8 @@ INBOX_SORTS = {
     # The panel's priority, then oldest first. No index holds a joined
     # column: the database sorts the open rows (top-N, for one page).
     "priority": ("-proposal__panel__priority", "created_at", "id"),
+    # The review deadline, soonest first; those without one last, oldest first.
+    "due": (F("due_at").asc(nulls_last=True), "created_at", "id"),
 }
 # "assigned to me", "assigned to one of my groups"
 ASSIGNED_FILTERS = ("me", "groups")

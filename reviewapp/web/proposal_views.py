@@ -27,6 +27,7 @@ from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
+    DeadlinePassed,
     EscalationClosed,
     escalation_claim,
     escalation_claim_extend,
@@ -263,6 +264,8 @@ def escalation_claim_view(request, pk: int):
         escalation_claim(escalation_id=escalation.pk, user=request.user)
     except ClaimHeldByOther as exc:
         return _refused(request, escalation, f"Already claimed by {exc.holder}. They hold it now.")
+    except DeadlinePassed as exc:
+        return _refused(request, escalation, _sentence(exc), status=409)
     except EscalationClosed:
         return _refused(request, escalation, "This escalation is already decided.")
     except AlreadyReviewed:
@@ -343,6 +346,9 @@ def escalation_decide_view(request, pk: int):
         )
     except ClaimHeldByOther as exc:
         return _refused(request, escalation, f"Claimed by {exc.holder}: only they can decide it.")
+    except DeadlinePassed as exc:
+        # What they wrote stays in the form (`_refused` renders it back).
+        return _refused(request, escalation, _sentence(exc), status=409)
     except (EscalationClosed, IntegrityError):
         return _refused(request, escalation, "This escalation is already decided.")
     except AlreadyReviewed:
@@ -405,3 +411,8 @@ def escalation_next_view(request):
         messages.info(request, "Nothing left in this queue.")
         return redirect(reverse("inbox") + ("?" + queue if queue else ""))
     return redirect(_page_url(following, queue))
+
+
+def _sentence(exc: Exception) -> str:
+    text = str(exc)
+    return text[0].upper() + text[1:]

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import proposal_views, staff_views, token_views, views
+from . import notification_views, proposal_views, staff_views, token_views, views
 
 urlpatterns = [
     path(
@@ -49,6 +49,7 @@ urlpatterns = [
     path("escalations/next", proposal_views.escalation_next_view, name="escalation_next"),
     path("decisions", views.decision_list, name="decision_list"),
     path("tokens", token_views.my_tokens, name="my_tokens"),
+    path("settings/notifications", notification_views.my_notifications, name="my_notifications"),
     path("progress", token_views.my_progress, name="my_progress"),
     path("tokens/<int:pk>/revoke", token_views.my_token_revoke, name="my_token_revoke"),
     path("decisions/<int:pk>/verify", views.decision_verify, name="decision_verify"),

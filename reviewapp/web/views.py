@@ -117,6 +117,7 @@ def inbox(request):
             # Row by row as above; an audit takes one verdict, so no review details.
             escalation.claim = claim_state(escalation, request.user, now, reviews=False)
     context = {
+        "now": now,
         "audits": audits,
         "audit_count": counts["audit"].label,
         "audit_query": "&".join(filter(None, [panel_query, "reason=audit"])),

@@ -29,8 +29,15 @@ from .models import PING, Delivery, Endpoint, Event
 
 def webhook_decided_watchers(*, proposal: Proposal) -> list[Endpoint]:
     """The endpoints `webhook_record_decided` will tell, asked before the decision exists:
-    `decision_append` asks before it locks the chain head, a query fewer under that lock."""
-    return _watchers(Event.PROPOSAL_DECIDED, proposal)
+    `decision_append` asks before it locks the chain head, a query fewer under that lock.
+
+    The active endpoints read here are kept on the proposal for the `escalation.expired`
+    of the same fallback decision, told moments later in the same transaction
+    (`webhook_record_expired` takes them, once): thousands of deadlines falling
+    together would otherwise read them twice each."""
+    every = _subscribed_all()
+    proposal._webhook_endpoints_for_expiry = every
+    return _visible_to(_of_event(every, Event.PROPOSAL_DECIDED), proposal)
 
 
 def webhook_record_decided(*, decision: Decision, watchers: list[Endpoint] | None = None) -> None:
@@ -43,18 +50,7 @@ def webhook_record_decided(*, decision: Decision, watchers: list[Endpoint] | Non
         # Said outright: a reviewer's decision is written before the caller's
         # copy of the proposal knows it is decided.
         "proposal": {**_proposal_part(proposal), "status": Proposal.Status.DECIDED.value},
-        # The signed bytes exactly as stored, with the signature and key id: a
-        # receiver verifies the decision itself with the public key.
-        "decision": {
-            "id": decision.pk,
-            "outcome": decision.outcome,
-            "basis": decision.basis,
-            "decided_by": decision.decided_by_name,
-            "payload": decision.payload,
-            "signature": decision.signature,
-            "key_id": decision.key_id,
-            "hash": decision.hash,
-        },
+        "decision": _decision_part(decision),
     }
     _record(Event.PROPOSAL_DECIDED, data, watchers, proposal=proposal)
 
@@ -105,6 +101,19 @@ def webhook_record_escalated(*, escalation: Escalation) -> None:
     _record(Event.PROPOSAL_ESCALATED, data, watchers, proposal=proposal)
 
 
+def webhook_record_withdrawn(*, proposal: Proposal, escalation: Escalation | None) -> None:
+    """Its submitter took the proposal back before it was decided; an escalation that
+    waited for a person is closed as withdrawn (no decision)."""
+    watchers = _watchers(Event.PROPOSAL_WITHDRAWN, proposal)
+    if not watchers:
+        return
+    data = {
+        "proposal": _proposal_part(proposal),
+        "escalation": None if escalation is None else _escalation_part(escalation),
+    }
+    _record(Event.PROPOSAL_WITHDRAWN, data, watchers, proposal=proposal)
+
+
 def webhook_record_claimed(*, escalation: Escalation) -> None:
     """For dashboards mirroring the queue."""
     _record_escalation_change(escalation, Event.ESCALATION_CLAIMED)
@@ -133,6 +142,44 @@ def webhook_record_reconcile(*, escalation: Escalation) -> None:
     )
 
 
+def webhook_record_expired(*, escalation: Escalation, decision: Decision | None) -> None:
+    """The escalation's review deadline passed. With a fallback (reject or approve) the
+    escalation is resolved and `decision` is the fallback decision, signed and marked so
+    (`proposal.decided` tells of it too); with keep_open, `decision` is null and it waits on."""
+    proposal = escalation.proposal
+    every = proposal.__dict__.pop("_webhook_endpoints_for_expiry", None)
+    if decision is None or every is None:
+        every = _subscribed_all()
+    watchers = _visible_to(_of_event(every, Event.ESCALATION_EXPIRED), proposal)
+    if not watchers:
+        return
+    data = {
+        "proposal": {
+            **_proposal_part(proposal),
+            # Said outright: the fallback is written before the caller's copy knows it.
+            "status": Proposal.Status.DECIDED.value if decision else proposal.status,
+        },
+        "escalation": _escalation_part(escalation),
+        "decision": None if decision is None else _decision_part(decision),
+    }
+    _record(Event.ESCALATION_EXPIRED, data, watchers, proposal=proposal)
+
+
+def _decision_part(decision: Decision) -> dict:
+    """The signed bytes exactly as stored, with the signature and key id: a receiver
+    verifies the decision itself with the public key."""
+    return {
+        "id": decision.pk,
+        "outcome": decision.outcome,
+        "basis": decision.basis,
+        "decided_by": decision.decided_by_name,
+        "payload": decision.payload,
+        "signature": decision.signature,
+        "key_id": decision.key_id,
+        "hash": decision.hash,
+    }
+
+
 def _record_escalation_change(escalation: Escalation, event_type: str, **extra) -> None:
     proposal = escalation.proposal
     watchers = _watchers(event_type, proposal)
@@ -154,6 +201,9 @@ def _escalation_part(escalation: Escalation) -> dict:
         "id": escalation.pk,
         "status": escalation.status,
         "reasons": list(escalation.reasons),
+        # When its panel's review deadline falls, and what happens then (null: none).
+        "due_at": escalation.due_at.isoformat() if escalation.due_at else None,
+        "on_deadline": escalation.on_deadline or None,
     }
 
 
@@ -233,12 +283,22 @@ def _proposal_part(proposal: Proposal) -> dict:
 
 
 def _subscribed(event_type: str) -> list[Endpoint]:
+    return _of_event(_subscribed_all(), event_type)
+
+
+def _of_event(endpoints: list[Endpoint], event_type: str) -> list[Endpoint]:
     # Filtered here, not with a JSON lookup: SQLite has no `contains` on JSON,
     # and the active endpoints are few.
-    endpoints = Endpoint.objects.filter(
-        disabled_at__isnull=True, client__revoked_at__isnull=True
-    ).select_related("client__user")
-    endpoints = [e for e in endpoints if event_type in e.events]
+    return [e for e in endpoints if event_type in e.events]
+
+
+def _subscribed_all() -> list[Endpoint]:
+    """Every active endpoint whose client may hear anything, whatever it subscribed to."""
+    endpoints = list(
+        Endpoint.objects.filter(
+            disabled_at__isnull=True, client__revoked_at__isnull=True
+        ).select_related("client__user")
+    )
     # A personal token's endpoint hears nothing once its user may no longer review;
     # asked for all of them in one query, whatever the number of reviewers subscribed.
     may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
@@ -249,7 +309,10 @@ def _subscribed(event_type: str) -> list[Endpoint]:
 
 def _watchers(event_type: str, proposal: Proposal) -> list[Endpoint]:
     """Subscribed endpoints whose client may see the proposal (the API's visibility rule)."""
-    endpoints = _subscribed(event_type)
+    return _visible_to(_subscribed(event_type), proposal)
+
+
+def _visible_to(endpoints: list[Endpoint], proposal: Proposal) -> list[Endpoint]:
     if not any(e["backend"] == "external" for e in proposal.panel_snapshot["lenses"]):
         # No external lens, so no client is bound to judge it: only the
         # submitter and `read:all` see it, and asking the database is moot.

@@ -13,11 +13,13 @@ from reviewapp.review.models import ApiClient
 class Event(models.TextChoices):
     PROPOSAL_DECIDED = "proposal.decided"
     PROPOSAL_ESCALATED = "proposal.escalated"
+    PROPOSAL_WITHDRAWN = "proposal.withdrawn"
     JUDGEMENT_REQUESTED = "judgement.requested"
     ESCALATION_CLAIMED = "escalation.claimed"
     ESCALATION_RELEASED = "escalation.released"
     ESCALATION_REVIEW_SUBMITTED = "escalation.review_submitted"
     ESCALATION_RECONCILE = "escalation.reconcile"
+    ESCALATION_EXPIRED = "escalation.expired"
     LENS_DRIFT = "lens.drift"
     LENS_RECOVERED = "lens.recovered"
     DECISION_DISPUTED = "decision.disputed"

@@ -15,10 +15,12 @@ from .events import (
     webhook_record_decided,
     webhook_record_disputed,
     webhook_record_escalated,
+    webhook_record_expired,
     webhook_record_judgement_requested,
     webhook_record_reconcile,
     webhook_record_released,
     webhook_record_review_submitted,
+    webhook_record_withdrawn,
 )
 
 # This app's key in `decision_preparing`'s `prepared` dict.
@@ -72,3 +74,13 @@ def review_submitted(sender, *, escalation, reviews, **kwargs):
 @receiver(review_events.reviews_disagreed)
 def reviews_disagreed(sender, *, escalation, **kwargs):
     webhook_record_reconcile(escalation=escalation)
+
+
+@receiver(review_events.escalation_deadline_passed)
+def escalation_expired(sender, *, escalation, decision, **kwargs):
+    webhook_record_expired(escalation=escalation, decision=decision)
+
+
+@receiver(review_events.proposal_withdrawn)
+def proposal_withdrawn(sender, *, proposal, escalation, **kwargs):
+    webhook_record_withdrawn(proposal=proposal, escalation=escalation)

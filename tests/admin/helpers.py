@@ -32,6 +32,9 @@ def panel_form_data(
         "external_deadline_seconds": fields.pop("external_deadline_seconds", 3600),
         "reviews_needed": fields.pop("reviews_needed", 1),
         "audit_rate": fields.pop("audit_rate", 0),
+        "review_deadline": fields.pop("review_deadline", ""),
+        "on_deadline": fields.pop("on_deadline", "reject"),
+        "deadline_reminder": fields.pop("deadline_reminder", ""),
         "checkers": [c.pk for c in checkers],
         "_save": "Save",
     }
@@ -39,6 +42,9 @@ def panel_form_data(
         data["active"] = "on"
     if fields.pop("requires_sign_off", False):
         data["requires_sign_off"] = "on"
+    for flag in ("confirm_approve_fallback", "notify_with_text"):
+        if fields.pop(flag, False):
+            data[flag] = "on"
     assert not fields, fields
     positions = list(positions) if positions is not None else list(range(len(lenses)))
     existing = list(panel.panel_lenses.order_by("position")) if panel else []

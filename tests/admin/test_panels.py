@@ -307,3 +307,44 @@ def test_the_admin_refuses_more_than_five_reviews(admin_client_ada, lenses):
 
     assert "less than or equal to 5" in errors_of(response)
     assert not Panel.objects.filter(name="money").exists()
+
+
+def test_a_review_deadline_is_set_in_the_admin(admin_client_ada, lenses):
+    response = admin_client_ada.post(
+        add_url("panel"),
+        panel_form_data(
+            name="p", need=1, lenses=lenses[:1], review_deadline="4:00:00",
+            deadline_reminder="0:30:00", notify_with_text=True,
+        ),
+    )  # fmt: skip
+
+    assert response.status_code == 302, errors_of(response)
+    panel = Panel.objects.get(name="p")
+    assert panel.review_deadline.total_seconds() == 4 * 3600
+    assert panel.on_deadline == "reject" and panel.notify_with_text
+
+
+def test_approve_on_deadline_needs_the_admin_to_confirm_the_warning(admin_client_ada, lenses):
+    data = panel_form_data(
+        name="p", need=1, lenses=lenses[:1], review_deadline="4:00:00", on_deadline="approve"
+    )
+
+    refused = admin_client_ada.post(add_url("panel"), data)
+
+    assert "lets work through that no person and no passing panel approved" in errors_of(refused)
+    assert not Panel.objects.exists()
+    confirmed = admin_client_ada.post(add_url("panel"), {**data, "confirm_approve_fallback": "on"})
+    assert confirmed.status_code == 302, errors_of(confirmed)
+    assert Panel.objects.get(name="p").on_deadline == "approve"
+
+
+def test_a_reminder_must_come_before_the_deadline(admin_client_ada, lenses):
+    response = admin_client_ada.post(
+        add_url("panel"),
+        panel_form_data(
+            name="p", need=1, lenses=lenses[:1], review_deadline="1:00:00",
+            deadline_reminder="2:00:00",
+        ),
+    )  # fmt: skip
+
+    _refused(response, "The reminder must come before the deadline")

@@ -201,6 +201,37 @@ def test_the_servers_refusals_come_out_as_their_own_classes(live_server, token, 
     assert invalid.value.detail[0]["loc"][-1] == "panel"
 
 
+def test_the_panels_and_an_escalations_deadline_are_read_through_the_client(
+    live_server, token
+):
+    from datetime import timedelta
+
+    panel = one_lens_panel(
+        CONTENT, requires_sign_off=True, review_deadline=timedelta(hours=2), on_deadline="approve"
+    )
+    with Client(live_server.url, token) as agent:
+        [listed] = agent.list_panels()
+        sent = agent.submit(panel=panel.name, content=CONTENT, external_ref="due-1")
+        run_pipeline(Row.objects.get(pk=sent.id))
+        escalated = agent.get(sent.id)
+
+    assert (listed.name, listed.review_deadline_seconds, listed.on_deadline) == (
+        panel.name, 7200, "approve",
+    )  # fmt: skip
+    assert escalated.escalation.on_deadline == "approve"
+    assert escalated.escalation.due_at is not None
+
+
+def test_the_async_client_lists_panels_too(live_server, token):
+    PanelFactory(name="house", lenses=[LensFactory()])
+
+    async def listed():
+        async with AsyncClient(live_server.url, token) as agent:
+            return await agent.list_panels()
+
+    assert [p.name for p in asyncio.run(listed())] == ["house"]
+
+
 def test_panels_and_a_guarantee_come_back_typed(live_server, token, reviewer_token, panel):
     from reviewapp_client import Guarantee, GuaranteeSummary
 

@@ -28,12 +28,13 @@ READERS = {
     "EscalationBriefOut": models.EscalationBrief,
     "EscalationOut": models.Escalation,
     "DecisionOut": models.Decision,
+    "FallbackOut": models.Fallback,
+    "PanelOut": models.Panel,
+    "PanelLensOut": models.PanelLens,
     "ReviewOut": models.Review,
     "ReviewStatusOut": models.ReviewStatus,
     "WebhookOut": models.Webhook,
     "WebhookCreatedOut": models.Webhook,
-    "PanelOut": models.Panel,
-    "PanelLensOut": models.PanelLens,
     "GuaranteeSummaryOut": models.GuaranteeSummary,
     "GuaranteeOut": models.Guarantee,
     "PatternOut": models.GuaranteePattern,
@@ -143,3 +144,64 @@ def test_a_time_that_is_not_iso_8601_is_a_shape_error():
                 "created_at": "yesterday",
             }
         )
+
+
+def test_an_escalation_reads_its_deadline_and_an_older_servers_reads_none():
+    listed = {
+        "id": 7,
+        "proposal": 3,
+        "status": "open",
+        "reasons": ["sign_off"],
+        "claimed_by": None,
+        "created_at": "2026-03-01T12:00:00Z",
+    }
+
+    due = models.Escalation.from_api(
+        {**listed, "due_at": "2026-03-01T16:00:00.123Z", "on_deadline": "reject"}
+    )
+    old = models.Escalation.from_api(listed)
+
+    assert due.due_at.isoformat() == "2026-03-01T16:00:00.123000+00:00"
+    assert due.on_deadline == "reject"
+    assert old.due_at is None and old.on_deadline is None
+
+
+FALLBACK_DECISION = {
+    "id": 9,
+    "proposal": 7,
+    "outcome": "rejected",
+    "basis": "fallback",
+    "decided_by": "deadline fallback",
+    "rationale": "No one decided this escalation by its deadline.",
+    "payload": "{}",
+    "signature": "c2ln",
+    "key_id": "ed25519:abc",
+    "hash": "0" * 64,
+}
+
+
+def test_a_fallback_decision_reads_what_made_it():
+    answer = json.loads(proposal_body("decided"))
+    answer["decision"] = dict(FALLBACK_DECISION)
+    answer["decision"]["fallback"] = {
+        "on_deadline": "reject",
+        "due_at": "2026-03-01T16:00:00Z",
+        "review_deadline_seconds": 14400,
+    }
+
+    decision = models.Proposal.from_api(answer).decision
+
+    assert decision.is_fallback
+    assert decision.fallback.on_deadline == "reject"
+    assert decision.fallback.review_deadline_seconds == 14400
+
+
+def test_a_fallback_with_the_wrong_shape_is_a_shape_error_naming_it():
+    answer = json.loads(proposal_body("decided"))
+    answer["decision"] = {
+        **FALLBACK_DECISION,
+        "fallback": {"on_deadline": "reject", "due_at": "2026-03-01T16:00:00Z"},
+    }
+
+    with pytest.raises(ShapeError, match="decision.fallback.review_deadline_seconds is missing"):
+        models.Proposal.from_api(answer)

@@ -1,12 +1,20 @@
 """Reviewers submitting at once, on real connections: exactly one decision comes of it."""
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection, connections
+from django.utils import timezone
 
 from reviewapp.review.models import Decision, Escalation, Review
-from reviewapp.review.services.escalations import EscalationClosed, escalation_review
+from reviewapp.review.services.deadlines import escalation_expire
+from reviewapp.review.services.escalations import (
+    DeadlinePassed,
+    EscalationClosed,
+    escalation_claim,
+    escalation_review,
+)
 from tests.api.conftest import evaluated
 from tests.factories import ReviewerFactory
 
@@ -79,3 +87,81 @@ def test_two_reviewers_submitting_both_reviews_at_once_make_one_decision_naming_
     assert results == ["awaiting_reviews", "decided"]
     decision = Decision.objects.get(proposal=proposal)
     assert decision.decided_by_name in ("ann, ben", "ben, ann")
+
+
+def _deadline_race(escalation_id: int, reviewer, now) -> dict:
+    """A reviewer signing and the deadline worker acting at once, each on its own
+    connection, released together."""
+    start = threading.Barrier(2)
+    results: dict = {}
+
+    def sign():
+        try:
+            start.wait()
+            results["reviewer"] = escalation_review(
+                escalation_id=escalation_id,
+                outcome="approved",
+                rationale="Checked it.",
+                user=reviewer,
+                decided_by_name=reviewer.username,
+            ).status
+        except DeadlinePassed:
+            results["reviewer"] = "deadline passed"
+        except EscalationClosed:
+            results["reviewer"] = "closed"
+        finally:
+            connections.close_all()
+
+    def expire():
+        try:
+            start.wait()
+            decision = escalation_expire(escalation_id=escalation_id, now=now)
+            results["deadline"] = "fallback" if decision else "nothing"
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=sign), threading.Thread(target=expire)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_a_reviewer_signing_after_the_deadline_loses_to_the_fallback_whoever_locks_first(run):
+    proposal = evaluated(
+        "Refund 900 EUR.", requires_sign_off=True, review_deadline=timedelta(hours=1)
+    )
+    escalation = Escalation.objects.get(proposal=proposal)
+    reviewer = ReviewerFactory()
+    escalation_claim(escalation_id=escalation.pk, user=reviewer)  # before the deadline
+    now = timezone.now()
+    Escalation.objects.filter(pk=escalation.pk).update(due_at=now - timedelta(seconds=1))
+
+    results = _deadline_race(escalation.pk, reviewer, now)
+
+    assert results == {"reviewer": "deadline passed", "deadline": "fallback"}
+    decision = Decision.objects.get(proposal=proposal)
+    assert decision.basis == Decision.Basis.FALLBACK
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_a_reviewer_and_the_deadline_racing_at_the_deadline_make_exactly_one_decision(run):
+    proposal = evaluated(
+        "Refund 900 EUR.", requires_sign_off=True, review_deadline=timedelta(hours=1)
+    )
+    escalation = Escalation.objects.get(proposal=proposal)
+    # The reviewer's clock is before the deadline, the worker's at it: the row lock decides.
+    due = timezone.now() + timedelta(seconds=30)
+    Escalation.objects.filter(pk=escalation.pk).update(due_at=due)
+
+    results = _deadline_race(escalation.pk, ReviewerFactory(), due)
+
+    decision = Decision.objects.get(proposal=proposal)
+    if decision.basis == Decision.Basis.REVIEWER:
+        assert results == {"reviewer": "decided", "deadline": "nothing"}
+    else:
+        assert results == {"reviewer": "deadline passed", "deadline": "fallback"}
+    escalation.refresh_from_db()
+    assert escalation.status == Escalation.Status.RESOLVED

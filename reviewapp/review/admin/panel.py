@@ -88,6 +88,21 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
+        (
+            "Review deadline",
+            {
+                "fields": (
+                    "review_deadline",
+                    "on_deadline",
+                    "confirm_approve_fallback",
+                    "deadline_reminder",
+                    "notify_with_text",
+                ),
+                "description": "How long an escalation may wait for a person, and what then. "
+                "A fallback decision is signed by the server and marked as a fallback: it is "
+                "never shown as a person's, nor counted as a human label.",
+            },
+        ),
         ("Audits", {"fields": ("audit_rate",)}),
         ("Configurations proposals were judged with", {"fields": ("judged_configurations",)}),
         ("Lenses against the reviewers", {"fields": ("lenses_against_reviewers",)}),

@@ -30,6 +30,9 @@ class Decision(models.Model):
     class Basis(models.TextChoices):
         SYSTEM = "system"
         REVIEWER = "reviewer"
+        # Nobody decided the escalation by its panel's deadline: the panel's fallback,
+        # signed by the server and marked so in the signed bytes. Never a human label.
+        FALLBACK = "fallback"
 
     proposal = models.OneToOneField(Proposal, on_delete=models.PROTECT, related_name="decision")
     escalation = models.OneToOneField(

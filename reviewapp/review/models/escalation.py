@@ -32,6 +32,8 @@ class Escalation(models.Model):
         # The needed reviews disagree: only a reconciler can decide it now.
         RECONCILE = "reconcile"
         RESOLVED = "resolved"
+        # Its submitter took the proposal back before anyone decided it: no decision.
+        WITHDRAWN = "withdrawn"
 
     proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="escalations")
     reasons = models.JSONField(default=list)
@@ -68,6 +70,18 @@ class Escalation(models.Model):
     # panel does not move the goal under reviews already given.
     reviews_needed = models.PositiveSmallIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # The panel's review deadline, copied when the escalation is made (like
+    # reviews_needed): `due_at` is when it falls, `on_deadline` what it does then
+    # (reject, approve or keep_open; "" with no deadline). `remind_at` is when the
+    # people holding it hear it is near. `expired_at` is set once the deadline was
+    # acted on, in the transaction that did it; `deadline_lease_until` holds it for
+    # the worker acting on it (review.services.deadlines).
+    due_at = models.DateTimeField(null=True, blank=True)
+    on_deadline = models.CharField(max_length=9, blank=True)
+    remind_at = models.DateTimeField(null=True, blank=True)
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    deadline_lease_until = models.DateTimeField(null=True, blank=True)
     # The proposal's search vector while the escalation is open, NULL once
     # resolved (PostgreSQL; NULL on SQLite): see reviewapp.review.search.
     search = SearchVectorField(null=True, editable=False)
@@ -91,11 +105,49 @@ class Escalation(models.Model):
                 fields=["-created_at", "-id"],
                 condition=Q(status__in=["open", "claimed", "reconcile"]),
                 name="inbox_open",
-            )
+            ),
+            # The deadline sweep: waiting escalations whose deadline is yet to be acted on.
+            models.Index(
+                fields=["due_at"],
+                condition=Q(
+                    status__in=["open", "claimed", "reconcile"],
+                    due_at__isnull=False,
+                    expired_at__isnull=True,
+                ),
+                name="deadline_pending",
+            ),
+            models.Index(
+                fields=["remind_at"],
+                condition=Q(
+                    status__in=["open", "claimed", "reconcile"],
+                    remind_at__isnull=False,
+                    reminded_at__isnull=True,
+                ),
+                name="reminder_pending",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"Escalation {self.pk} ({', '.join(self.reasons)}, {self.status})"
+
+    # Escalations someone may still decide (the inbox's and the deadline sweep's).
+    WAITING = ("open", "claimed", "reconcile")
+    # `on_deadline` values that end the escalation with a signed fallback decision.
+    FALLBACK_ACTIONS = ("reject", "approve")
+
+    def fallback_due(self, now) -> bool:
+        """Its deadline has passed and its panel's fallback, not a person, decides it now.
+
+        From `due_at` on (inclusive) no reviewer's verdict is signed and no claim is
+        taken, whether or not the deadline worker has acted yet: which of the two
+        wins is decided by the clock, under the escalation's row lock, once.
+        """
+        return (
+            self.status in self.WAITING
+            and self.on_deadline in self.FALLBACK_ACTIONS
+            and self.due_at is not None
+            and self.due_at <= now
+        )
 
 
 class AssignmentRule(models.Model):

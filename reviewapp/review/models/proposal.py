@@ -15,6 +15,8 @@ class Proposal(models.Model):
         EVALUATING = "evaluating"
         DECIDED = "decided"
         ESCALATED = "escalated"
+        # Taken back by its submitter before it was decided (an MCP tasks/cancel).
+        WITHDRAWN = "withdrawn"
 
     panel = models.ForeignKey(Panel, on_delete=models.PROTECT, related_name="proposals")
     panel_version = models.PositiveIntegerField()
@@ -75,7 +77,8 @@ class Proposal(models.Model):
 
     @property
     def is_final(self) -> bool:
-        return self.status in (self.Status.DECIDED, self.Status.ESCALATED)
+        """Nothing more for the pipeline to do: decided, escalated to a person, or withdrawn."""
+        return self.status in (self.Status.DECIDED, self.Status.ESCALATED, self.Status.WITHDRAWN)
 
     @property
     def all_lenses_answered(self) -> bool:

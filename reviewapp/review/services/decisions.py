@@ -45,6 +45,7 @@ def decision_payload(
     lenses: list[dict] | None = None,
     reviews: list[dict] | None = None,
     annotations: Annotations | None = None,
+    fallback: dict | None = None,
 ) -> dict:
     """Everything a decision is bound to, as the dict that gets canonicalised and signed.
 
@@ -54,6 +55,9 @@ def decision_payload(
     `reviews` (reviewer, outcome, review_sha256) are the reviews a decision
     rests on when its escalation needed several; a decision without them has
     no `reviews` key, byte for byte what it was before reviews existed.
+    `fallback` (on_deadline, due_at, review_deadline_seconds) marks a decision
+    no person made: its panel's deadline passed (services.deadlines); only such
+    a decision has the key.
     """
     snapshot = proposal.panel_snapshot
     if evidence is None:
@@ -93,6 +97,8 @@ def decision_payload(
     }
     if reviews is not None:
         payload["reviews"] = reviews
+    if fallback is not None:
+        payload["fallback"] = fallback
     return payload
 
 
@@ -111,6 +117,7 @@ def decision_append(
     evidence_is_new: bool = False,
     reviews: list[dict] | None = None,
     annotations: Annotations | None = None,
+    fallback: dict | None = None,
 ) -> Decision:
     """Sign and store a decision. Raises IntegrityError if the proposal already has one.
 
@@ -136,6 +143,7 @@ def decision_append(
         lenses=lenses,
         reviews=reviews,
         annotations=annotations,
+        fallback=fallback,
     )
     # Canonicalised here, not under the lock (where filling the holes costs
     # microseconds; encoding the whole payload, a tenth of a millisecond).

@@ -14,7 +14,7 @@ from reviewapp.core.blank import shows_nothing
 
 from .. import events
 from ..access import may_reconcile, may_sign_decisions
-from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal, ReviewClaim
+from ..models import Decision, DecisionAudit, Escalation, Proposal, ReviewClaim
 from .annotations import Annotations, annotations_payload, annotations_validate
 from .audits import audit_verdict_sign, is_audit
 from .decisions import decision_append
@@ -29,6 +29,21 @@ class ClaimHeldByOther(Exception):
 
 class EscalationClosed(Exception):
     """The escalation was already decided."""
+
+
+class DeadlinePassed(EscalationClosed):
+    """The escalation's review deadline passed: its panel's fallback decides it, not a
+    reviewer (services.deadlines). What the reviewer wrote is theirs to keep."""
+
+
+def deadline_refusal(escalation: Escalation) -> DeadlinePassed:
+    return DeadlinePassed(
+        f"the review deadline of escalation {escalation.pk} passed at "
+        f"{escalation.due_at:%Y-%m-%d %H:%M:%S} UTC: its panel's fallback "
+        f"({escalation.on_deadline}) decides it, signed by the server and marked as a "
+        "fallback, not a reviewer. Your verdict was not signed; keep what you wrote if you "
+        "need it."
+    )
 
 
 class AwaitingReconciler(EscalationClosed):
@@ -64,7 +79,8 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
         return _review_claim(escalation_id, user)
     now = timezone.now()
     # One conditional UPDATE decides the race inside the database: only the
-    # first statement to run still sees the row open (or its claim expired).
+    # first statement to run still sees the row open (or its claim expired),
+    # and before its deadline if a fallback decides it then.
     with transaction.atomic():  # the claim and its outbox row commit together
         won = (
             Escalation.objects.filter(pk=escalation_id)
@@ -73,14 +89,14 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
                 | Q(status=Escalation.Status.CLAIMED, claimed_by=user)
                 | Q(status=Escalation.Status.CLAIMED, claimed_at__lt=_claim_expiry_cutoff())
             )
+            .exclude(on_deadline__in=Escalation.FALLBACK_ACTIONS, due_at__lte=now)
             .update(status=Escalation.Status.CLAIMED, claimed_by=user, claimed_at=now)
         )
         escalation = Escalation.objects.select_related("claimed_by").get(pk=escalation_id)
         if won:
             events.escalation_claimed.send(sender=Escalation, escalation=escalation, user=user)
     if not won:
-        if escalation.status == Escalation.Status.RESOLVED:
-            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        _refuse_closed(escalation, now)
         raise ClaimHeldByOther(_holder_name(escalation))
     return escalation
 
@@ -90,8 +106,7 @@ def _review_claim(escalation_id: int, user) -> Escalation:
         # Row lock: claimers of the last free place take turns, so no more
         # people hold it than reviews are still needed.
         escalation = Escalation.objects.select_for_update().get(pk=escalation_id)
-        if escalation.status == Escalation.Status.RESOLVED:
-            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        _refuse_closed(escalation, timezone.now())
         if escalation.status == Escalation.Status.RECONCILE:
             raise EscalationClosed(f"escalation {escalation_id} waits for a reconciler")
         if escalation.reviews.filter(reviewer=user).exists():
@@ -108,6 +123,21 @@ def _review_claim(escalation_id: int, user) -> Escalation:
         )
         events.review_place_claimed.send(sender=Escalation, escalation=escalation, user=user)
     return escalation
+
+
+def _refuse_closed(escalation: Escalation, now) -> None:
+    """Raise what a reviewer acting on an escalation no one may decide now is told:
+    decided, withdrawn by its submitter, or past a deadline its fallback decides."""
+    if escalation.status == Escalation.Status.RESOLVED:
+        if escalation.expired_at is not None:  # by its fallback
+            raise deadline_refusal(escalation)
+        raise EscalationClosed(f"escalation {escalation.pk} is already decided")
+    if escalation.status == Escalation.Status.WITHDRAWN:
+        raise EscalationClosed(
+            f"escalation {escalation.pk} was withdrawn by its submitter: there is nothing to decide"
+        )
+    if escalation.fallback_due(now):
+        raise deadline_refusal(escalation)
 
 
 def escalation_release(*, escalation_id: int, user) -> bool:
@@ -145,8 +175,7 @@ def escalation_reassign(*, escalation_id: int, to_user, by_user, note: str = "")
             .select_related("claimed_by")
             .get(pk=escalation_id)
         )
-        if escalation.status == Escalation.Status.RESOLVED:
-            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        _refuse_closed(escalation, timezone.now())
         if escalation.status == Escalation.Status.RECONCILE:
             # A claim would end the reconcile: with every review in, no one could decide it.
             raise AwaitingReconciler(f"escalation {escalation_id} waits for a reconciler")
@@ -201,11 +230,6 @@ class NotAReconciler(PermissionDenied):
 
 class NeedsAPerson(PermissionDenied):
     """An escalation that needs several reviews takes each from a named person."""
-
-
-def panel_reviews_needed(proposal: Proposal) -> int:
-    """How many reviews an escalation of `proposal` will need (its panel's setting now)."""
-    return Panel.objects.values_list("reviews_needed", flat=True).get(pk=proposal.panel_id)
 
 
 def escalation_decide(
@@ -277,8 +301,9 @@ def escalation_review(
         escalation = (
             Escalation.objects.select_for_update().select_related("proposal").get(pk=escalation_id)
         )
-        if escalation.status == Escalation.Status.RESOLVED:
-            raise EscalationClosed(f"escalation {escalation_id} is already decided")
+        # The clock is read under the lock the deadline worker takes too: from `due_at`
+        # on, the fallback decides, whoever holds the claim.
+        _refuse_closed(escalation, timezone.now())
         needed = escalation.reviews_needed
         # Checked where each flow has passed its permission and claim checks.
         annotated = partial(

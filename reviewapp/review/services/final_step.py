@@ -16,7 +16,7 @@ from ..final_notice import proposal_final_notify
 from ..models import Escalation, Proposal
 from ..search import escalation_search_vector
 from .assignments import escalation_assign_by_rules
-from .escalations import panel_reviews_needed
+from .deadlines import escalation_terms
 
 ERROR_LIMIT = 2000
 
@@ -60,7 +60,7 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         escalation = Escalation.objects.create(
             proposal=proposal,
             reasons=[Escalation.Reason.FINAL_STEP_FAILED.value],
-            reviews_needed=panel_reviews_needed(proposal),
+            **escalation_terms(proposal),
             search=escalation_search_vector(proposal.pk),
             detail={
                 "explanation": (

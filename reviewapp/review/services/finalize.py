@@ -22,8 +22,8 @@ from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensF
 from ..search import escalation_search_vector
 from .assignments import escalation_assign_by_rules
 from .audits import audit_open_maybe
+from .deadlines import escalation_terms
 from .decisions import decision_append
-from .escalations import panel_reviews_needed
 from .in_flight import gone_from_snapshot
 from .judgements import LensAnswer, answered_lens_ids, answers_write, proposal_lock_counter
 
@@ -174,7 +174,7 @@ def proposal_finalize(
             escalation = Escalation.objects.create(
                 proposal=proposal,
                 reasons=list(decided.reasons),
-                reviews_needed=panel_reviews_needed(proposal),
+                **escalation_terms(proposal),
                 search=escalation_search_vector(proposal.pk),
                 detail={
                     "explanation": decided.explanation,

@@ -20,6 +20,12 @@ from .errors import (
     UnprocessableEntityError,
     WaitTimeout,
 )
+from .guarantee import (
+    Guarantee,
+    GuaranteeConfiguration,
+    GuaranteeOverall,
+    GuaranteePattern,
+)
 from .models import (
     FINAL,
     Anchor,
@@ -29,10 +35,14 @@ from .models import (
     Escalation,
     EscalationBrief,
     Evidence,
+    Fallback,
+    GuaranteeSummary,
     InconclusiveChecker,
     Judgement,
     LensFailure,
     Page,
+    Panel,
+    PanelLens,
     Progress,
     Proposal,
     ProposalSummary,
@@ -44,15 +54,6 @@ from .models import (
     Webhook,
 )
 from .pagination import AsyncPager, SyncPager
-from .panels import (
-    Guarantee,
-    GuaranteeConfiguration,
-    GuaranteeOverall,
-    GuaranteePattern,
-    GuaranteeSummary,
-    Panel,
-    PanelLens,
-)
 from .verify import (
     VerificationError,
     verify_decision,
@@ -80,6 +81,7 @@ __all__ = [
     "Escalation",
     "EscalationBrief",
     "Evidence",
+    "Fallback",
     "Guarantee",
     "GuaranteeConfiguration",
     "GuaranteeOverall",

@@ -28,12 +28,14 @@ from .errors import (
     WaitTimeout,
     status_error_class,
 )
+from .guarantee import Guarantee
 from .models import (
     FINAL,
     Decision,
     Escalation,
     Judgement,
     Page,
+    Panel,
     Proposal,
     ProposalSummary,
     ReviewStatus,
@@ -44,7 +46,6 @@ from .models import (
     obj,
     req,
 )
-from .panels import Guarantee, Panel
 
 T = TypeVar("T")
 
@@ -361,7 +362,7 @@ class Core:
         return Request(
             "GET",
             "/api/panels",
-            lambda a: items(_object(a), "panels", Panel.from_api, at="panels"),
+            lambda a: items(_object(a), "items", Panel.from_api, at="panels"),
             idempotent=True,
         )
 

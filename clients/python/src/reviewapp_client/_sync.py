@@ -12,11 +12,13 @@ import httpx
 
 from ._base import Answer, Core, Request, Retry
 from .errors import ReviewappError
+from .guarantee import Guarantee
 from .models import (
     FINAL,
     Decision,
     Escalation,
     Judgement,
+    Panel,
     Proposal,
     ProposalSummary,
     ReviewStatus,
@@ -24,7 +26,6 @@ from .models import (
     Webhook,
 )
 from .pagination import SyncPager
-from .panels import Guarantee, Panel
 
 T = TypeVar("T")
 
@@ -265,17 +266,17 @@ class Client:
         """The server's trusted public keys, key id → base64. Fetch once and pin them."""
         return self._send(self._core.keys(), timeout)
 
-    # ── panels ──────────────────────────────────────────────────────────────
+    # ── webhooks ────────────────────────────────────────────────────────────
 
     def list_panels(self, *, timeout: float | None = None) -> list[Panel]:
-        """The active panels a proposal may be submitted to, with the guarantee each gives."""
+        """The panels a proposal may be submitted to: lenses, quorum, and how long an
+        escalation may wait for a person (`review_deadline_seconds`, `on_deadline`), and
+        the guarantee each gives (`guarantee`)."""
         return self._send(self._core.list_panels(), timeout)
 
     def get_guarantee(self, panel: str, *, timeout: float | None = None) -> Guarantee:
         """A panel's guarantee and the evidence per vote pattern (needs `read:all`)."""
         return self._send(self._core.get_guarantee(panel), timeout)
-
-    # ── webhooks ────────────────────────────────────────────────────────────
 
     def list_webhooks(self, *, timeout: float | None = None) -> list[Webhook]:
         return self._send(self._core.list_webhooks(), timeout)

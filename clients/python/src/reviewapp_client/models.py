@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-FINAL = ("decided", "escalated")
+FINAL = ("decided", "escalated", "withdrawn")
 
 T = TypeVar("T")
 _Absent = object()
@@ -57,7 +57,12 @@ def items(data: Mapping[str, Any], key: str, parse, *, at: str, required: bool =
     return [parse(obj(v, f"{at}.{key}[{i}]"), f"{at}.{key}[{i}]") for i, v in enumerate(values)]
 
 
-def when(data: Mapping[str, Any], key: str, *, at: str, nullable: bool = False) -> datetime | None:
+def when(
+    data: Mapping[str, Any], key: str, *, at: str, nullable: bool = False, optional: bool = False
+) -> datetime | None:
+    """A time; `optional`: one older servers do not send (absent or null: None)."""
+    if optional and data.get(key) is None:
+        return None
     text = req(data, key, str, *((type(None),) if nullable else ()), at=at)
     if text is None:
         return None
@@ -266,12 +271,17 @@ class EscalationBrief:
     """The escalation of a proposal: its id is what `decide()` takes; the rest says why."""
 
     id: int
-    status: str  # "open" | "claimed" | "resolved"
+    status: str  # "open" | "claimed" | "reconcile" | "resolved" | "withdrawn"
     reasons: list[str]
     # Servers before issue 32 do not send these: empty then.
     explanation: str = ""
     lens_failures: list[LensFailure] = field(default_factory=list)
     inconclusive_checkers: list[InconclusiveChecker] = field(default_factory=list)
+    # When the panel's review deadline falls, and what happens then: "reject" or
+    # "approve" (a decision signed by the server with basis "fallback") or "keep_open".
+    # None: no deadline (or a server before issue 46).
+    due_at: datetime | None = None
+    on_deadline: str | None = None
 
     @classmethod
     def from_api(cls, data: Mapping, at: str) -> EscalationBrief:
@@ -279,6 +289,8 @@ class EscalationBrief:
             id=req(data, "id", int, at=at),
             status=req(data, "status", str, at=at),
             reasons=[_check(r, (str,), f"{at}.reasons") for r in req(data, "reasons", list, at=at)],
+            due_at=when(data, "due_at", at=at, optional=True),
+            on_deadline=opt(data, "on_deadline", str, at=at),
             explanation=opt(data, "explanation", str, at=at, default=""),
             lens_failures=items(data, "lens_failures", LensFailure.from_api, at=at, required=False),
             inconclusive_checkers=items(
@@ -300,6 +312,8 @@ class Escalation:
     explanation: str = ""
     lens_failures: list[LensFailure] = field(default_factory=list)
     inconclusive_checkers: list[InconclusiveChecker] = field(default_factory=list)
+    due_at: datetime | None = None  # as EscalationBrief's
+    on_deadline: str | None = None
 
     @classmethod
     def from_api(cls, data: Mapping, at: str = "escalation") -> Escalation:
@@ -314,6 +328,8 @@ class Escalation:
             explanation=brief.explanation,
             lens_failures=brief.lens_failures,
             inconclusive_checkers=brief.inconclusive_checkers,
+            due_at=brief.due_at,
+            on_deadline=brief.on_deadline,
         )
 
 
@@ -379,6 +395,24 @@ class ReviewStatus:
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """What made a fallback decision, as signed: the panel's `on_deadline`, the deadline,
+    and how long the escalation waited."""
+
+    on_deadline: str  # "reject" | "approve"
+    due_at: datetime
+    review_deadline_seconds: int
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str) -> Fallback:
+        return cls(
+            on_deadline=req(data, "on_deadline", str, at=at),
+            due_at=when(data, "due_at", at=at),
+            review_deadline_seconds=req(data, "review_deadline_seconds", int, at=at),
+        )
+
+
+@dataclass(frozen=True)
 class Decision:
     """A signed decision. `payload` is the exact signed bytes (RFC 8785 JSON);
     check it with `verify_decision(decision, keys)` against keys you pinned."""
@@ -386,7 +420,7 @@ class Decision:
     id: int
     proposal: int
     outcome: str  # "approved" | "rejected"
-    basis: str  # "system" | "reviewer"
+    basis: str  # "system" | "reviewer" | "fallback" (its panel's deadline decided, no person)
     decided_by: str
     rationale: str
     payload: str
@@ -401,10 +435,18 @@ class Decision:
     tags: list[str] = field(default_factory=list)
     wrong_reason: list[str] = field(default_factory=list)
     reviews: list[Review] = field(default_factory=list)
+    # A fallback decision's signed `fallback` (on_deadline, due_at, review_deadline_seconds);
+    # None for any other decision.
+    fallback: Fallback | None = None
 
     @property
     def approved(self) -> bool:
         return self.outcome == "approved"
+
+    @property
+    def is_fallback(self) -> bool:
+        """No person decided: the panel's review deadline passed and its fallback did."""
+        return self.basis == "fallback"
 
     @classmethod
     def from_api(cls, data: Mapping, at: str = "decision") -> Decision:
@@ -426,13 +468,16 @@ class Decision:
             tags=opt(data, "tags", list, at=at, default=[]),
             wrong_reason=opt(data, "wrong_reason", list, at=at, default=[]),
             reviews=items(data, "reviews", Review.from_api, at=at, required=False),
+            fallback=Fallback.from_api(fallback, f"{at}.fallback")
+            if (fallback := opt(data, "fallback", dict, at=at)) is not None
+            else None,
         )
 
 
 @dataclass(frozen=True)
 class Proposal:
     id: int
-    status: str  # "queued" | "evaluating" | "decided" | "escalated"
+    status: str  # "queued" | "evaluating" | "decided" | "escalated" | "withdrawn"
     panel: str
     title: str
     content_sha256: str
@@ -509,6 +554,75 @@ class ProposalSummary:
             content_sha256=req(data, "content_sha256", str, at=at),
             created_at=when(data, "created_at", at=at),
             url=req(data, "url", str, at=at),
+        )
+
+
+@dataclass(frozen=True)
+class PanelLens:
+    name: str
+    backend: str
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str) -> PanelLens:
+        return cls(name=req(data, "name", str, at=at), backend=req(data, "backend", str, at=at))
+
+
+def _share(data: Mapping[str, Any], key: str, *, at: str, nullable: bool = False) -> float | None:
+    """A number from 0 to 1 (JSON may write 1.0 as 1)."""
+    value = req(data, key, int, float, *((type(None),) if nullable else ()), at=at)
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class GuaranteeSummary:
+    """What a panel promises: at least `target` of its automatic decisions match what a
+    reviewer would decide, with `confidence`."""
+
+    target: float
+    confidence: float
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str) -> GuaranteeSummary:
+        return cls(_share(data, "target", at=at), _share(data, "confidence", at=at))
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A panel a proposal may be submitted to; `guarantee` is None when it gives none."""
+
+    name: str
+    description: str
+    need: int
+    lenses: list[PanelLens]
+    checkers: list[str]
+    requires_sign_off: bool
+    reviews_needed: int
+    external_deadline_seconds: int
+    # How long an escalation may wait for a person, and what then ("reject", "approve":
+    # a fallback decision signed by the server; "keep_open"); None: no deadline.
+    review_deadline_seconds: int | None = None
+    on_deadline: str | None = None
+    guarantee: GuaranteeSummary | None = None
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str = "panel") -> Panel:
+        guarantee = opt(data, "guarantee", dict, at=at)
+        return cls(
+            name=req(data, "name", str, at=at),
+            description=req(data, "description", str, at=at),
+            need=req(data, "need", int, at=at),
+            lenses=items(data, "lenses", PanelLens.from_api, at=at),
+            checkers=[
+                _check(c, (str,), f"{at}.checkers") for c in req(data, "checkers", list, at=at)
+            ],
+            requires_sign_off=req(data, "requires_sign_off", bool, at=at),
+            reviews_needed=req(data, "reviews_needed", int, at=at),
+            external_deadline_seconds=req(data, "external_deadline_seconds", int, at=at),
+            review_deadline_seconds=opt(data, "review_deadline_seconds", int, at=at),
+            on_deadline=opt(data, "on_deadline", str, at=at),
+            guarantee=(
+                GuaranteeSummary.from_api(guarantee, f"{at}.guarantee") if guarantee else None
+            ),
         )
 
 

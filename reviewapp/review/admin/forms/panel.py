@@ -43,7 +43,21 @@ class NeedWidget(forms.NumberInput):
         )
 
 
+APPROVE_WARNING = (
+    "Approve on deadline lets work through that no person and no passing panel approved: "
+    "whatever waits past the deadline is approved, whatever it says. Tick the box to confirm "
+    "this is what the panel should do."
+)
+
+
 class PanelAdminForm(forms.ModelForm):
+    confirm_approve_fallback = forms.BooleanField(
+        required=False,
+        label="Yes, approve on deadline",
+        help_text="Needed once, when a panel with a review deadline is set to approve on it: "
+        + APPROVE_WARNING,
+    )
+
     class Meta:
         model = Panel
         fields = (
@@ -73,6 +87,20 @@ class PanelAdminForm(forms.ModelForm):
     def clean_priority(self):
         value = self.cleaned_data.get("priority")
         return self.instance.priority if value is None else value
+
+    def clean(self):
+        cleaned = super().clean()
+        approving = (
+            cleaned.get("on_deadline") == "approve" and cleaned.get("review_deadline") is not None
+        )
+        already = (
+            self.instance.pk is not None
+            and self.instance.on_deadline == "approve"
+            and self.instance.review_deadline is not None
+        )
+        if approving and not already and not cleaned.get("confirm_approve_fallback"):
+            self.add_error("confirm_approve_fallback", APPROVE_WARNING)
+        return cleaned
 
 
 class PanelLensInlineForm(forms.ModelForm):

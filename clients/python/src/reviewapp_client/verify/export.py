@@ -73,6 +73,8 @@ class Report:
     lines: int = 0
     entries: int = 0
     decisions: int = 0
+    # Of the decisions, those signed as a review deadline's fallback: no person made them.
+    fallbacks: int = 0
     evidence: int = 0
     checkpoints: int = 0
     root: str | None = None
@@ -93,6 +95,11 @@ class Report:
             text = f"OK: {self.decisions} decisions: signatures, hashes and the hash chain verified"
             if self.checkpoints:
                 text += "; every decision's inclusion in the checkpoint verified"
+        if self.fallbacks:
+            text += (
+                f"; {self.fallbacks} of the decisions are fallbacks, signed by the server when "
+                "a review deadline passed: no person made them"
+            )
         if self.witnessed:
             text += f"; {self.witnessed}"
         return text
@@ -206,6 +213,7 @@ def verify_export(
         )
     report.entries = verifier.size
     report.decisions, report.evidence = verifier.decisions, verifier.evidence
+    report.fallbacks = verifier.fallbacks
     report.checkpoints = verifier.checkpoints
     report.root = verifier.compact.root().hex()
     if start:
@@ -346,6 +354,7 @@ def verify_decisions(
             _verify_proof(f"{where}, {proof_where}", checked.leaf, proof, checkpoint)
         previous = obj["hash"]
         report.decisions += 1
+        report.fallbacks += obj.get("basis") == "fallback"  # checked against the signed bytes
     report.checkpoints = len(opened)
     if isinstance(first[1], dict) and first[1].get("prev_hash") != GENESIS_HASH:
         report.warnings.append(

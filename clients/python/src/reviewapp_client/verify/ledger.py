@@ -62,6 +62,8 @@ class Checked(NamedTuple):
     hash: str | None = None  # SHA-256 of the signed bytes
     # decisions: (checker, payload SHA-256) of each piece of evidence the decision binds
     evidence: tuple[tuple[str, str], ...] = ()
+    # decisions: signed as a deadline's fallback (basis "fallback"), not by a person
+    fallback: bool = False
 
 
 def _label(kind: str, signed: Any) -> str:
@@ -71,7 +73,9 @@ def _label(kind: str, signed: Any) -> str:
     if kind == "decision":
         proposal = signed.get("proposal")
         if isinstance(proposal, dict) and proposal.get("id") is not None:
-            return f"decision for proposal {proposal['id']}"
+            # A fallback is named so wherever it is reported: no person made it.
+            what = "fallback decision" if signed.get("basis") == "fallback" else "decision"
+            return f"{what} for proposal {proposal['id']}"
         return ""
     return f"evidence from {signed['checker']}" if signed.get("checker") else ""
 
@@ -144,7 +148,10 @@ def check_entry(
         evidence = bound_evidence(signed.get("evidence"))
         if evidence is None:
             return Checked(leaf, "a decision whose evidence list is malformed", label), {}
-        return Checked(leaf, None, label, facts["prev_hash"], facts["hash"], evidence), facts
+        fallback = facts["basis"] == "fallback"
+        return Checked(
+            leaf, None, label, facts["prev_hash"], facts["hash"], evidence, fallback
+        ), facts
     if signed.get("schema") != EVIDENCE_SCHEMA:
         return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}", label), {}
     if signed.get("key_id") != key_id:
@@ -224,6 +231,7 @@ class LedgerVerifier:
         # Before the first decision of a partial export the chain's tail is unknown.
         self.prev_hash: str | None = GENESIS_HASH if start == 0 else None
         self.decisions = 0
+        self.fallbacks = 0
         self.evidence = 0
         self.checkpoints = 0
         # Payload digests of the evidence entries so far: every decision's must be among them.
@@ -269,6 +277,7 @@ class LedgerVerifier:
                 )
             self.prev_hash = checked.hash
             self.decisions += 1
+            self.fallbacks += checked.fallback
         else:
             self.evidence_seen.add(checked.hash)
             self.evidence += 1

@@ -1,74 +1,13 @@
-"""Panels and the guarantee each gives, as the API answers them (`GET /api/panels`,
-`GET /api/panels/{name}/guarantee`); read as `models` reads the rest."""
+"""A panel's guarantee and its evidence, as `GET /api/panels/{name}/guarantee` answers
+it; read as `models` reads the rest (the summary `GET /api/panels` gives is there)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
 
-from .models import ShapeError, _check, items, obj, req
-
-
-def _share(data: Mapping[str, Any], key: str, *, at: str, nullable: bool = False) -> float | None:
-    """A number from 0 to 1 (JSON may write 1.0 as 1)."""
-    value = req(data, key, int, float, *((type(None),) if nullable else ()), at=at)
-    return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class PanelLens:
-    name: str
-    backend: str
-
-    @classmethod
-    def from_api(cls, data: Mapping, at: str) -> PanelLens:
-        return cls(req(data, "name", str, at=at), req(data, "backend", str, at=at))
-
-
-@dataclass(frozen=True)
-class GuaranteeSummary:
-    """What a panel promises: at least `target` of its automatic decisions match what a
-    reviewer would decide, with `confidence`."""
-
-    target: float
-    confidence: float
-
-    @classmethod
-    def from_api(cls, data: Mapping, at: str) -> GuaranteeSummary:
-        return cls(_share(data, "target", at=at), _share(data, "confidence", at=at))
-
-
-@dataclass(frozen=True)
-class Panel:
-    """A panel a proposal may be submitted to; `guarantee` is None when it gives none."""
-
-    name: str
-    description: str
-    need: int
-    lenses: list[PanelLens]
-    checkers: list[str]
-    requires_sign_off: bool
-    external_deadline_seconds: int
-    guarantee: GuaranteeSummary | None
-
-    @classmethod
-    def from_api(cls, data: Mapping, at: str = "panel") -> Panel:
-        guarantee = req(data, "guarantee", dict, type(None), at=at)
-        checkers = req(data, "checkers", list, at=at)
-        return cls(
-            name=req(data, "name", str, at=at),
-            description=req(data, "description", str, at=at),
-            need=req(data, "need", int, at=at),
-            lenses=items(data, "lenses", PanelLens.from_api, at=at),
-            checkers=[_check(c, (str,), f"{at}.checkers") for c in checkers],
-            requires_sign_off=req(data, "requires_sign_off", bool, at=at),
-            external_deadline_seconds=req(data, "external_deadline_seconds", int, at=at),
-            guarantee=(
-                GuaranteeSummary.from_api(guarantee, f"{at}.guarantee") if guarantee else None
-            ),
-        )
+from .models import ShapeError, _share, items, obj, req
 
 
 @dataclass(frozen=True)

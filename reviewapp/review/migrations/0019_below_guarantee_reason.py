@@ -25,7 +25,7 @@ def drop(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('review', '0017_assignment_and_priority'),
+        ('review', '0018_review_deadlines_and_withdrawals'),
     ]
 
     operations = [
