@@ -1,21 +1,19 @@
 """Shape stored rows into what the review pages show.
 
 Nothing here queries the database: views fetch the rows (a fixed number of
-queries per page), these functions only arrange them.
+queries per page), these functions only arrange them (near-miss notes, which
+take a second to work out, are kept in the cache). Who holds an escalation and
+what a user may do with it is the model's to say (`Escalation.standing`).
 """
 
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from hashlib import sha256
 
-from django.conf import settings
 from django.core.cache import cache
-from django.utils import timezone
 
 from reviewapp.core.cite import EVAL_THOUGHT_LIMIT
 from reviewapp.core.near_miss import NearMisses
-from reviewapp.review.access import may_reconcile, may_sign_decisions
 from reviewapp.review.models import Claim, Escalation, Judgement, LensFailure, Proposal
 
 REASON_LABELS = {
@@ -166,114 +164,6 @@ def tally_text(tally: dict | None) -> str:
 
 def tally_outcome(tally: dict | None) -> str:
     return (tally or {}).get("outcome", "")
-
-
-def claim_ttl() -> timedelta:
-    return timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
-
-
-@dataclass
-class ClaimState:
-    """Who holds an escalation, as the pages describe it."""
-
-    status: str
-    holder: str | None = None
-    holder_id: int | None = None
-    claimed_at: datetime | None = None
-    expires_at: datetime | None = None
-    live: bool = False
-    expired: bool = False
-    mine: bool = False
-    # Staff outside the reviewers group may read an escalation, not claim or sign it.
-    may_sign: bool = False
-    # Several reviews: each reviewer gives theirs without a claim, once.
-    reviews_needed: int = 1
-    reviewed_by_me: bool = False
-    may_reconcile: bool = False
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == Escalation.Status.RESOLVED
-
-    @property
-    def reconcile(self) -> bool:
-        return self.status == Escalation.Status.RECONCILE
-
-    @property
-    def several(self) -> bool:
-        return self.reviews_needed > 1
-
-    # Several reviews: who else holds a place now, and whether one is left.
-    holders: list[str] = field(default_factory=list)
-    place_free: bool = False
-
-    @property
-    def claimable(self) -> bool:
-        """Whether this user may (re)claim it now."""
-        if self.reconcile:
-            return False
-        if self.several:
-            return (
-                self.may_sign
-                and not self.resolved
-                and not self.reviewed_by_me
-                and not self.mine
-                and self.place_free
-            )
-        return self.may_sign and not self.resolved and (not self.live or self.mine)
-
-    @property
-    def can_decide(self) -> bool:
-        if self.reconcile:
-            return self.may_reconcile and not self.reviewed_by_me
-        if self.several:
-            return (
-                self.may_sign
-                and not self.resolved
-                and not self.reviewed_by_me
-                and (self.mine or self.place_free)
-            )
-        return not self.resolved and self.live and self.mine
-
-
-def claim_state(
-    escalation: Escalation, user, now: datetime | None = None, *, reviews: bool = True
-) -> ClaimState:
-    """`reviews=False` (the inbox, row by row): leave out the several-review details,
-    which cost queries per row."""
-    now = now or timezone.now()
-    state = ClaimState(
-        status=escalation.status,
-        may_sign=may_sign_decisions(user),
-        reviews_needed=escalation.reviews_needed,
-        # Asked only where it matters: the inbox asks for every row.
-        may_reconcile=escalation.status == Escalation.Status.RECONCILE and may_reconcile(user),
-    )
-    if reviews and state.several and user is not None and user.is_authenticated:
-        state.reviewed_by_me = escalation.reviews.filter(reviewer=user).exists()
-        live = escalation.review_claims.filter(claimed_at__gt=now - claim_ttl()).select_related(
-            "user"
-        )
-        mine = next((c for c in live if c.user_id == user.pk), None)
-        state.holders = [c.user.get_username() for c in live if c.user_id != user.pk]
-        state.mine = state.live = mine is not None
-        if mine:
-            state.claimed_at = mine.claimed_at
-            state.expires_at = mine.claimed_at + claim_ttl()
-        state.place_free = (
-            len(state.holders) + escalation.reviews.count() < escalation.reviews_needed
-        )
-        return state
-    if escalation.status == Escalation.Status.CLAIMED and escalation.claimed_at:
-        holder = escalation.claimed_by
-        state.holder = holder.get_username() if holder else "someone"
-        state.holder_id = escalation.claimed_by_id
-        state.claimed_at = escalation.claimed_at
-        state.expires_at = escalation.claimed_at + claim_ttl()
-        state.live = state.expires_at > now
-        state.expired = not state.live
-        state.mine = user is not None and escalation.claimed_by_id == user.pk
-    return state
 
 
 # --- the proposal page --------------------------------------------------------

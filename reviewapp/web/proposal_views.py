@@ -19,11 +19,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reviewapp.calibration.queries import drifting_judges
 from reviewapp.ledger.services import ledger_position_for_decision
-from reviewapp.review.access import may_reconcile
 from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Escalation, Proposal
+from reviewapp.review.models.escalation import claim_ttl
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.annotations import AnnotationError
-from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
@@ -33,12 +32,9 @@ from reviewapp.review.services.escalations import (
     escalation_release,
     escalation_review,
 )
-from reviewapp.review.services.reviews import reviews_visible_to
 
 from .annotations import annotation_form, posted_annotations, signed_annotations
 from .presenters import (
-    claim_state,
-    claim_ttl,
     escalation_reasons,
     proposal_view,
     reason_badges,
@@ -75,7 +71,7 @@ def _queue(request) -> str:
 
 
 def _next_info(request, escalation: Escalation | None, queue: str) -> dict | None:
-    if escalation is None or escalation.status != Escalation.Status.RESOLVED:
+    if escalation is None or not escalation.is_resolved:
         return None
     following, left = queue_next(queue_params(queue), user=request.user, after_id=escalation.pk)
     return {
@@ -94,11 +90,7 @@ def _adjudication_context(
     escalation = _current_escalation(proposal)
     decision = Decision.objects.filter(proposal=proposal).first()
     queue = _queue(request)
-    auditing = (
-        escalation is not None
-        and is_audit(escalation)
-        and escalation.status != Escalation.Status.RESOLVED
-    )
+    auditing = escalation is not None and escalation.is_audit and not escalation.is_resolved
     deciding = escalation is not None and decision is None
     # What was chosen in the card comes back with it, like the rationale.
     post = request.POST if request.method == "POST" else None
@@ -114,7 +106,7 @@ def _adjudication_context(
         **_reviews_context(escalation, request.user),
         "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
         "escalation_reasons": escalation_reasons(escalation, proposal.tally) if escalation else [],
-        "claim": claim_state(escalation, request.user) if escalation else None,
+        "claim": escalation.standing(request.user) if escalation else None,
         "decision": decision,
         "ledger_position": ledger_position_for_decision(decision) if decision else None,
         "claim_ttl_minutes": int(claim_ttl().total_seconds() // 60),
@@ -133,7 +125,7 @@ def _reviews_context(escalation: Escalation | None, user) -> dict:
     if escalation is None or escalation.reviews_needed <= 1:
         return {"reviews_needed": 1}
     reviews = list(escalation.reviews.order_by("id"))
-    shown = reviews_visible_to(escalation, user, may_reconcile=may_reconcile(user))
+    shown = escalation.shows_reviews_to(user)
     return {
         "reviews_needed": escalation.reviews_needed,
         "reviews_count": len(reviews),
@@ -288,7 +280,7 @@ def escalation_heartbeat_view(request, pk: int):
     if expires_at is not None:
         return JsonResponse({"held": True, "expires_at": expires_at.isoformat()})
     escalation.refresh_from_db()
-    state = claim_state(escalation, request.user)
+    state = escalation.standing(request.user)
     if state.resolved:
         message = "This escalation has been decided."
     elif state.live:
@@ -310,7 +302,7 @@ def escalation_decide_view(request, pk: int):
         return _refused(request, escalation, "Choose approve or reject.", status=400)
     if not rationale.strip():
         return _refused(request, escalation, "A rationale is required to decide.", status=400)
-    state = claim_state(escalation, request.user)
+    state = escalation.standing(request.user)
     if state.resolved:
         return _refused(request, escalation, "This escalation is already decided.")
     if not state.can_decide:

@@ -25,7 +25,6 @@ from . import inbox as inbox_queries
 from .inbox import inbox_audits, inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
-    claim_state,
     reason_badges,
     tally_outcome,
     tally_text,
@@ -101,7 +100,7 @@ def inbox(request):
         escalation.badges = reason_badges(escalation.reasons)
         escalation.tally_text = tally_text(escalation.proposal.tally)
         escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
-        escalation.claim = claim_state(escalation, request.user, now, reviews=False)
+        escalation.claim = escalation.standing(request.user, now, places=False)
 
     panel_query = _query_without(request, "reason", "page")
     audits = []
@@ -113,7 +112,7 @@ def inbox(request):
         )
         for escalation in audits:
             # Row by row as above; an audit takes one verdict, so no review details.
-            escalation.claim = claim_state(escalation, request.user, now, reviews=False)
+            escalation.claim = escalation.standing(request.user, now, places=False)
     context = {
         "audits": audits,
         "audit_count": counts["audit"].label,

@@ -27,10 +27,6 @@ AUDIT_PAYLOAD_TYPE = "reviewapp.audit/v1"
 AUDIT_RANDOM = random.Random()
 
 
-def is_audit(escalation: Escalation) -> bool:
-    return Escalation.Reason.AUDIT in (escalation.reasons or [])
-
-
 def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | None:
     """After an automatic decision, open an audit escalation at the panel's audit rate.
 
@@ -98,10 +94,7 @@ def audit_verdict_sign(
         )
     )
     with transaction.atomic(savepoint=False):
-        escalation.status = Escalation.Status.RESOLVED
-        escalation.resolved_at = timezone.now()
-        escalation.search = None
-        escalation.save(update_fields=["status", "resolved_at", "search"])
+        escalation.resolve()
         audit = DecisionAudit.objects.create(
             decision=decision,
             escalation=escalation,

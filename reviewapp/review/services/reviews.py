@@ -4,7 +4,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -89,17 +88,6 @@ def reviews_named(reviews: list[Review]) -> list[dict]:
     ]
 
 
-def reviews_visible_to(escalation: Escalation, user, *, may_reconcile: bool) -> bool:
-    """Blind review: others' reviews show once `user` has given theirs, the escalation
-    is decided, or it waits for reconciliation and `user` may reconcile it. A reconciler
-    reviews too, so before then they are as blind as anyone."""
-    if escalation.status == Escalation.Status.RESOLVED:
-        return True
-    if may_reconcile and escalation.status == Escalation.Status.RECONCILE:
-        return True
-    return user is not None and escalation.reviews.filter(reviewer=user).exists()
-
-
 @dataclass(frozen=True)
 class ReviewerProgress:
     username: str
@@ -142,19 +130,12 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
         "today": (counted(Review.objects, "reviewer", today), counted(solo, "decided_by", today)),
         "week": (counted(Review.objects, "reviewer", week), counted(solo, "decided_by", week)),
     }
-    cutoff = now - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
     holding = Counter(
-        Escalation.objects.filter(
-            status=Escalation.Status.CLAIMED, claimed_by__in=ids, claimed_at__gte=cutoff
-        ).values_list("claimed_by", flat=True)
-    ) + Counter(
-        ReviewClaim.objects.filter(user__in=ids, claimed_at__gte=cutoff).values_list(
-            "user", flat=True
-        )
-    )
+        Escalation.objects.held(now).filter(claimed_by__in=ids).values_list("claimed_by", flat=True)
+    ) + Counter(ReviewClaim.objects.live(now).filter(user__in=ids).values_list("user", flat=True))
     assigned = dict(
-        Escalation.objects.filter(assigned_user__in=ids)
-        .exclude(status=Escalation.Status.RESOLVED)
+        Escalation.objects.undecided()
+        .filter(assigned_user__in=ids)
         .order_by()
         .values_list("assigned_user")
         .annotate(n=Count("id"))
