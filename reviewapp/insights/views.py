@@ -12,9 +12,9 @@ from django import forms
 from django.db.models import Count, Q
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.review.models import DecisionAudit, Panel
 from reviewapp.review.page_access import reviewer_required
@@ -54,10 +54,6 @@ class DashboardFilters(forms.Form):
         """The filters as a scope; only called on a valid form."""
         data = self.cleaned_data
         return Scope(panel_id=data.get("panel"), start=data.get("start"), end=data.get("end"))
-
-
-def _is_htmx(request) -> bool:
-    return request.headers.get("HX-Request") == "true" and not request.headers.get("HX-Boosted")
 
 
 def _pct(value: float | None) -> str:
@@ -403,7 +399,17 @@ def _audits(scope: Scope) -> dict:
     return {**totals, "latest_disputed": disputed}
 
 
+def _dashboard_template(request) -> str:
+    # The filters swap the body alone (and push the URL); a page restored from the
+    # server after it fell out of htmx's history cache is the whole page.
+    if request.htmx and not request.htmx.history_restore_request:
+        return "insights/dashboard.html#body"
+    return "insights/dashboard.html"
+
+
 @require_GET
+# The same URL answers with a fragment or the whole page: caches must keep them apart.
+@vary_on_headers("HX-Request")
 @reviewer_required
 def dashboard(request):
     panels = list(Panel.objects.only("id", "name").order_by("name"))
@@ -411,17 +417,12 @@ def dashboard(request):
     if request.GET and not form.is_valid():
         # Figures for some other range than the one asked for would be read as
         # the answer: a filter that cannot be applied is an error, not ignored.
-        template = (
-            "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
-        )
-        response = render(
+        return render(
             request,
-            template,
+            _dashboard_template(request),
             {"form": form, "panels": panels, "scope": Scope(), "invalid": True},
             status=400,
         )
-        patch_vary_headers(response, ["HX-Request"])
-        return response
     scope = form.scope() if request.GET else Scope()
     data = queries.dashboard(scope)
     totals = data.totals()
@@ -460,11 +461,7 @@ def dashboard(request):
         + (f"?{export_query}" if export_query else ""),
     }
     context["audits"] = _audits(scope)
-    template = "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
-    response = render(request, template, context)
-    # The same URL answers with a fragment or the whole page: caches must keep them apart.
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return render(request, _dashboard_template(request), context)
 
 
 class WindowForm(forms.Form):

@@ -16,6 +16,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.calibration.queries import drifting_judges
 from reviewapp.ledger.services import ledger_position_for_decision
@@ -42,7 +43,6 @@ from .presenters import (
     tally_text,
 )
 from .queue import queue_next, queue_params
-from .views import _is_htmx
 
 PROGRESS_POLL_SECONDS = 2
 # While the reviewer types, the page renews the claim at most this often.
@@ -177,12 +177,13 @@ def _progress(proposal: Proposal, judgements, failures) -> dict:
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # once final: htmx is told to refresh, a browser redirected
 @reviewer_required
 def proposal_progress(request, pk: int):
     """The live progress indicator; once the proposal is final the page reloads itself."""
     proposal = get_object_or_404(Proposal.objects.defer("content", "thought_process"), pk=pk)
     if proposal.is_final:
-        if _is_htmx(request):
+        if request.htmx:
             response = HttpResponse(status=204)
             response["HX-Refresh"] = "true"
             return response
@@ -212,7 +213,7 @@ def _page_url(escalation: Escalation, queue: str = "") -> str:
 def _refused(request, escalation: Escalation, error: str, *, status: int = 409):
     """A refusal, shown in the card with whatever was typed still in the box."""
     draft = request.POST.get("rationale", "")
-    if _is_htmx(request):
+    if request.htmx:
         proposal = Proposal.objects.defer("content", "thought_process").get(
             pk=escalation.proposal_id
         )
@@ -228,7 +229,7 @@ def _refused(request, escalation: Escalation, error: str, *, status: int = 409):
 
 def _done(request, escalation: Escalation, notice: str, *, focus: str = ""):
     """Success: htmx gets the card and status again; a plain post is redirected (PRG)."""
-    if _is_htmx(request):
+    if request.htmx:
         proposal = Proposal.objects.defer("content", "thought_process").get(
             pk=escalation.proposal_id
         )
@@ -376,7 +377,7 @@ def _go_next(request, escalation: Escalation, notice: str):
         request, f"{notice[:-1]} on #{escalation.proposal_id}. {left.label} left in this queue."
     )
     url = _page_url(following, queue)
-    if _is_htmx(request):
+    if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
         return response

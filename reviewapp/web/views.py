@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.calibration import drilldown as calibration_drilldown
 from reviewapp.ledger.services import decision_ledger_status
@@ -37,10 +38,6 @@ LIST_PAGE_SIZE = 50
 INBOX_POLL_SECONDS = 5
 # Columns a list never shows; a 1 MB proposal must not be read to list its title.
 PROPOSAL_HEAVY = ("content", "thought_process", "panel_snapshot", "metadata")
-
-
-def _is_htmx(request) -> bool:
-    return request.headers.get("HX-Request") == "true" and not request.headers.get("HX-Boosted")
 
 
 # Ids are BIGINT primary keys: anything outside that range matches nothing.
@@ -76,6 +73,7 @@ INBOX_RELATED = ("proposal", "proposal__panel", "claimed_by", "assigned_user", "
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # the inbox, or its results alone for htmx
 @reviewer_required
 def inbox(request):
     filters = inbox_filters(request.GET)
@@ -142,7 +140,7 @@ def inbox(request):
         "poll_seconds": INBOX_POLL_SECONDS,
     }
     status = 400 if filters.search.error else 200
-    if _is_htmx(request):
+    if request.htmx:
         return render(request, "web/inbox.html#results", context, status=status)
     context["panels"] = Panel.objects.only("id", "name").order_by("name")
     return render(request, "web/inbox.html", context, status=status)
@@ -380,6 +378,7 @@ def decision_list(request):
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # the page, or its result alone for htmx
 @reviewer_required
 def decision_verify(request, pk: int):
     decision = get_object_or_404(Decision.objects.select_related("proposal"), pk=pk)
@@ -389,6 +388,6 @@ def decision_verify(request, pk: int):
         "ledger": decision_ledger_status(decision),
         "checked_at": timezone.now(),
     }
-    if _is_htmx(request):
+    if request.htmx:
         return render(request, "web/decision_verify.html#result", context)
     return render(request, "web/decision_verify.html", context)

@@ -167,6 +167,7 @@ def test_progress_partial_reloads_the_page_once_final(reviewer_client, escalated
         reverse("proposal_progress", args=[escalated.pk]), headers={"HX-Request": "true"}
     )
     assert response.status_code == 204 and response["HX-Refresh"] == "true"
+    assert "HX-Request" in response["Vary"]  # a browser is redirected from the same URL
 
 
 def test_a_final_proposal_does_not_poll(reviewer_client, escalated):
