@@ -33,7 +33,6 @@ from ..services.judgements import (
 from ..services.proposals import (
     external_lens_ids,
     proposal_begin_evaluation,
-    proposal_for_lens,
     proposal_touch,
     proposals_past_external_deadline,
     proposals_stuck,
@@ -238,47 +237,6 @@ def _final_step(
             lens_answers_record(proposal_id=proposal_id, answers=answers)
         proposal_final_step_failed(proposal_id=proposal_id, error=f"{type(exc).__name__}: {exc}")
         raise
-
-
-@shared_task(name="reviewapp.review.tasks.run_lens")
-def run_lens(proposal_id: int, lens_id: int) -> None:
-    """Judge the proposal with one lens, here and now; the lens that answers last ends it.
-
-    The pipeline does not send this (submission sends ``evaluate_proposal``):
-    it re-runs a single lens in process, for drills and tests, and finishes a
-    proposal left in flight by an older release.
-    """
-    try:
-        lens = Lens.objects.get(pk=lens_id)
-    except Lens.DoesNotExist:
-        # Deleted since submission: it will never answer, so the proposal is
-        # escalated now, naming it, rather than waiting forever.
-        _final_step(proposal_id, deadline_passed=True)
-        return
-    proposal = proposal_for_lens(proposal_id=proposal_id, lens=lens)
-    if proposal is None:
-        # Final, or a re-delivered task whose lens answered: if the worker that
-        # recorded the last answer died before the final step, run it now.
-        _final_step(proposal_id)
-        return
-    try:
-        outcome = evaluate_lens(lens=lens, proposal=proposal)
-    except LensFailed as exc:
-        outcome = exc
-    except SoftTimeLimitExceeded:
-        outcome = LensFailed(
-            "the worker's time limit was reached before this lens answered",
-            0,
-            [],
-            kind=FailureKind.TIMEOUT,
-        )
-    counted = lens_answers_record(
-        proposal_id=proposal_id, answers=[_answer(proposal, lens, outcome)]
-    )
-    if counted is None:
-        _final_step(proposal_id)
-    elif counted.all_lenses_answered:
-        _final_step(proposal_id, loaded=proposal)
 
 
 @shared_task(name="reviewapp.review.tasks.finalize_proposal")

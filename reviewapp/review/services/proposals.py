@@ -12,7 +12,7 @@ from reviewapp.core.signing import canonical_json
 from reviewapp.webhooks.events import webhook_record_judgement_requested
 
 from ..models import ApiClient, AwaitedLens, Lens, Panel, Proposal
-from .judgements import answered_lens_ids, lens_has_answered
+from .judgements import answered_lens_ids
 
 
 class SubmissionConflict(Exception):
@@ -184,31 +184,6 @@ def proposal_begin_evaluation(*, proposal_id: int) -> None:
     Proposal.objects.filter(pk=proposal_id, status=Proposal.Status.QUEUED).update(
         status=Proposal.Status.EVALUATING, evaluation_started_at=now, updated_at=now
     )
-
-
-def proposal_for_lens(*, proposal_id: int, lens: Lens) -> Proposal | None:
-    """The proposal for `lens` to judge, or None: gone, final, or (LLM lenses) already answered.
-
-    A queued proposal is marked evaluating: a worker has started on it. The
-    answered check only saves paying for an LLM call twice on a re-delivered
-    task, so cheap lenses skip it; the exact check is taken again under the
-    row lock when the answer is recorded.
-    """
-    try:
-        proposal = Proposal.objects.get(pk=proposal_id)
-    except Proposal.DoesNotExist:
-        return None
-    if proposal.is_final:
-        return None
-    if (
-        lens.backend == Lens.Backend.LLM
-        and proposal.lenses_answered
-        and lens_has_answered(proposal_id, lens.pk)
-    ):
-        return None
-    if proposal.status == Proposal.Status.QUEUED:
-        proposal_begin_evaluation(proposal_id=proposal_id)
-    return proposal
 
 
 def proposals_past_external_deadline() -> list[int]:
