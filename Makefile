@@ -31,6 +31,7 @@ test: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check reviewapp tests benchmarks clients
+	$(VENV)/bin/lint-imports --no-logo
 
 clean:
 	rm -rf var/test .pytest_cache

@@ -1,144 +1,62 @@
-"""Which of reviewapp's packages may import which (docs/architecture.md, "What may import what").
+"""Which of reviewapp's apps may import which (docs/architecture.md, "What may import what").
 
-Read from the source with `ast`, so an import inside a function counts like one
-at the top of the module, and nothing has to be imported to be checked.
+The rules are import-linter contracts in pyproject.toml ([tool.importlinter]):
+the apps' order, with api, web, insights and mcp never importing each other,
+and core importing neither a framework nor anything of reviewapp but itself.
+Imports inside functions count like those at the top of a module.
 """
 
-import ast
-from dataclasses import dataclass
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "reviewapp"
-
-# The layers that answer requests. `mcp` does not exist yet; the rules cover it when it does.
-WEB_LAYERS = frozenset({"api", "web", "insights", "mcp"})
-# Every other package under reviewapp/ is a lower layer, including apps added later.
-LOWER_LAYERS = frozenset(
-    path.parent.name for path in PACKAGE.glob("*/__init__.py") if path.parent.name not in WEB_LAYERS
-)
-FRAMEWORKS = frozenset({"django", "ninja", "celery", "kombu"})  # ninja is django-ninja
-
-@dataclass(frozen=True)
-class Import:
-    module: str  # the importing module
-    target: str  # what it names, made absolute: `from a import b` gives "a.b"
-    line: int
-
-    def __str__(self) -> str:
-        return f"{self.module} imports {self.target} (line {self.line})"
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def imports_in(source: str, module: str, *, is_package: bool = False) -> list[Import]:
-    package = module if is_package else module.rpartition(".")[0]
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [Import(module, alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                anchor = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{anchor}.{base}" if base else anchor
-            found += [Import(module, f"{base}.{alias.name}", node.lineno) for alias in node.names]
-    return found
+def _contracts() -> dict[str, dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {contract["id"]: contract for contract in config["contracts"]}
 
 
-def _all_imports() -> list[Import]:
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        is_package = parts[-1] == "__init__"
-        module = ".".join(parts[:-1] if is_package else parts)
-        found += imports_in(path.read_text(), module, is_package=is_package)
-    return found
-
-
-IMPORTS = _all_imports()
-
-
-def layer(name: str) -> str | None:
-    """The package of reviewapp that `name` is in; None outside reviewapp or at its root."""
-    parts = name.split(".")
-    if parts[0] != "reviewapp" or len(parts) < 2:
-        return None
-    return parts[1] if parts[1] in LOWER_LAYERS | WEB_LAYERS else None
-
-
-def within(name: str, package: str) -> bool:
-    return name == package or name.startswith(package + ".")
-
-
-def listing(imports: list[Import]) -> str:
-    return "\n".join(f"  {i}" for i in imports)
-
-
-def test_core_imports_neither_django_nor_celery():
-    offending = [
-        i for i in IMPORTS if layer(i.module) == "core" and i.target.split(".")[0] in FRAMEWORKS
-    ]
-    assert not offending, (
-        "reviewapp.core is plain Python, so the verifier and the tests use it without a "
-        f"framework:\n{listing(offending)}"
+def test_lint_imports_passes():
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run(
+        [lint_imports, "--no-cache", "--no-logo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
+    assert result.returncode == 0, f"lint-imports failed:\n{result.stdout}{result.stderr}"
 
 
-def test_core_imports_nothing_of_reviewapp_outside_core():
-    offending = [
-        i
-        for i in IMPORTS
-        if layer(i.module) == "core"
-        and within(i.target, "reviewapp")
-        and not within(i.target, "reviewapp.core")
+def test_the_web_layers_share_a_row_and_never_import_each_other():
+    top = _contracts()["apps"]["layers"][0]
+    assert [name.strip() for name in top.split("|")] == ["api", "web", "insights", "mcp"]
+
+
+def test_every_package_and_module_of_reviewapp_must_have_a_place_in_the_order():
+    # With `exhaustive`, lint-imports refuses a package or module added to reviewapp/
+    # without a row, or a place among the wiring that may import anything.
+    assert _contracts()["apps"]["exhaustive"] is True
+
+
+def test_core_may_import_no_framework_and_nothing_of_reviewapp_but_itself():
+    core = _contracts()["core"]
+    assert core["source_modules"] == ["reviewapp.core"]
+    assert {"django", "ninja", "celery", "kombu", "reviewapp.*"} <= set(core["forbidden_modules"])
+
+
+def test_the_architecture_doc_draws_the_contract_s_order():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## What may import what", 1)[1].split("```")[1]
+    # The first line of each box names its apps, one per cell.
+    lines = section.splitlines()
+    drawn = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for above, line in zip(lines, lines[1:], strict=False)
+        if above.lstrip().startswith("┌")
     ]
-    assert not offending, f"reviewapp.core imports only itself:\n{listing(offending)}"
-
-
-def test_web_layers_never_import_each_other():
-    offending = [
-        i
-        for i in IMPORTS
-        if layer(i.module) in WEB_LAYERS
-        and layer(i.target) in WEB_LAYERS
-        and layer(i.target) != layer(i.module)
-    ]
-    assert not offending, (
-        "The web layers share through the lower layers (services, presenters), never "
-        f"through each other:\n{listing(offending)}"
-    )
-
-
-def test_lower_layers_never_import_web_layers():
-    offending = [
-        i for i in IMPORTS if layer(i.module) in LOWER_LAYERS and layer(i.target) in WEB_LAYERS
-    ]
-    assert not offending, (
-        f"{', '.join(sorted(LOWER_LAYERS))} sit below the web layers and never import "
-        f"them:\n{listing(offending)}"
-    )
-
-
-def test_the_import_reader_sees_relative_nested_and_package_imports():
-    source = (
-        "import reviewapp.web.access\n"
-        "from reviewapp import insights\n"
-        "from . import services\n"
-        "from ..core.cite import resolve\n"
-        "def view():\n"
-        "    from reviewapp.api.auth import ApiAuth\n"
-    )
-    found = {i.target for i in imports_in(source, "reviewapp.ledger.views")}
-    assert found == {
-        "reviewapp.web.access",
-        "reviewapp.insights",
-        "reviewapp.ledger.services",
-        "reviewapp.core.cite.resolve",
-        "reviewapp.api.auth.ApiAuth",
-    }
-    in_package = imports_in("from .models import Entry", "reviewapp.ledger", is_package=True)
-    assert [i.target for i in in_package] == ["reviewapp.ledger.models.Entry"]
-
-
-def test_the_rules_read_every_layer():
-    # A package renamed or moved away would otherwise pass every rule by having no imports.
-    assert {layer(i.module) for i in IMPORTS} >= {"core", "review", "api", "web", "insights"}
+    contract = [[name.strip() for name in row.split("|")] for row in _contracts()["apps"]["layers"]]
+    assert drawn == contract

@@ -1,3 +1,3 @@
 """Celery autodiscovery imports `<app>.tasks`; this registers the trial task."""
 
-from reviewapp.review.evaluation.trial import run_trial  # noqa: F401
+from .trials import run_trial  # noqa: F401

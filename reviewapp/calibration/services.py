@@ -1,9 +1,9 @@
 """Writing human labels with each reviewer decision and audit verdict; catching a lens's drift.
 
-`labels_record` runs inside a reviewer decision's own transaction
-(decision_append calls it), `audit_labels_record` inside an audit verdict's
-(audit_verdict_sign calls it), so a label exists exactly when its decision or
-verdict does; `labels_rebuild` writes them all again from both in a few
+`labels_record` runs inside a reviewer decision's own transaction (on review's
+`decision_appended` event), `audit_labels_record` inside an audit verdict's (on
+`audit_verdict_signed`; see receivers.py), so a label exists exactly when its
+decision or verdict does; `labels_rebuild` writes them all again from both in a few
 statements (after a bulk load, or to backfill). Drift is evaluated for the
 lenses of the decided proposal only, in one query for all of them.
 """
@@ -53,7 +53,7 @@ def labels_record(*, decision: Decision) -> None:
 def audit_labels_record(*, audit: DecisionAudit) -> None:
     """A reviewer's audit verdict as the human label of an automatic decision.
 
-    Called in the verdict's own transaction (review.services.audits). The
+    Called in the verdict's own transaction (on `audit_verdict_signed`). The
     machine's decision is what the reviewer checked, so it gives
     `machine_approved`; the verdict gives `approved`.
     """

@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from reviewapp.review.demo import REVIEWERS_GROUP
+from reviewapp.review.groups import REVIEWERS_GROUP
 
 from .services import export_lines
 

@@ -6,7 +6,7 @@ reviewers' job, so it takes membership of the reviewers group (or superuser).
 
 from django.contrib.auth import get_user_model
 
-from .demo import RECONCILERS_GROUP, REVIEWERS_GROUP
+from .groups import RECONCILERS_GROUP, REVIEWERS_GROUP
 
 
 def may_sign_decisions(user) -> bool:

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from reviewapp.review.access import may_sign_decisions
-from reviewapp.review.demo import REVIEWERS_GROUP
+from reviewapp.review.groups import REVIEWERS_GROUP
 from reviewapp.review.models import ApiClient
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.clients import (

@@ -1,9 +1,10 @@
 """Recording events in the outbox, inside the transaction that makes them true.
 
-Each `webhook_record_*` is called by the service that writes the event (a
-decision, an escalation, a claim, a submission) before it commits: the
-delivery rows commit or roll back with the event, so an event is never
-announced that did not happen, and never happens unannounced. Sending starts
+Each `webhook_record_*` is called before the event commits, by this app's
+receiver of review's signal (receivers.py) for a decision, an escalation, a
+claim or a submission, and by calibration for a lens's drift: the delivery
+rows commit or roll back with the event, so an event is never announced that
+did not happen, and never happens unannounced. Sending starts
 after commit; if the broker is down then, the sweeper sends later.
 """
 
@@ -14,7 +15,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from reviewapp.review import access
+from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
 from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Proposal
 from reviewapp.review.services.visibility import (
     client_may_see,
@@ -223,9 +224,9 @@ def _subscribed(event_type: str) -> list[Endpoint]:
     endpoints = [e for e in endpoints if event_type in e.events]
     # A personal token's endpoint hears nothing once its user may no longer review;
     # asked for all of them in one query, whatever the number of reviewers subscribed.
-    access.may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
+    may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
     return [
-        e for e in endpoints if e.client.user_id is None or access.may_sign_decisions(e.client.user)
+        e for e in endpoints if e.client.user_id is None or may_sign_decisions(e.client.user)
     ]
 
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from reviewapp.review.evaluation.trial import TrialFailed, checker_trial
+from reviewapp.audit.trials import TrialFailed, checker_trial
 from reviewapp.review.models import CheckerConfig
 from tests.factories import CheckerFactory
 

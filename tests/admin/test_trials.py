@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.audit.models import Trial
-from reviewapp.review.evaluation.trial import TrialFailed, lens_trial, trial_run
+from reviewapp.audit.trials import TrialFailed, lens_trial, trial_run
 from reviewapp.review.models import ApiClient, Judgement, Lens, Proposal
 from reviewapp.review.services.clients import api_client_create
 from reviewapp.webhooks.services import endpoint_create
@@ -334,9 +334,9 @@ def test_running_an_llm_lens_trial_hands_it_to_the_loop_without_calling_the_mode
         def start(self, work):
             started.append(work)
 
-    monkeypatch.setattr("reviewapp.review.evaluation.trial.runtime", Loop)
+    monkeypatch.setattr("reviewapp.audit.trials.runtime", Loop)
     monkeypatch.setattr(
-        "reviewapp.review.evaluation.trial.llm_trial_run", lambda trial_id: trial_id
+        "reviewapp.audit.trials.llm_trial_run", lambda trial_id: trial_id
     )
     trial_run(trial.pk)  # what run_trial does in a worker slot
     trial.refresh_from_db()

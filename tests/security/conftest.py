@@ -3,8 +3,8 @@ from django.apps import apps
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 
+from reviewapp.audit.trials import trial_start
 from reviewapp.replay.services import regression_case_add, replay_plan
-from reviewapp.review.evaluation.trial import trial_start
 from reviewapp.review.models import Decision, Escalation
 from reviewapp.review.services.clients import api_client_create
 from tests.factories import CheckerFactory, ReviewerFactory, UserFactory

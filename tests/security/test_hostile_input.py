@@ -357,7 +357,7 @@ def test_regex_bomb_in_a_regex_checker_finishes_quickly(db, pattern, verdict):
 
 
 def test_regex_bomb_through_the_admin_trial_finishes_quickly(db):
-    from reviewapp.review.evaluation.trial import trial_run, trial_start
+    from reviewapp.audit.trials import trial_run, trial_start
 
     checker = CheckerConfig.objects.create(
         name="bomb-trial", kind="constraints", settings={"mandate": BOMB}

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from reviewapp.audit.models import AuditEntry
-from reviewapp.review.evaluation.trial import trial_start
+from reviewapp.audit.trials import trial_start
 from reviewapp.review.models import Escalation, Lens
 from reviewapp.review.services.escalations import (
     ClaimHeldByOther,

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
-from ..access import REVIEWERS_GROUP
+from ..groups import REVIEWERS_GROUP
 from ..models import AssignmentRule, Escalation
 from ..services.assignments import escalation_assign
 from .mixins import AuditedAdminMixin

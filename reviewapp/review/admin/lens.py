@@ -2,6 +2,7 @@
 
 import json
 import shlex
+from dataclasses import dataclass
 
 from django.contrib import admin, messages
 from django.db import transaction
@@ -12,15 +13,15 @@ from django.urls import reverse
 from reviewapp.audit.models import Trial
 from reviewapp.audit.services import audit_change
 from reviewapp.calibration.admin import lens_agreement_html
+from reviewapp.webhooks.models import Endpoint, Event
 
 from ..evaluation import endpoint_limits
-from ..models import Lens
+from ..models import ApiClient, Lens
 from ..services.lenses import (
     LENS_AUDIT_FIELDS,
     api_key_status,
     external_judge_status,
     external_judgement_example,
-    external_judges,
     lens_delete_refusal,
 )
 from .forms.lens import LensAdminForm
@@ -31,6 +32,46 @@ from .mixins import (
     RefuseDeletingWhatIsInUseMixin,
     TrialMixin,
 )
+
+
+@dataclass(frozen=True)
+class ExternalJudge:
+    """An API client bound to an external lens, as the lens's try page describes it."""
+
+    name: str
+    token_prefix: str
+    # Why its judgements would be refused, or "" when it can answer.
+    problem: str
+    # It has a live webhook for judgement.requested, so it hears of each proposal.
+    notified: bool
+    # It may list proposals (GET /api/proposals), so it can look for them itself.
+    can_list: bool
+
+
+def external_judges(lens: Lens) -> list[ExternalJudge]:
+    """The clients that answer for `lens` through the API, and whether they can (two queries)."""
+    clients = list(lens.judge_clients.order_by("name"))
+    hooked = {
+        client_id
+        for client_id, events in Endpoint.objects.filter(
+            client__in=clients, disabled_at__isnull=True
+        ).values_list("client_id", "events")
+        if Event.JUDGEMENT_REQUESTED in events
+    }
+    judges = []
+    for client in clients:
+        if client.revoked_at:
+            problem = "revoked: its token no longer authenticates"
+        elif ApiClient.Scope.JUDGE not in (client.scopes or []):
+            problem = "lacks the 'judge' scope: its judgements are refused (403)"
+        else:
+            problem = ""
+        scopes = client.scopes or []
+        can_list = ApiClient.Scope.READ in scopes or ApiClient.Scope.READ_ALL in scopes
+        judges.append(
+            ExternalJudge(client.name, client.token_prefix, problem, client.pk in hooked, can_list)
+        )
+    return judges
 
 
 @admin.register(Lens)

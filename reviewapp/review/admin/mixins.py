@@ -15,8 +15,8 @@ from django.urls import path, reverse
 
 from reviewapp.audit.models import Trial
 from reviewapp.audit.services import audit_change, audit_delete, snapshot
+from reviewapp.audit.trials import trial_start
 
-from ..evaluation.trial import trial_start
 from .forms.trial import TrialForm
 
 # htmx-csp.js right after htmx: no injected style, no eval (Content-Security-Policy).

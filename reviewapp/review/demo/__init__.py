@@ -11,14 +11,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
+from ..groups import RECONCILERS_GROUP, REVIEWERS_GROUP
 from ..models import CheckerConfig, Lens, Panel, RecordedResponse
 from ..services.panels import panel_configure
 from ..services.proposals import proposal_submit
 from . import data
 
-REVIEWERS_GROUP = "reviewers"
-# Decide escalations whose reviewers disagree.
-RECONCILERS_GROUP = "reconcilers"
 GARBAGE = ["I think it's fine, mostly.", "Honestly it reads well to me."]
 
 

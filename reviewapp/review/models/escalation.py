@@ -18,6 +18,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from ..access import may_reconcile, may_sign_decisions
 from .proposal import Proposal
 
 
@@ -200,8 +201,6 @@ class Escalation(models.Model):
         """Blind review: others' reviews show once `user` has given theirs, the escalation
         is decided, or it waits for reconciliation and `user` may reconcile it. A reconciler
         reviews too, so before then they are as blind as anyone."""
-        from ..access import may_reconcile  # access reads the models
-
         if self.is_resolved or (self.awaits_reconciler and may_reconcile(user)):
             return True
         return user is not None and self.reviews.filter(reviewer=user).exists()
@@ -223,8 +222,6 @@ class Escalation(models.Model):
         `places=False` (the inbox, row by row): leave out the several-review
         places, which cost queries per row.
         """
-        from ..access import may_reconcile, may_sign_decisions  # access reads the models
-
         now = now or timezone.now()
         state = ClaimState(
             status=self.status,

@@ -4,9 +4,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Q
 
-from reviewapp.audit.models import AuditEntry
-from reviewapp.audit.services import audit_record
-
+from .. import events
 from ..access import may_sign_decisions
 from ..models import AssignmentRule, Escalation
 
@@ -30,24 +28,11 @@ def _names(user, group) -> dict:
     }
 
 
-def _audit_assignment(escalation: Escalation, *, actor, old: dict, new: dict, note: str = ""):
-    if old == new:
-        return
-    if not any(new.values()):
-        action = AuditEntry.Action.UNASSIGN
-    elif not any(old.values()):
-        action = AuditEntry.Action.ASSIGN
-    else:
-        action = AuditEntry.Action.REASSIGN
-    audit_record(
-        actor=actor,
-        action=action,
-        target_type="escalation",
-        target=escalation,
-        target_repr=f"escalation {escalation.pk} (proposal {escalation.proposal_id})",
-        changes={f"assigned_{k}": {"old": old[k], "new": new[k]} for k in new if old[k] != new[k]},
-        note=note,
-    )
+def _assignment_changed(escalation: Escalation, *, by, old: dict, new: dict, note: str = ""):
+    if old != new:  # the audit entry commits with the change
+        events.escalation_assignment_changed.send(
+            sender=Escalation, escalation=escalation, by=by, old=old, new=new, note=note
+        )
 
 
 def escalation_assign(*, escalation: Escalation, user=None, group=None, by, note: str = ""):
@@ -75,7 +60,7 @@ def escalation_assign(*, escalation: Escalation, user=None, group=None, by, note
         locked.assigned_user = user
         locked.assigned_group = group
         locked.save(update_fields=["assigned_user", "assigned_group"])
-        _audit_assignment(locked, actor=by, old=old, new=_names(user, group), note=note)
+        _assignment_changed(locked, by=by, old=old, new=_names(user, group), note=note)
     escalation.assigned_user = user
     escalation.assigned_group = group
     return escalation
@@ -101,9 +86,9 @@ def escalation_assign_by_rules(*, escalation: Escalation, panel_id: int | None) 
     escalation.assigned_user = rule.assigned_user
     escalation.assigned_group = rule.assigned_group
     escalation.save(update_fields=["assigned_user", "assigned_group"])
-    _audit_assignment(
+    _assignment_changed(
         escalation,
-        actor="assignment rule",
+        by="assignment rule",
         old=_names(None, None),
         new=_names(rule.assigned_user, rule.assigned_group),
         note=f"rule {rule.pk}: {rule}",

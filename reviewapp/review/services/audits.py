@@ -11,12 +11,11 @@ import random
 from django.db import transaction
 from django.utils import timezone
 
-from reviewapp.calibration.services import audit_labels_record
 from reviewapp.core.audits import audit_drawn
 from reviewapp.core.blank import shows_nothing
 from reviewapp.core.signing import Signer, sha256_hex
-from reviewapp.webhooks.events import webhook_record_disputed
 
+from .. import events
 from ..keys import server_signer
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
 from ..search import escalation_search_vector
@@ -108,8 +107,6 @@ def audit_verdict_sign(
             key_id=signed.key_id,
             hash=sha256_hex(signed.payload_bytes),
         )
-        if not audit.agrees:
-            webhook_record_disputed(audit=audit)  # the outbox row commits with the verdict
-        # The verdict is the human label each lens on the proposal is measured against.
-        audit_labels_record(audit=audit)
+        # The outbox row (if it disputes) and the human label commit with the verdict.
+        events.audit_verdict_signed.send(sender=DecisionAudit, audit=audit)
     return audit

@@ -8,7 +8,6 @@ from django.db import transaction
 from django.utils import timezone
 from reviewapp_client.verify.ledger import decision_facts
 
-from reviewapp.calibration.services import labels_record
 from reviewapp.core.canonical_template import CanonicalTemplate
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
 from reviewapp.ledger.rows import DECISION_ROW_COLUMNS, decision_row_mismatches
@@ -19,8 +18,8 @@ from reviewapp.ledger.services import (
     ledger_prepare_decision,
     lock_chain_head_and_ledger,
 )
-from reviewapp.webhooks.events import webhook_decided_watchers, webhook_record_decided
 
+from .. import events
 from ..final_notice import proposal_final_notify
 from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
@@ -154,7 +153,8 @@ def decision_append(
         decision=decision,
         evidence=[evidence_entry(e) for e in evidence] if evidence_is_new else [],
     )
-    watchers = webhook_decided_watchers(proposal=proposal)
+    prepared: dict = {}  # what receivers read ahead, so that less runs under the lock
+    events.decision_preparing.send(sender=Decision, proposal=proposal, prepared=prepared)
     # No savepoint inside a caller's transaction: nothing here is retried, and
     # a failure must roll back the caller's writes as well.
     with transaction.atomic(savepoint=False):
@@ -173,11 +173,8 @@ def decision_append(
         # in one statement); the tree is built by the next checkpoint.
         ledger_append_decision(append, head=head)
         annotations_store(decision=decision, annotations=annotations)
-        # The outbox row commits with the decision.
-        webhook_record_decided(decision=decision, watchers=watchers)
-        # A reviewer's decision is the human label each lens is measured against
-        # (a system decision returns at once, so automatic appends pay nothing).
-        labels_record(decision=decision)
+        # The outbox row and a reviewer's human labels commit with the decision.
+        events.decision_appended.send(sender=Decision, decision=decision, prepared=prepared)
         proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
     return decision
 

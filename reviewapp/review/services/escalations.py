@@ -8,16 +8,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from reviewapp.audit.models import AuditEntry
-from reviewapp.audit.services import audit_record
 from reviewapp.core.blank import shows_nothing
-from reviewapp.webhooks.events import (
-    webhook_record_claimed,
-    webhook_record_reconcile,
-    webhook_record_released,
-    webhook_record_review_submitted,
-)
 
+from .. import events
 from ..access import may_reconcile, may_sign_decisions
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal, ReviewClaim
 from ..models.escalation import claim_ttl
@@ -71,8 +64,7 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
         )
         escalation = Escalation.objects.select_related("claimed_by").get(pk=escalation_id)
         if won:
-            webhook_record_claimed(escalation=escalation)
-            _audit(escalation, actor=user, action=AuditEntry.Action.CLAIM)
+            events.escalation_claimed.send(sender=Escalation, escalation=escalation, user=user)
     if not won:
         if escalation.is_resolved:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
@@ -97,7 +89,7 @@ def _review_claim(escalation_id: int, user) -> Escalation:
         ReviewClaim.objects.update_or_create(
             escalation=escalation, user=user, defaults={"claimed_at": timezone.now()}
         )
-        _audit(escalation, actor=user, action=AuditEntry.Action.CLAIM)
+        events.review_place_claimed.send(sender=Escalation, escalation=escalation, user=user)
     return escalation
 
 
@@ -111,21 +103,8 @@ def escalation_release(*, escalation_id: int, user) -> bool:
         ).update(**Escalation.unheld_values())
         if released:
             escalation = Escalation.objects.get(pk=escalation_id)
-            webhook_record_released(escalation=escalation)
-            _audit(escalation, actor=user, action=AuditEntry.Action.RELEASE)
+            events.escalation_released.send(sender=Escalation, escalation=escalation, user=user)
     return bool(released)
-
-
-def _audit(escalation: Escalation, *, actor, action: str, changes=None, note: str = "") -> None:
-    audit_record(
-        actor=actor,
-        action=action,
-        target_type="escalation",
-        target=escalation,
-        target_repr=f"escalation {escalation.pk} (proposal {escalation.proposal_id})",
-        changes=changes,
-        note=note,
-    )
 
 
 class NotStaff(PermissionDenied):
@@ -156,13 +135,8 @@ def escalation_reassign(*, escalation_id: int, to_user, by_user, note: str = "")
             raise AwaitingReconciler(f"escalation {escalation_id} waits for a reconciler")
         previous = escalation.claimed_by.get_username() if escalation.claimed_by else None
         escalation.hold(to_user, timezone.now())
-        webhook_record_claimed(escalation=escalation)
-        _audit(
-            escalation,
-            actor=by_user,
-            action=AuditEntry.Action.REASSIGN,
-            changes={"claimed_by": {"old": previous, "new": to_user.get_username()}},
-            note=note,
+        events.escalation_reassigned.send(
+            sender=Escalation, escalation=escalation, by=by_user, previous=previous, note=note
         )
     return escalation
 
@@ -357,7 +331,7 @@ def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResu
     )
     reviews = list(escalation.reviews.order_by("id"))
     needed = escalation.reviews_needed
-    webhook_record_review_submitted(escalation=escalation, reviews=len(reviews))
+    events.review_submitted.send(sender=Escalation, escalation=escalation, reviews=len(reviews))
     ReviewClaim.objects.filter(escalation=escalation, user=user).delete()
     if len(reviews) < needed:
         _claims_end(escalation, user)
@@ -375,7 +349,7 @@ def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResu
         )
         return ReviewResult("decided", len(reviews), needed, decision)
     escalation.to_reconcile()
-    webhook_record_reconcile(escalation=escalation)
+    events.reviews_disagreed.send(sender=Escalation, escalation=escalation)
     return ReviewResult("reconcile", len(reviews), needed)
 
 

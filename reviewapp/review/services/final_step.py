@@ -11,8 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from reviewapp.webhooks.events import webhook_record_escalated
-
+from .. import events
 from ..final_notice import proposal_final_notify
 from ..models import Escalation, Proposal
 from ..search import escalation_search_vector
@@ -76,6 +75,6 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         proposal.status = Proposal.Status.ESCALATED
         proposal.finalized_at = timezone.now()
         proposal.save(update_fields=["status", "finalized_at", "updated_at"])
-        webhook_record_escalated(escalation=escalation)  # commits with the escalation
+        events.proposal_escalated.send(sender=Escalation, escalation=escalation)  # commits with it
         proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
     return escalation

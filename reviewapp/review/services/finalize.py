@@ -12,8 +12,8 @@ from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import route
 from reviewapp.core.signing import Signer
 from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
-from reviewapp.webhooks.events import webhook_record_escalated
 
+from .. import events
 from ..final_notice import proposal_final_notify
 from ..keys import server_signer
 from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
@@ -196,7 +196,8 @@ def proposal_finalize(
             if evidence:  # else ledger_append takes no lock
                 check_foreign_keys_now()
             ledger_append(evidence_entry(row) for row in evidence)
-            webhook_record_escalated(escalation=escalation)  # commits with the escalation
+            # The outbox row commits with the escalation.
+            events.proposal_escalated.send(sender=Escalation, escalation=escalation)
             proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
         else:
             decision = decision_append(

@@ -17,10 +17,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from reviewapp.audit.models import AuditEntry
-from reviewapp.audit.services import audit_record
 from reviewapp.core.signing import KeyFileError, Signer
 
+from .. import events
 from ..keys import forget_cached_signer
 from ..models import SigningKey
 
@@ -139,21 +138,13 @@ def _rotate_locked(key_file: Path, actor) -> Rotation:
             others.update(retired_at=now)
             if retired_row is not None:
                 retired_row.refresh_from_db()
-            audit_record(
-                actor=actor,
-                action=AuditEntry.Action.ROTATE,
-                target_type="signing key",
-                target=new_row,
-                changes={
-                    "signing_key": {
-                        "old": old_signer.key_id if old_signer else None,
-                        "new": new_signer.key_id,
-                    },
-                    "retired": {"old": [], "new": retiring},
-                },
-                note=(
-                    f"old seed moved to {retired_file}" if retired_file else "no previous key file"
-                ),
+            events.signing_key_rotated.send(
+                sender=SigningKey,
+                key=new_row,
+                by=actor,
+                old_key_id=old_signer.key_id if old_signer else None,
+                retired=retiring,
+                retired_file=retired_file,
             )
             # Inside the transaction: if the files cannot be moved, nothing is recorded.
             if old_signer is not None:

@@ -1,9 +1,5 @@
 """Lens configuration as the admin sees it: what is audited, what refuses a delete."""
 
-from dataclasses import dataclass
-
-from reviewapp.webhooks.models import Endpoint, Event
-
 from ..evaluation import llm_keys
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Panel
 from .in_flight import in_flight_refusals, lenses_needed
@@ -80,46 +76,6 @@ def judge_clients_refusal(clients) -> str | None:
         "lens would be refused (403) and its proposals would wait out the panel's external "
         "deadline. Give the scope on the API client's page first, or untick the client."
     )
-
-
-@dataclass(frozen=True)
-class ExternalJudge:
-    """An API client bound to an external lens, as the lens's try page describes it."""
-
-    name: str
-    token_prefix: str
-    # Why its judgements would be refused, or "" when it can answer.
-    problem: str
-    # It has a live webhook for judgement.requested, so it hears of each proposal.
-    notified: bool
-    # It may list proposals (GET /api/proposals), so it can look for them itself.
-    can_list: bool
-
-
-def external_judges(lens: Lens) -> list[ExternalJudge]:
-    """The clients that answer for `lens` through the API, and whether they can (two queries)."""
-    clients = list(lens.judge_clients.order_by("name"))
-    hooked = {
-        client_id
-        for client_id, events in Endpoint.objects.filter(
-            client__in=clients, disabled_at__isnull=True
-        ).values_list("client_id", "events")
-        if Event.JUDGEMENT_REQUESTED in events
-    }
-    judges = []
-    for client in clients:
-        if client.revoked_at:
-            problem = "revoked: its token no longer authenticates"
-        elif ApiClient.Scope.JUDGE not in (client.scopes or []):
-            problem = "lacks the 'judge' scope: its judgements are refused (403)"
-        else:
-            problem = ""
-        scopes = client.scopes or []
-        can_list = ApiClient.Scope.READ in scopes or ApiClient.Scope.READ_ALL in scopes
-        judges.append(
-            ExternalJudge(client.name, client.token_prefix, problem, client.pk in hooked, can_list)
-        )
-    return judges
 
 
 def external_judgement_example(lens: Lens) -> dict:

@@ -3,9 +3,9 @@
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from reviewapp.audit.services import audit_change
 from reviewapp.core.quorum import Quorum, QuorumError
 
+from .. import events
 from ..models import CheckerConfig, Lens, Panel, PanelLens
 from ..models.panel import MAX_PRIORITY, MAX_REVIEWS_NEEDED
 
@@ -84,12 +84,6 @@ def panel_configure(
         PanelLens(panel=panel, lens=lens, position=i) for i, lens in enumerate(lenses)
     )
     panel.checkers.set(checkers)
-    if old_priority is not None:  # a change only: writes nothing when it is the same
-        audit_change(
-            actor=by,
-            target_type="panel",
-            target=panel,
-            before={"priority": old_priority},
-            after={"priority": panel.priority},
-        )
+    if old_priority is not None and old_priority != panel.priority:  # a change only
+        events.panel_priority_changed.send(sender=Panel, panel=panel, by=by, old=old_priority)
     return panel

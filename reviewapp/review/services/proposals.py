@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
-from reviewapp.webhooks.events import webhook_record_judgement_requested
 
+from .. import events
 from ..models import ApiClient, AwaitedLens, Lens, Panel, Proposal
 from .judgements import answered_lens_ids
 
@@ -125,7 +125,7 @@ def proposal_submit(
                 AwaitedLens(proposal=proposal, lens_id=lens_id)
                 for lens_id in external_lens_ids(snapshot)
             )
-            webhook_record_judgement_requested(proposal=proposal)  # commits with the proposal
+            events.proposal_submitted.send(sender=Proposal, proposal=proposal)  # commits with it
             # robust: the proposal is stored either way; if the broker is down
             # the client still gets its 202 and the sweeper enqueues it later.
             if worker_lenses:

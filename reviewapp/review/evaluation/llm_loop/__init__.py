@@ -46,7 +46,7 @@ Design (see README, "What happens to a submission"):
 - At most ``REVIEWAPP_LLM_PROPOSALS_PER_PROCESS`` proposals are on one loop;
   a task that would add one more waits for room (back-pressure on the broker,
   not an unbounded backlog in memory).
-- The admin's trial of an LLM lens ("try this lens", ``trial.run_trial``) is
+- The admin's trial of an LLM lens ("try this lens", ``audit.trials.run_trial``) is
   judged here too, on the same clients and gates.
 
 While a proposal is on the loop its ``updated_at`` is refreshed, so the

@@ -248,7 +248,7 @@ class Runtime:
     ) -> JudgeOutcome:
         """One LLM lens on one text, on this loop's clients and gates; raises LensFailed.
 
-        Proposals and the admin's trials alike (``trial.llm_trial_run``).
+        Proposals and the admin's trials alike (``audit.trials.llm_trial_run``).
         """
         options = chat_options(lens)
         session = self.session_for(lens.base_url)

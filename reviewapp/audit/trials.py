@@ -3,7 +3,8 @@
 Nothing here writes a proposal, a judgement or evidence: the lens runs on an
 unsaved Proposal carrying only the sample, and a checker's verdict is signed
 with a throwaway key, so a trial can never pass for a real verdict.
-The result is stored on an `audit.Trial` row for the admin page to poll.
+The result is stored on a `Trial` row for the admin page to poll. Trials live
+here, with their model and result pages, and run review's lenses and checkers.
 """
 
 import hashlib
@@ -14,19 +15,20 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reviewapp.audit.models import AuditEntry, Trial, lost_before
-from reviewapp.audit.services import audit_record
 from reviewapp.core import checkers as core_checkers
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import JudgeOutcome, LensFailed
 from reviewapp.core.signing import Signer
+from reviewapp.review.evaluation.evaluators import evaluate_lens
+from reviewapp.review.evaluation.llm_loop import runtime
+from reviewapp.review.models import CheckerConfig, Lens, Proposal
 
-from ..models import CheckerConfig, Lens, Proposal
-from .evaluators import evaluate_lens
-from .llm_loop import runtime
+from .models import AuditEntry, Trial, lost_before
+from .services import audit_record
 
 log = logging.getLogger(__name__)
 
+# The name it had in review: a trial queued before an upgrade still runs after it.
 TRIAL_TASK_NAME = "reviewapp.review.trial.run_trial"
 
 

@@ -1,0 +1,132 @@
+"""What review tells the apps above it: Django signals, one per thing that happened.
+
+Review never imports the apps that act on its changes (webhooks, calibration,
+audit); it sends one of these, and they connect receivers in their
+`AppConfig.ready()` (docs/architecture.md, "How review tells the others").
+
+Every signal is sent with `send()`, never `send_robust()`, **inside the
+transaction that makes it true**: what a receiver writes commits or rolls back
+with it (an outbox row with its event, a human label with its decision, an audit
+entry with its action), and a receiver's error rolls the whole of it back. What
+must follow the commit (sending a webhook, waking a worker) the receiver defers
+with `transaction.on_commit` itself.
+
+Each signal's `sender` is the model class named first; the keyword arguments
+and who listens are listed with it.
+"""
+
+from django.dispatch import Signal
+
+# -- proposals and decisions -------------------------------------------------
+
+proposal_submitted = Signal()
+"""A proposal was stored (sender `Proposal`; `proposal`), before its lenses run.
+
+Heard by webhooks: `judgement.requested` to the clients bound to its external lenses.
+"""
+
+proposal_escalated = Signal()
+"""The final step handed a proposal to people (sender `Escalation`; `escalation`):
+its tally, checkers or routing said so, or the step itself kept failing.
+
+Heard by webhooks: `proposal.escalated`. (An audit's escalation is not one: the
+decision stands.)
+"""
+
+decision_preparing = Signal()
+"""A decision is about to be signed (sender `Decision`; `proposal`, `prepared`).
+
+Sent by `decision_append` before it takes the chain-head lock that every
+decision waits for in turn. A receiver reads here what it can ahead of the
+decision and keeps it in the dict `prepared` under its own key; the same dict
+comes back with `decision_appended`, so less runs under the lock.
+
+Heard by webhooks: the endpoints `proposal.decided` will go to.
+"""
+
+decision_appended = Signal()
+"""A decision was signed and entered the ledger (sender `Decision`; `decision`,
+`prepared`: the dict filled at `decision_preparing`), under the chain-head lock.
+
+Heard by webhooks (`proposal.decided`) and calibration (a reviewer's decision is
+the human label each lens on the proposal is measured against; a system decision
+writes none).
+"""
+
+audit_verdict_signed = Signal()
+"""A reviewer's verdict on an automatic decision was signed (sender
+`DecisionAudit`; `audit`). The decision stands either way.
+
+Heard by webhooks (`decision.disputed`, when the verdict differs) and
+calibration (the verdict is a human label).
+"""
+
+# -- escalations ---------------------------------------------------------------
+
+escalation_claimed = Signal()
+"""`user` claimed an escalation that needs one review (sender `Escalation`; `escalation`,
+`user`).
+
+Heard by webhooks (`escalation.claimed`) and audit (a claim entry).
+"""
+
+review_place_claimed = Signal()
+"""`user` holds one of the places of an escalation that needs several reviews
+(sender `Escalation`; `escalation`, `user`). The escalation's own state does not change.
+
+Heard by audit (a claim entry).
+"""
+
+escalation_released = Signal()
+"""`user` gave their claim back (sender `Escalation`; `escalation`, `user`).
+
+Heard by webhooks (`escalation.released`) and audit (a release entry).
+"""
+
+escalation_reassigned = Signal()
+"""Staff gave an escalation's claim to someone (sender `Escalation`; `escalation`
+with its new holder, `by` the staff user, `previous` the former holder's username
+or None, `note`).
+
+Heard by webhooks (`escalation.claimed`) and audit (a reassign entry).
+"""
+
+escalation_assignment_changed = Signal()
+"""The queue an escalation is in changed (sender `Escalation`; `escalation`, `by` a
+user or a name such as "assignment rule", `old` and `new` as {"user": username or
+None, "group": name or None}, which differ, `note`).
+
+Heard by audit (an assign, unassign or reassign entry).
+"""
+
+review_submitted = Signal()
+"""A review was given on an escalation that needs several, the last one too (sender
+`Escalation`; `escalation`, `reviews`: how many it has now).
+
+Heard by webhooks (`escalation.review_submitted`).
+"""
+
+reviews_disagreed = Signal()
+"""Every review is in and they disagree: the escalation waits for a reconciler
+(sender `Escalation`; `escalation`).
+
+Heard by webhooks (`escalation.reconcile`).
+"""
+
+# -- configuration -------------------------------------------------------------
+
+panel_priority_changed = Signal()
+"""A panel's priority changed (sender `Panel`; `panel` with its new priority, `by`,
+`old`).
+
+Heard by audit (an update entry).
+"""
+
+signing_key_rotated = Signal()
+"""A new server signing key took over (sender `SigningKey`; `key` the new row, `by`
+a user or a name, `old_key_id` the previous key file's id or None, `retired` the ids
+retired for signing, `retired_file` where the old seed went, or None).
+
+Sent before the key files are moved, in the same transaction: if they cannot be,
+nothing is recorded. Heard by audit (a rotate entry).
+"""
