@@ -18,8 +18,7 @@ from reviewapp.core.signing import Signer, sha256_hex
 from .. import events
 from ..keys import server_signer
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
-from ..search import escalation_search_vector
-from .assignments import escalation_assign_by_rules
+from .escalating import escalation_open
 
 AUDIT_PAYLOAD_TYPE = "reviewapp.audit/v1"
 # The draw; tests put a seeded random.Random here to make it repeatable.
@@ -34,19 +33,16 @@ def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | 
     rate = Panel.objects.filter(pk=proposal.panel_id).values_list("audit_rate", flat=True).first()
     if not audit_drawn(rate or 0, AUDIT_RANDOM.random):
         return None
-    escalation = Escalation.objects.create(
+    return escalation_open(
         proposal=proposal,
         reasons=[Escalation.Reason.AUDIT.value],
         reviews_needed=1,  # one verdict, whatever the panel's reviews_needed
-        search=escalation_search_vector(proposal.pk),
         detail={
             "explanation": f"Audit: the system {decision.outcome} this proposal; "
             "a reviewer checks it (the decision stands).",
             "decision": decision.pk,
         },
     )
-    escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
-    return escalation
 
 
 def audit_payload(

@@ -12,7 +12,7 @@ from reviewapp.core.blank import shows_nothing
 
 from .. import events
 from ..access import may_reconcile, may_sign_decisions
-from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal, ReviewClaim
+from ..models import Decision, DecisionAudit, Escalation, Proposal, ReviewClaim
 from ..models.escalation import claim_ttl
 from .annotations import Annotations, annotations_payload, annotations_validate
 from .audits import audit_verdict_sign
@@ -178,11 +178,6 @@ class NotAReconciler(PermissionDenied):
 
 class NeedsAPerson(PermissionDenied):
     """An escalation that needs several reviews takes each from a named person."""
-
-
-def panel_reviews_needed(proposal: Proposal) -> int:
-    """How many reviews an escalation of `proposal` will need (its panel's setting now)."""
-    return Panel.objects.values_list("reviews_needed", flat=True).get(pk=proposal.panel_id)
 
 
 def escalation_decide(
