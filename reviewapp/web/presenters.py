@@ -231,54 +231,99 @@ def proposal_view(
     """Group a proposal's claims by span and lens for the page and its highlighter.
 
     `judgements` must have their claims prefetched; `marks` are the reviewer's
-    marks by claim id, once the proposal is decided.
+    marks by claim id, once the proposal is decided. The lens cards first
+    (`_lens_cards`), then each claim in its place (`_place_claims`), the
+    spans in text order (`_ordered_spans`), what the highlighter reads
+    (`_highlight_data`) and the claims × lenses grid (`_grid`).
     """
-    marks = marks or {}
-    snapshot_entries = (proposal.panel_snapshot or {}).get("lenses", [])
-    snapshot_lenses = [entry["name"] for entry in snapshot_entries]
-    backends = {entry["name"]: entry.get("backend", "") for entry in snapshot_entries}
+    cards = _lens_cards(proposal, judgements, failures)
+    placed = _place_claims(proposal, judgements, cards, marks or {})
+    ordered = _ordered_spans(placed.spans)
+    lens_cards = list(cards.values())
+    grid = _grid(
+        lens_cards,
+        [("answer", span["excerpt"], span["claims"]) for span in ordered]
+        + [("thought", c["excerpt"], [c]) for c in placed.thought]
+        + [("unanchored", c["excerpt"], [c]) for c in placed.unresolved],
+    )
+    return ProposalView(
+        grid=grid,
+        lenses=lens_cards,
+        spans=ordered,
+        unresolved=placed.unresolved,
+        thought_claims=placed.thought,
+        highlight_data=_highlight_data(lens_cards, ordered, placed.thought),
+        answered=proposal.lenses_answered,
+        asked=proposal.lenses_asked,
+    )
+
+
+def _lens_cards(proposal: Proposal, judgements, failures) -> dict[str, LensCard]:
+    """A card per lens, in panel order (then any lens only the answers name), each with its
+    colour slot, its verdict or its failure."""
+    snapshot_lenses = [entry["name"] for entry in (proposal.panel_snapshot or {}).get("lenses", [])]
     slots: dict[str, int] = {}
     for name in (
         snapshot_lenses + [j.lens_name for j in judgements] + [f.lens_name for f in failures]
     ):
         slots.setdefault(name, len(slots))
-
     cards = {name: LensCard(slot=slot % LENS_SLOTS, name=name) for name, slot in slots.items()}
     for failure in failures:
         card = cards[failure.lens_name]
         card.version = failure.lens_version
         card.failure = failure.error
-
-    spans: dict[tuple[int, int], dict] = {}
-    unresolved: list[dict] = []
-    thought_claims: list[dict] = []
     for judgement in judgements:
         card = cards[judgement.lens_name]
         card.version = judgement.lens_version
         card.verdict = judgement.verdict
         card.rationale = judgement.rationale
+    return cards
+
+
+@dataclass
+class _Placed:
+    """Every claim where the page shows it: by its span of the answer, in the thought
+    process, or unresolved (with why, and what a near miss differs by)."""
+
+    spans: dict[tuple[int, int], dict] = field(default_factory=dict)
+    thought: list[dict] = field(default_factory=list)
+    unresolved: list[dict] = field(default_factory=list)
+
+
+def _claim_item(judgement: Judgement, card: LensCard, claim, marks: dict[int, str]) -> dict:
+    return {
+        "lens": judgement.lens_name,
+        "slot": card.slot,
+        "verdict": judgement.verdict,
+        "assessment": claim.assessment,
+        "note": claim.note,
+        "cite": claim.cite,
+        "text": claim.text,
+        "excerpt": excerpt(claim.text if claim.text is not None else claim.cite, 160),
+        "claim_id": claim.claim_id,
+        "pk": claim.pk,
+        "mark": marks.get(claim.pk, ""),
+        "kind": claim.anchor_kind,
+        "dropped": claim.dropped,
+        "span": None,
+    }
+
+
+def _place_claims(proposal: Proposal, judgements, cards, marks) -> _Placed:
+    backends = {
+        entry["name"]: entry.get("backend", "")
+        for entry in (proposal.panel_snapshot or {}).get("lenses", [])
+    }
+    placed = _Placed()
+    for judgement in judgements:
+        card = cards[judgement.lens_name]
         for claim in judgement.claims.all():
-            item = {
-                "lens": judgement.lens_name,
-                "slot": card.slot,
-                "verdict": judgement.verdict,
-                "assessment": claim.assessment,
-                "note": claim.note,
-                "cite": claim.cite,
-                "text": claim.text,
-                "excerpt": excerpt(claim.text if claim.text is not None else claim.cite, 160),
-                "claim_id": claim.claim_id,
-                "pk": claim.pk,
-                "mark": marks.get(claim.pk, ""),
-                "kind": claim.anchor_kind,
-                "dropped": claim.dropped,
-                "span": None,
-            }
+            item = _claim_item(judgement, card, claim, marks)
             if claim.anchor_kind == Claim.AnchorKind.ANSWER_BODY and not claim.dropped:
                 key = (claim.start_utf16, claim.end_utf16)
-                span = spans.get(key)
+                span = placed.spans.get(key)
                 if span is None:
-                    span = spans[key] = {
+                    span = placed.spans[key] = {
                         "start": claim.start_utf16,
                         "end": claim.end_utf16,
                         "text": claim.text or "",
@@ -288,77 +333,60 @@ def proposal_view(
                 span["claims"].append(item)
                 item["span"] = span
             elif claim.anchor_kind == Claim.AnchorKind.THOUGHT_WINDOW and not claim.dropped:
-                thought_claims.append(item)
+                placed.thought.append(item)
             else:
                 item["why"] = unresolved_why(
                     dropped=claim.dropped,
                     backend=backends.get(judgement.lens_name, ""),
                     requote_rounds=judgement.requote_rounds,
                 )
-                unresolved.append(item)
+                placed.unresolved.append(item)
             card.claims.append(item)
-
-    if unresolved:
+    if placed.unresolved:
         notes = near_miss_notes(
-            proposal.content, proposal.thought_process, [c["cite"] for c in unresolved]
+            proposal.content, proposal.thought_process, [c["cite"] for c in placed.unresolved]
         )
-        for item in unresolved:
+        for item in placed.unresolved:
             item["near_miss"] = notes.get(item["cite"], "")
+    return placed
 
+
+def _ordered_spans(spans: dict[tuple[int, int], dict]) -> list[dict]:
+    """The cited spans in text order, numbered, each with its lenses and whether they disagree."""
     ordered = sorted(spans.values(), key=lambda s: (s["start"], s["end"]))
     for index, span in enumerate(ordered):
         span["id"] = index
         span["lens_slots"] = sorted({c["slot"] for c in span["claims"]})
         span["lens_count"] = len({c["lens"] for c in span["claims"]})
         span["conflict"] = lenses_disagree(span["claims"])
+    return ordered
 
-    highlight_data = {
-        "lenses": [{"slot": cards[name].slot, "name": name} for name in slots],
+
+def _highlight_data(cards: list[LensCard], ordered: list[dict], thought: list[dict]) -> dict:
+    """What the page's highlighter reads (as JSON): the lenses, the spans with their claims,
+    and the thought-process claims, which carry no offsets: the page finds the resolved
+    text in the thought process, which is where grounding found it."""
+
+    def claim(c: dict, **extra) -> dict:
+        return {
+            "lens": c["lens"],
+            "slot": c["slot"],
+            "assessment": c["assessment"],
+            "note": c["note"],
+            **extra,
+        }
+
+    return {
+        "lenses": [{"slot": card.slot, "name": card.name} for card in cards],
         "spans": [
             {
                 "id": span["id"],
                 "start": span["start"],
                 "end": span["end"],
                 "text": span["text"],
-                "claims": [
-                    {
-                        "lens": c["lens"],
-                        "slot": c["slot"],
-                        "assessment": c["assessment"],
-                        "note": c["note"],
-                    }
-                    for c in span["claims"]
-                ],
+                "claims": [claim(c) for c in span["claims"]],
             }
             for span in ordered
         ],
-        # Thought-window anchors carry no offsets: the page finds the resolved
-        # text in the thought process, which is where grounding found it.
-        "thought": [
-            {
-                "lens": c["lens"],
-                "slot": c["slot"],
-                "assessment": c["assessment"],
-                "note": c["note"],
-                "text": c["text"] or "",
-            }
-            for c in thought_claims
-        ],
+        "thought": [claim(c, text=c["text"] or "") for c in thought],
     }
-    lens_cards = list(cards.values())
-    grid = _grid(
-        lens_cards,
-        [("answer", span["excerpt"], span["claims"]) for span in ordered]
-        + [("thought", c["excerpt"], [c]) for c in thought_claims]
-        + [("unanchored", c["excerpt"], [c]) for c in unresolved],
-    )
-    return ProposalView(
-        grid=grid,
-        lenses=lens_cards,
-        spans=ordered,
-        unresolved=unresolved,
-        thought_claims=thought_claims,
-        highlight_data=highlight_data,
-        answered=proposal.lenses_answered,
-        asked=proposal.lenses_asked,
-    )
