@@ -251,7 +251,6 @@ def escalation_review(
         )
         if escalation.is_resolved:
             raise EscalationClosed(f"escalation {escalation_id} is already decided")
-        needed = escalation.reviews_needed
         # Checked where each flow has passed its permission and claim checks.
         annotated = partial(
             annotations_validate,
@@ -261,45 +260,48 @@ def escalation_review(
             tags=tags,
             wrong_reason=wrong_reason,
         )
+        # Who may give this verdict and what it becomes: the escalation's state says.
         if escalation.awaits_reconciler:
-            if not may_reconcile(user):
-                raise NotAReconciler(
-                    "the reviewers disagree: only a member of the reconcilers group can decide"
-                )
-            reviews = list(escalation.reviews.order_by("id"))
-            if any(r.reviewer_id == user.pk for r in reviews):
-                # A party to the disagreement would settle it their own way.
-                raise NotAReconciler(
-                    "you gave one of the disagreeing reviews: another reconciler decides"
-                )
-            decision = _resolve(
-                escalation,
-                outcome,
-                rationale,
-                user,
-                decided_by_name,
-                reviews=reviews,
-                annotations=annotated(),
-            )
-            return ReviewResult("decided", len(reviews), needed, decision)
-        if escalation.takes_one_verdict:
-            if escalation.held_by_other(user):
-                raise ClaimHeldByOther(escalation.holder_name())
-            if escalation.is_audit:
-                # The machine's decision stands: the verdict is signed beside it.
-                audit = audit_verdict_sign(
-                    escalation=escalation,
-                    outcome=outcome,
-                    rationale=rationale,
-                    user=user,
-                    decided_by_name=decided_by_name,
-                )
-                return ReviewResult("decided", 1, 1, audit)
-            decision = _resolve(
-                escalation, outcome, rationale, user, decided_by_name, annotations=annotated()
-            )
-            return ReviewResult("decided", 1, 1, decision)
-        return _review(escalation, outcome, rationale, user, decided_by_name, annotated)
+            flow = _reconcile
+        elif escalation.takes_one_verdict:
+            flow = _one_verdict
+        else:
+            flow = _review
+        return flow(escalation, outcome, rationale, user, decided_by_name, annotated)
+
+
+def _reconcile(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
+    """A reconciler's decision on reviews that disagree, naming each of them."""
+    if not may_reconcile(user):
+        raise NotAReconciler(
+            "the reviewers disagree: only a member of the reconcilers group can decide"
+        )
+    reviews = list(escalation.reviews.order_by("id"))
+    if any(r.reviewer_id == user.pk for r in reviews):
+        # A party to the disagreement would settle it their own way.
+        raise NotAReconciler("you gave one of the disagreeing reviews: another reconciler decides")
+    decision = _resolve(
+        escalation, outcome, rationale, user, name, reviews=reviews, annotations=annotated()
+    )
+    return ReviewResult("decided", len(reviews), escalation.reviews_needed, decision)
+
+
+def _one_verdict(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
+    """The decision (or, for an audit, the verdict signed beside the machine's decision
+    that stands), unless someone else holds a live claim."""
+    if escalation.held_by_other(user):
+        raise ClaimHeldByOther(escalation.holder_name())
+    if escalation.is_audit:
+        audit = audit_verdict_sign(
+            escalation=escalation,
+            outcome=outcome,
+            rationale=rationale,
+            user=user,
+            decided_by_name=name,
+        )
+        return ReviewResult("decided", 1, 1, audit)
+    decision = _resolve(escalation, outcome, rationale, user, name, annotations=annotated())
+    return ReviewResult("decided", 1, 1, decision)
 
 
 def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
