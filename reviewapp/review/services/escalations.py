@@ -236,12 +236,7 @@ def escalation_review(
     says, signed as a ``DecisionAudit`` (services.audits): the automatic
     decision it audits stands.
     """
-    if user is not None:  # a `review` token has no user; its scope was checked
-        _ensure_may_sign(user)
-    if shows_nothing(rationale):
-        raise ValueError("a rationale is required")
-    if outcome not in Decision.Outcome.values:
-        raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")
+    _check_verdict(user, outcome, rationale)
     with transaction.atomic():
         # Row lock: reviewers submitting at once are serialised here, so the
         # count of reviews each one sees is final and only one signs the
@@ -268,6 +263,15 @@ def escalation_review(
         else:
             flow = _review
         return flow(escalation, outcome, rationale, user, decided_by_name, annotated)
+
+
+def _check_verdict(user, outcome: str, rationale: str) -> None:
+    if user is not None:  # a `review` token has no user; its scope was checked
+        _ensure_may_sign(user)
+    if shows_nothing(rationale):
+        raise ValueError("a rationale is required")
+    if outcome not in Decision.Outcome.values:
+        raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")
 
 
 def _reconcile(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:

@@ -104,12 +104,10 @@ def proposal_finalize(
     (`_decide`), each of which writes its ledger entries and records what
     follows it (the escalation's announcement; the decision's audit draw).
 
-    Idempotent: a proposal already decided or escalated is left alone, so a
-    re-delivered final step writes nothing. Evidence, the outcome and their
-    ledger entries are written in one transaction under the proposal's row
-    lock, so a proposal has evidence exactly when it is final. `loaded` is the
-    proposal as the caller already read it (content, snapshot); whether it is
-    final and fully answered is read again under the lock.
+    Idempotent: a proposal already final is left alone, so a re-delivered final
+    step writes nothing. A proposal has evidence exactly when it is final.
+    `loaded` is the proposal as the caller read it (content, snapshot); whether
+    it is final and fully answered is read again under the lock.
 
     `answers` are lens answers the caller has just computed and expects to
     complete the panel: they are written under the same lock, in the same
