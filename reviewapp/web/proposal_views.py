@@ -307,24 +307,8 @@ def escalation_decide_view(request, pk: int):
     if state.resolved:
         return _refused(request, escalation, "This escalation is already decided.")
     if not state.can_decide:
-        if state.reconcile:
-            error = "The reviewers disagree: only a member of the reconcilers group can decide."
-            if state.may_reconcile:
-                error = "You gave one of the disagreeing reviews: another reconciler decides."
-            return _refused(request, escalation, error, status=403)
-        if state.several and state.reviewed_by_me:
-            return _refused(request, escalation, "You already reviewed this escalation.")
-        if state.several:
-            error = f"Every place left is held by {', '.join(state.holders)}: they review it."
-            return _refused(request, escalation, error)
-        if state.live:
-            error = f"Claimed by {state.holder}: only they can decide it."
-        else:
-            error = (
-                "You do not hold this escalation (never claimed, lapsed or released):"
-                " claim it, then decide."
-            )
-        return _refused(request, escalation, error)
+        error, status = _why_not_yours(state)
+        return _refused(request, escalation, error, status=status)
     try:
         result = escalation_review(
             escalation_id=escalation.pk,
@@ -365,6 +349,25 @@ def escalation_decide_view(request, pk: int):
     if request.POST.get("then") == "next":
         return _go_next(request, escalation, notice)
     return _done(request, escalation, notice)
+
+
+def _why_not_yours(state) -> tuple[str, int]:
+    """Why this reviewer may not decide now, in words, and the status that says so."""
+    if state.reconcile:
+        if state.may_reconcile:
+            return "You gave one of the disagreeing reviews: another reconciler decides.", 403
+        return "The reviewers disagree: only a member of the reconcilers group can decide.", 403
+    if state.several and state.reviewed_by_me:
+        return "You already reviewed this escalation.", 409
+    if state.several:
+        return f"Every place left is held by {', '.join(state.holders)}: they review it.", 409
+    if state.live:
+        return f"Claimed by {state.holder}: only they can decide it.", 409
+    return (
+        "You do not hold this escalation (never claimed, lapsed or released):"
+        " claim it, then decide.",
+        409,
+    )
 
 
 def _go_next(request, escalation: Escalation, notice: str):

@@ -79,40 +79,11 @@ def inbox(request):
     filters = inbox_filters(request.GET)
     counts = inbox_counts(filters, request.user)
     listed = counts["listed"]
-    ids = inbox_page_rows(filters, request.user, listed).values_list("pk", flat=True)
-    paginator = Paginator(ids, INBOX_PAGE_SIZE)
-    # The counts above already counted these rows: no second COUNT. A list
-    # pages through its first COUNT_LIMIT rows only (see inbox.py).
-    paginator.count = listed.listable
-    page = paginator.get_page(request.GET.get("page"))
-    # Ids first, then the page's rows: a deep page skips over the escalation
-    # index alone instead of sorting and skipping joined proposal rows.
-    by_id = (
-        Escalation.objects.select_related(*INBOX_RELATED)
-        .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
-        .in_bulk(list(page.object_list))
-    )
-    page.object_list = [by_id[pk] for pk in page.object_list if pk in by_id]
     now = timezone.now()
-    for escalation in page.object_list:
-        escalation.badges = reason_badges(escalation.reasons)
-        escalation.tally_text = tally_text(escalation.proposal.tally)
-        escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
-        escalation.claim = escalation.standing(request.user, now, places=False)
-
+    page = _inbox_page(request, filters, listed, now)
     panel_query = _query_without(request, "reason", "page")
-    audits = []
-    if not filters.reason and counts["audit"].n:
-        audits = list(
-            inbox_audits(filters, request.user)
-            .select_related(*INBOX_RELATED)
-            .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
-        )
-        for escalation in audits:
-            # Row by row as above; an audit takes one verdict, so no review details.
-            escalation.claim = escalation.standing(request.user, now, places=False)
     context = {
-        "audits": audits,
+        "audits": _inbox_audits(request, filters, counts, now),
         "audit_count": counts["audit"].label,
         "audit_query": "&".join(filter(None, [panel_query, "reason=audit"])),
         "page": page,
@@ -144,6 +115,45 @@ def inbox(request):
         return render(request, "web/inbox.html#results", context, status=status)
     context["panels"] = Panel.objects.only("id", "name").order_by("name")
     return render(request, "web/inbox.html", context, status=status)
+
+
+def _inbox_page(request, filters, listed, now):
+    """The page of escalations asked for, each row with its badges, tally and claim."""
+    ids = inbox_page_rows(filters, request.user, listed).values_list("pk", flat=True)
+    paginator = Paginator(ids, INBOX_PAGE_SIZE)
+    # The counts already counted these rows: no second COUNT. A list pages
+    # through its first COUNT_LIMIT rows only (see inbox.py).
+    paginator.count = listed.listable
+    page = paginator.get_page(request.GET.get("page"))
+    # Ids first, then the page's rows: a deep page skips over the escalation
+    # index alone instead of sorting and skipping joined proposal rows.
+    by_id = (
+        Escalation.objects.select_related(*INBOX_RELATED)
+        .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
+        .in_bulk(list(page.object_list))
+    )
+    page.object_list = [by_id[pk] for pk in page.object_list if pk in by_id]
+    for escalation in page.object_list:
+        escalation.badges = reason_badges(escalation.reasons)
+        escalation.tally_text = tally_text(escalation.proposal.tally)
+        escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
+        escalation.claim = escalation.standing(request.user, now, places=False)
+    return page
+
+
+def _inbox_audits(request, filters, counts, now) -> list:
+    """The open audits shown below the default list (none under a reason filter)."""
+    if filters.reason or not counts["audit"].n:
+        return []
+    audits = list(
+        inbox_audits(filters, request.user)
+        .select_related(*INBOX_RELATED)
+        .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
+    )
+    for escalation in audits:
+        # Row by row as above; an audit takes one verdict, so no review details.
+        escalation.claim = escalation.standing(request.user, now, places=False)
+    return audits
 
 
 # --- proposals ----------------------------------------------------------------
