@@ -130,17 +130,44 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
         "today": (counted(Review.objects, "reviewer", today), counted(solo, "decided_by", today)),
         "week": (counted(Review.objects, "reviewer", week), counted(solo, "decided_by", week)),
     }
-    holding = Counter(
+    holding = _holding(ids, now)
+    assigned = _assigned(ids)
+    judged, agreed = _agreement(ids)
+    return [
+        ReviewerProgress(
+            username=u.get_username(),
+            today=sum(c.get(u.pk, 0) for c in counts["today"]),
+            week=sum(c.get(u.pk, 0) for c in counts["week"]),
+            holding=holding[u.pk],
+            assigned=assigned.get(u.pk, 0),
+            agreed=agreed[u.pk],
+            judged=judged[u.pk],
+        )
+        for u in users
+    ]
+
+
+def _holding(ids: list[int], now) -> Counter:
+    """Escalations each user holds now: one claim, or a place among several reviews."""
+    return Counter(
         Escalation.objects.held(now).filter(claimed_by__in=ids).values_list("claimed_by", flat=True)
     ) + Counter(ReviewClaim.objects.live(now).filter(user__in=ids).values_list("user", flat=True))
-    assigned = dict(
+
+
+def _assigned(ids: list[int]) -> dict[int, int]:
+    """Undecided escalations assigned to each user by name."""
+    return dict(
         Escalation.objects.undecided()
         .filter(assigned_user__in=ids)
         .order_by()
         .values_list("assigned_user")
         .annotate(n=Count("id"))
     )
-    # Counted in the database: a reviewer's decided reviews grow without bound.
+
+
+def _agreement(ids: list[int]) -> tuple[Counter, Counter]:
+    """Per user, their reviews on decided escalations, and those the decision agrees with.
+    Counted in the database: a reviewer's decided reviews grow without bound."""
     decided = {
         row["reviewer"]: row
         for row in Review.objects.filter(
@@ -155,15 +182,4 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
     }
     judged = Counter({user: row["judged"] for user, row in decided.items()})
     agreed = Counter({user: row["agreed"] for user, row in decided.items()})
-    return [
-        ReviewerProgress(
-            username=u.get_username(),
-            today=sum(c.get(u.pk, 0) for c in counts["today"]),
-            week=sum(c.get(u.pk, 0) for c in counts["week"]),
-            holding=holding[u.pk],
-            assigned=assigned.get(u.pk, 0),
-            agreed=agreed[u.pk],
-            judged=judged[u.pk],
-        )
-        for u in users
-    ]
+    return judged, agreed
