@@ -220,7 +220,13 @@ def judge_steps(
     backoff_cap: float = 8.0,
     rng: Callable[[], float] = random.random,
 ) -> Generator[list[dict] | Backoff, str, JudgeOutcome]:
-    """The judge loop as steps: yields messages to send (or a Backoff), returns the outcome."""
+    """The judge loop as steps: yields messages to send (or a Backoff), returns the outcome.
+
+    Longer than most, on purpose: one generator read top to bottom, whose state
+    is its budgets (the transport's, one repair, the requote rounds) and the
+    growing transcript; split, the pieces would hand all of it back and forth
+    through ``yield from``. ``_Caller`` already holds the transport's part.
+    """
     if transport_attempts < 1:
         raise ValueError("transport_attempts must be at least 1")
     messages = build_messages(

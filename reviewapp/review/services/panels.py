@@ -37,6 +37,15 @@ def _refuse_bad_settings(*, need, lenses, reviews_needed, priority, audit_rate) 
         raise ValidationError({"audit_rate": "the audit rate is a percentage, 0 to 100"})
 
 
+def _members_set(panel: Panel, lenses: list[Lens], checkers) -> None:
+    """The panel's lenses, in order, and its checkers, as given."""
+    panel.panel_lenses.all().delete()
+    PanelLens.objects.bulk_create(
+        PanelLens(panel=panel, lens=lens, position=i) for i, lens in enumerate(lenses)
+    )
+    panel.checkers.set(checkers)
+
+
 def panel_configure(
     *,
     name: str,
@@ -90,11 +99,7 @@ def panel_configure(
     if changed and panel.pk:
         panel.version += 1
     panel.save()
-    panel.panel_lenses.all().delete()
-    PanelLens.objects.bulk_create(
-        PanelLens(panel=panel, lens=lens, position=i) for i, lens in enumerate(lenses)
-    )
-    panel.checkers.set(checkers)
+    _members_set(panel, lenses, checkers)
     if old_priority is not None and old_priority != panel.priority:  # a change only
         events.panel_priority_changed.send(sender=Panel, panel=panel, by=by, old=old_priority)
     return panel
