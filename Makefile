@@ -1,19 +1,25 @@
 # One command to run reviewapp, one to test it. Both create .venv on first use.
 SHELL := /bin/bash
 VENV := .venv
-# Django 6 needs Python 3.12 or newer: take the first interpreter that is.
-PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3) python3; do \
+# Django 6 needs Python 3.12 or newer: take the first interpreter that is, 3.12 first
+# (the version the locks are resolved for, CI's and the Docker image's).
+PYTHON ?= $(shell for p in python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) python3.13 python3.14 $(wildcard $(HOME)/.pyenv/versions/3.1[3-9]*/bin/python3) python3; do \
 	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v "$$p"; break; }; done)
 
 .PHONY: run token test lint clean
 
-# The client package installs beside the server: the server checks signatures with its
-# offline verifier (reviewapp_client.verify), and it brings the `reviewapp-verify` command.
-$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
+# Exactly what CI tested: every third-party package at its pinned version and hash
+# (requirements/test.txt, a pip-tools lock), then this checkout's two packages, the
+# server and its client (the server verifies with its offline verifier, and it brings
+# the `reviewapp-verify` command), without dependencies: `pip check` proves the lock
+# holds everything they declare.
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml requirements/test.txt
 	@test -n "$(PYTHON)" || { echo "reviewapp needs Python 3.12 or newer (Django 6); none found on PATH." >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e clients/python -e ".[test]"
+	$(VENV)/bin/pip install --quiet --require-hashes -r requirements/test.txt
+	$(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e clients/python -e ".[test]"
+	$(VENV)/bin/pip check
 	@touch $@
 
 run: $(VENV)/.installed

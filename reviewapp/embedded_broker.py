@@ -38,6 +38,13 @@ def _write_whole(path: Path, data: bytes, staging: Path) -> None:
 
 
 class Channel(filesystem.Channel):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # kombu's transport lists and moves into its folders without making them.
+        for folder in (self.data_folder_in, self.data_folder_out, self.processed_folder):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        self.control_folder.mkdir(parents=True, exist_ok=True)
+
     @cached_property
     def staging_folder(self) -> Path:
         folder = Path(

@@ -3,11 +3,11 @@
 Every value comes from an environment variable (or `.env`), and a value that
 cannot be used stops the process at start-up with a message naming the
 variable: a typo must never silently fall back to a default in production.
+This module only reads and checks values; what needs the machine (directories
+made, a user or a key file looked up) is reviewapp/startup.py's.
 """
 
 import ipaddress
-import os
-import pwd
 import re
 from importlib.util import find_spec
 from pathlib import Path
@@ -34,8 +34,8 @@ def _read(reader, name, **kwargs):
 
 
 DEBUG = _read(env.bool, "DEBUG", default=False)
+# Made when Django is set up (reviewapp.startup.prepare_var_dir).
 VAR_DIR = Path(_read(env.str, "REVIEWAPP_VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 SECRET_KEY = _read(env.str, "SECRET_KEY", default="")
 if not SECRET_KEY:
@@ -178,8 +178,7 @@ STATIC_URL = "static/"
 # for /api/docs (reviewapp/api/docs.py). Found without importing ninja: as an
 # installed app it would load pydantic and django.test into every worker.
 STATICFILES_DIRS = [BASE_DIR / "static", Path(find_spec("ninja").origin).parent / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on every start when it is missing
+STATIC_ROOT = VAR_DIR / "staticfiles"  # made with VAR_DIR: whitenoise warns when it is missing
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -239,10 +238,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     # kombu's filesystem transport, with files that appear whole or not at all:
     # its own lets a consumer read a message still being written, and the
     # worker dies of a JSONDecodeError (reviewapp/embedded_broker.py).
+    # Its channels make these folders.
     CELERY_BROKER_TRANSPORT = "reviewapp.embedded_broker:Transport"
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "control", "processed", "staging"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
@@ -278,21 +276,9 @@ REVIEWAPP_SIGNING_KEY_AUTOCREATE = _read(
 # holding them (`manage.py ledger_keys` output, or GET /api/keys JSON).
 # REVIEWAPP_TRUST_OWN_KEY (default: DEBUG) also trusts this host's own key
 # files, so `make run` and the tests need no anchors configured.
+# Each is read when a server or worker starts (reviewapp.startup), and at every verification.
 REVIEWAPP_TRUSTED_KEYS = _read(env.list, "REVIEWAPP_TRUSTED_KEYS", default=[])
 REVIEWAPP_TRUST_OWN_KEY = _read(env.bool, "REVIEWAPP_TRUST_OWN_KEY", default=DEBUG)
-
-
-def _check_trusted_keys(values: list[str]) -> None:
-    from reviewapp_client.verify.files import load_public_keys
-
-    for value in values:
-        try:
-            load_public_keys(value)
-        except (ValueError, OSError) as exc:
-            raise ImproperlyConfigured(f"REVIEWAPP_TRUSTED_KEYS: {exc}") from exc
-
-
-_check_trusted_keys(REVIEWAPP_TRUSTED_KEYS)
 
 LOGGING = {
     "version": 1,
@@ -303,15 +289,10 @@ LOGGING = {
     "loggers": {"kombu.connection": {"level": "ERROR"}},
 }
 
-# A worker running as root runs command checkers as this user (README "Security").
+# A worker running as root runs command checkers as this user (docs/operators.md,
+# "Security"); a worker refuses to start when it is root or no user of the machine
+# (reviewapp.startup).
 REVIEWAPP_CHECKER_USER = _read(env.str, "REVIEWAPP_CHECKER_USER", default="nobody")
-try:
-    if pwd.getpwnam(REVIEWAPP_CHECKER_USER).pw_uid == 0:
-        raise ImproperlyConfigured("REVIEWAPP_CHECKER_USER must not be root.")
-except KeyError:
-    raise ImproperlyConfigured(
-        f"REVIEWAPP_CHECKER_USER: no user {REVIEWAPP_CHECKER_USER!r} on this machine."
-    ) from None
 # Further paths a command checker must not see; the data directory, .env, the
 # signing key, the SQLite file and the witness log are always hidden.
 REVIEWAPP_CHECKER_HIDE = _read(env.list, "REVIEWAPP_CHECKER_HIDE", default=[])
@@ -327,11 +308,6 @@ REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = _read(env.int, "REVIEWAPP_LLM_TRANSPORT_ATTEM
 # LLM lenses are judged on an event loop in each worker process
 # (reviewapp/review/evaluation/llm_loop/): at most this many proposals are on one
 # process's loop, on one database connection of its own.
-if "REVIEWAPP_LLM_WORKER_CONCURRENCY" in os.environ:
-    raise ImproperlyConfigured(
-        "REVIEWAPP_LLM_WORKER_CONCURRENCY is gone: there is no separate LLM worker any more. "
-        "Set REVIEWAPP_LLM_PROPOSALS_PER_PROCESS (proposals judged at once per worker process)."
-    )
 REVIEWAPP_LLM_PROPOSALS_PER_PROCESS = _read(
     env.int, "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS", default=200
 )

@@ -115,3 +115,14 @@ def test_a_message_is_never_visible_in_the_queue_folder_before_it_is_whole(tmp_p
         assert queue_while_writing == [[]]
         assert len(list((tmp_path / "queue").iterdir())) == 1
         assert channel._get("drill") == {"body": "x" * 10_000}
+
+
+def test_a_channel_makes_the_folders_it_needs(tmp_path):
+    folder = tmp_path / "broker"  # nothing made: the settings do not make it
+    with embedded_connection(folder) as conn:
+        with conn.SimpleQueue("made") as q:
+            q.put({"n": 1})
+            message = q.get(timeout=5)
+            message.ack()
+    assert message.payload == {"n": 1}
+    assert {p.name for p in folder.iterdir()} == {"queue", "control", "processed", "staging"}

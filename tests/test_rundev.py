@@ -5,7 +5,6 @@ import contextlib
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import interrupt
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,13 +53,7 @@ def start_rundev(tmp_path, **settings):
                 break
         yield port, lines, environment
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        interrupt(process, grace=30)
 
 
 @pytest.fixture
@@ -117,40 +112,3 @@ def test_rundev_prints_the_address_and_the_logins_last_without_broker_or_root_no
     assert "No hostname was supplied" not in everything
     assert "superuser privileges" not in everything
     assert "-------------- worker@" not in everything  # Celery's banner
-
-
-@pytest.mark.worker
-def test_the_readme_token_and_first_submission_work_against_rundev(rundev):
-    import httpx
-
-    port, _, environment = rundev
-    made = subprocess.run(
-        ["make", "-s", "-o", ".venv/.installed", "token", "NAME=my-agent", "SCOPES=submit,read",
-         f"VENV={Path(sys.executable).parent.parent}"],
-        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
-    )
-    assert made.returncode == 0, made.stderr
-    token = made.stdout.strip()
-    headers = {"Authorization": f"Bearer {token}"}
-    base = f"http://127.0.0.1:{port}"
-    submitted = httpx.post(
-        f"{base}/api/proposals",
-        headers=headers,
-        json={
-            "panel": "house-style",
-            "content": "You can request a refund from your order page.",
-            "external_ref": "ticket-42",
-        },
-    )
-    assert submitted.status_code == 202, submitted.text
-
-    def final():
-        status = httpx.get(f"{base}{submitted.json()['url']}", headers=headers).json()
-        return status if status["status"] in ("decided", "escalated") else None
-
-    deadline = time.monotonic() + 60
-    while (status := final()) is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert status is not None
-    # The demo panel the README names judges any text: its one lens answered.
-    assert [j["lens"] for j in status["judgements"]] == ["house-style-mandate"], status

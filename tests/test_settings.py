@@ -89,23 +89,48 @@ def test_an_api_key_allowlist_entry_that_is_no_name_is_refused():
     )
 
 
-def test_an_unknown_checker_sandbox_user_is_refused():
-    result = _load_settings(REVIEWAPP_CHECKER_USER="no-such-user-here")
+# What the web server, `make run` and the worker run before they serve (reviewapp/startup.py).
+START = "from reviewapp.startup import refuse_unless_ready; refuse_unless_ready(serves_pages=False)"
+
+
+def test_an_unknown_checker_sandbox_user_stops_the_start():
+    result = _load_settings(START, REVIEWAPP_CHECKER_USER="no-such-user-here")
     assert result.returncode != 0
     assert "REVIEWAPP_CHECKER_USER: no user 'no-such-user-here'" in result.stderr
 
 
-def test_root_as_the_checker_sandbox_user_is_refused():
-    result = _load_settings(REVIEWAPP_CHECKER_USER="root")
+def test_root_as_the_checker_sandbox_user_stops_the_start():
+    result = _load_settings(START, REVIEWAPP_CHECKER_USER="root")
     assert result.returncode != 0
     assert "REVIEWAPP_CHECKER_USER must not be root" in result.stderr
 
 
-def test_the_retired_llm_worker_setting_is_refused_naming_its_successor():
-    result = _load_settings(REVIEWAPP_LLM_WORKER_CONCURRENCY="200")
-    assert result.returncode != 0
-    assert "REVIEWAPP_LLM_WORKER_CONCURRENCY is gone" in result.stderr
-    assert "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS" in result.stderr
+def test_the_default_checker_user_passes_the_start():
+    result = _load_settings(START)
+    assert result.returncode == 0, result.stderr
+
+
+def test_reading_the_settings_touches_nothing_on_disk(tmp_path):
+    var = tmp_path / "var"
+    result = subprocess.run(
+        [sys.executable, "-c", "import reviewapp.settings as s; print(s.VAR_DIR)"],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+             "REVIEWAPP_VAR_DIR": str(var), "DEBUG": "true",
+             # A user no machine has: only a start-up check may look it up.
+             "REVIEWAPP_CHECKER_USER": "no-such-user-here"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(var)
+    assert not var.exists()
+
+
+def test_setting_django_up_makes_the_var_directory(tmp_path):
+    var = tmp_path / "var"
+    result = _load_settings(REVIEWAPP_VAR_DIR=str(var))
+    assert result.returncode == 0, result.stderr
+    assert (var / "staticfiles").is_dir()
 
 
 def test_production_refuses_the_placeholder_secret_key_of_env_example():

@@ -61,9 +61,9 @@ def test_rundev_serves_on_the_port_the_environment_names(monkeypatch):
     assert options.port == 8123
 
 
-def test_the_readme_says_how_to_run_two_instances_side_by_side():
-    readme = (ROOT / "README.md").read_text("utf-8")
+def test_the_operators_guide_says_how_to_run_two_instances_side_by_side():
+    guide = (ROOT / "docs" / "operators.md").read_text("utf-8")
 
-    assert "| `PORT` |" in readme and "| `HOST` |" in readme
-    assert "| `REVIEWAPP_VAR_DIR` |" in readme
-    assert "PORT=8001 REVIEWAPP_VAR_DIR=var/second make run" in readme
+    assert "| `PORT` |" in guide and "| `HOST` |" in guide
+    assert "| `REVIEWAPP_VAR_DIR` |" in guide
+    assert "PORT=8001 REVIEWAPP_VAR_DIR=var/second make run" in guide

@@ -210,9 +210,9 @@ def test_rotation_says_which_public_key_to_add_to_the_anchors(settings, tmp_path
 
 
 def test_a_bad_anchor_stops_the_process_at_start_up():
-    from tests.test_settings import _load_settings
+    from tests.test_settings import START, _load_settings
 
-    result = _load_settings(REVIEWAPP_TRUSTED_KEYS="/no/such/anchors.txt")
+    result = _load_settings(START, REVIEWAPP_TRUSTED_KEYS="/no/such/anchors.txt")
     assert result.returncode != 0
     assert (
         "REVIEWAPP_TRUSTED_KEYS: '/no/such/anchors.txt' is neither a base64 public key nor a file"

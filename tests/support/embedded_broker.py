@@ -23,8 +23,8 @@ class FolderTransport(Transport):
 
 
 def embedded_options(folder: Path, **extra) -> dict:
-    """The embedded broker's transport options for `folder`, its sub-folders made."""
-    options = {
+    """The embedded broker's transport options for `folder` (its channels make the folders)."""
+    return {
         "data_folder_in": str(folder / "queue"),
         "data_folder_out": str(folder / "queue"),
         "control_folder": str(folder / "control"),
@@ -32,9 +32,6 @@ def embedded_options(folder: Path, **extra) -> dict:
         "staging_folder": str(folder / "staging"),
         **extra,
     }
-    for name in ("queue", "control", "processed", "staging"):
-        (folder / name).mkdir(exist_ok=True)
-    return options
 
 
 def embedded_connection(folder: Path, **extra) -> Connection:

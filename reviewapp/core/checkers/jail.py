@@ -29,7 +29,7 @@ Where namespaces are refused, both launcher and init are child subreapers
 (Linux) so a descendant that detaches with ``setsid`` is reparented to them,
 not to the system init, and is killed when the command ends; off Linux only
 the process group is killed. Every confinement step that the platform refuses
-is skipped, never fatal: README "Security" says what holds where.
+is skipped, never fatal: docs/operators.md "Security" says what holds where.
 """
 
 import ctypes

@@ -4,7 +4,7 @@ The worker starts ``jail.py`` in a fresh interpreter, which confines the
 command (namespaces, user, limits) and reports its outcome on a pipe of its
 own; this side feeds stdin, keeps at most ``OUTPUT_LIMIT`` bytes of each
 stream and enforces the wall-clock deadline. What holds on which platform is
-in README "Security".
+in docs/operators.md "Security".
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from pathlib import Path
 COMMAND_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 OUTPUT_LIMIT = 64 * 1024
 JAIL = str(Path(__file__).with_name("jail.py"))
-# What the jail enters on Linux when the kernel lets it (the README's first column).
+# What the jail enters on Linux when the kernel lets it (docs/operators.md, the sandbox
+# table's first column).
 FULL_CONFINEMENT = frozenset({"pid", "net", "mount"})
 _POLL_SECONDS = 0.05
 # After SIGTERM the jail kills its namespace at once; this only bounds a jail
@@ -172,7 +173,7 @@ def _warn_if_partial(entered: frozenset[str]) -> None:
         _warned.add(missing)
         log.warning(
             "command checkers run without %s namespaces here (the kernel refused them); "
-            "see README 'Security' for what is not enforced",
+            "see docs/operators.md 'Security' for what is not enforced",
             ", ".join(sorted(missing)),
         )
 

@@ -80,7 +80,10 @@ def test_a_broker_that_does_not_answer_is_not_asked_again_for_a_while(settings):
 def _embedded(settings, folder):
     settings.CELERY_BROKER_URL = "filesystem://"
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = embedded_options(folder)
-    return embedded_connection(folder)
+    connection = embedded_connection(folder)
+    # Open, as a worker's is when it peeks: its channel has made the broker's folders.
+    connection.default_channel  # noqa: B018
+    return connection
 
 
 def test_the_embedded_broker_shows_a_message_in_the_default_queue_as_waiting(settings, tmp_path):

@@ -1,6 +1,6 @@
 """Judging LLM lenses without a worker slot waiting on a model.
 
-Design (see README, "What happens to a submission"):
+Design (see docs/operators.md, "The pipeline: what a worker does with a submission"):
 
 - Every worker process that runs tasks owns one event loop, on a thread of
   its own, started the first time the process needs it (``process.Runtime``).

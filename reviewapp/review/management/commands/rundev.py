@@ -154,6 +154,8 @@ class Command(BaseCommand):
                 self.style.SUCCESS(f"\nreviewapp is running at http://{host}:{port}/")
             )
             self.stdout.write("Press Ctrl-C to stop the web server and the worker.\n")
+            # Shown now even when the output is a pipe (`make run | tee run.log`).
+            self.stdout.flush()
             while not stopping and all(child.poll() is None for child in children):
                 time.sleep(0.5)
         finally:
