@@ -18,16 +18,11 @@ from reviewapp.core.signing import Signer, sha256_hex
 from .. import events
 from ..keys import server_signer
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
-from ..search import escalation_search_vector
-from .assignments import escalation_assign_by_rules
+from .escalating import escalation_open
 
 AUDIT_PAYLOAD_TYPE = "reviewapp.audit/v1"
 # The draw; tests put a seeded random.Random here to make it repeatable.
 AUDIT_RANDOM = random.Random()
-
-
-def is_audit(escalation: Escalation) -> bool:
-    return Escalation.Reason.AUDIT in (escalation.reasons or [])
 
 
 def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | None:
@@ -38,19 +33,16 @@ def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | 
     rate = Panel.objects.filter(pk=proposal.panel_id).values_list("audit_rate", flat=True).first()
     if not audit_drawn(rate or 0, AUDIT_RANDOM.random):
         return None
-    escalation = Escalation.objects.create(
+    return escalation_open(
         proposal=proposal,
         reasons=[Escalation.Reason.AUDIT.value],
-        reviews_needed=1,  # one verdict, whatever the panel's reviews_needed
-        search=escalation_search_vector(proposal.pk),
+        terms={"reviews_needed": 1},  # one verdict and no deadline: the decision stands
         detail={
             "explanation": f"Audit: the system {decision.outcome} this proposal; "
             "a reviewer checks it (the decision stands).",
             "decision": decision.pk,
         },
     )
-    escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
-    return escalation
 
 
 def audit_payload(
@@ -97,10 +89,7 @@ def audit_verdict_sign(
         )
     )
     with transaction.atomic(savepoint=False):
-        escalation.status = Escalation.Status.RESOLVED
-        escalation.resolved_at = timezone.now()
-        escalation.search = None
-        escalation.save(update_fields=["status", "resolved_at", "search"])
+        escalation.resolve()
         audit = DecisionAudit.objects.create(
             decision=decision,
             escalation=escalation,
