@@ -386,8 +386,8 @@ def pipeline_drill(stack: Stack, name: str, n: int) -> bool:
 def double_decide_drill(stack: Stack, count: int = 40) -> bool:
     import httpx
 
-    from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
-    from reviewapp.review.models import Decision, Escalation, Lens
+    from reviewapp.review.evaluation.tasks import evaluate_proposal
+    from reviewapp.review.models import Decision, Escalation
     from reviewapp.review.services.escalations import (
         ClaimHeldByOther,
         EscalationClosed,
@@ -402,14 +402,11 @@ def double_decide_drill(stack: Stack, count: int = 40) -> bool:
     items = [i for i in s.pipeline_contents(count * 31, tag="dd-") if i["route"] == "lens_failed"]
     items = items[: count * 3]
     s.record_answers(items)
-    lenses = list(Lens.objects.filter(name__in=s.PIPELINE_LENSES))
     for item in items:
         proposal, _ = proposal_submit(
             panel_name=panel.name, content=item["content"], title=item["title"]
         )
-        for lens in lenses:
-            run_lens.run(proposal.pk, lens.pk)
-        finalize_proposal.run(proposal.pk)
+        evaluate_proposal.run(proposal.pk)  # its recorded lenses and final step, here
     stack.redis.restart()  # drop the enqueued evaluations: these were evaluated in-process
     escalations = list(
         Escalation.objects.filter(status="open").order_by("id").values_list("pk", flat=True)

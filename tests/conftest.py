@@ -30,6 +30,19 @@ def openai_server():
         yield server
 
 
+@pytest.fixture
+def llm_loop(transactional_db, monkeypatch):
+    """This process's LLM loop, as a worker process has it: the LLM lenses a proposal's
+    task hands over are judged on it and recorded, the final step run, on its recorder
+    thread (``tests.review.helpers.evaluate_in_process``)."""
+    from reviewapp.review.evaluation import llm_loop as loop_module
+    from tests.support.llm_loop import running_loop
+
+    with running_loop() as runtime:
+        monkeypatch.setattr(loop_module, "_runtime", runtime)
+        yield runtime
+
+
 def _purge_broker() -> None:
     # Messages left by earlier tests name rows that no longer exist; a fresh
     # worker should not spend its time on them.

@@ -6,7 +6,6 @@ from ninja.errors import HttpError
 
 from reviewapp.review.models import Escalation, LensFailure
 from reviewapp.review.services.annotations import AnnotationError
-from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
@@ -116,7 +115,7 @@ def _visible_reasons(caller, escalation_id: int) -> Escalation:
 def escalation_decision_create(request, escalation_id: ObjectId, payload: DecisionIn):
     caller = request.auth
     escalation = _visible_reasons(caller, escalation_id)
-    if is_audit(escalation):
+    if escalation.is_audit:
         raise HttpError(
             409,
             "this escalation audits an automatic decision, which stands: "
@@ -166,7 +165,7 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
 def escalation_audit_create(request, escalation_id: ObjectId, payload: AuditIn):
     caller = request.auth
     escalation = _visible_reasons(caller, escalation_id)
-    if not is_audit(escalation):
+    if not escalation.is_audit:
         raise HttpError(
             409,
             f"not an audit: decide it with POST /api/escalations/{escalation_id}/decision",

@@ -296,100 +296,137 @@ def floor_update(*, lens: Lens, floor: float, window: int) -> LensFloor:
 
 def labels_rebuild() -> int:
     """Every label and day table again from the reviewer decisions on escalations and the
-    audit verdicts on automatic decisions; a few statements.
+    audit verdicts on automatic decisions; a few statements, one step each.
 
     For a backfill or after a bulk load. Drift state is left as it is.
     """
-    d, a, p, j = (
-        _q(Decision._meta.db_table),
-        _q(DecisionAudit._meta.db_table),
-        _q("review_proposal"),
-        _q(Judgement._meta.db_table),
-    )
-    mark, claim = _q(ClaimMark._meta.db_table), _q(Claim._meta.db_table)
-    human, lens_label, day, pair_day = (
-        _q(HumanLabel._meta.db_table),
-        _q(LensLabel._meta.db_table),
-        _q(LensAgreementDay._meta.db_table),
-        _q(PairErrorDay._meta.db_table),
-    )
+    t = _Tables()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {lens_label}")
-        cursor.execute(f"DELETE FROM {day}")
-        cursor.execute(f"DELETE FROM {pair_day}")
-        cursor.execute(f"DELETE FROM {human}")
-        cursor.execute(
-            f"""
-            INSERT INTO {human} (proposal_id, panel_id, decision_id, decided_at, approved, audit,
-                                 machine_approved)
-            SELECT d.proposal_id, p.panel_id, d.id, d.created_at, d.outcome = %s, %s,
-                   CASE WHEN p.tally IS NULL THEN NULL
-                        WHEN CAST(p.tally AS TEXT) LIKE '%%"reached_pass"%%' THEN %s
-                        WHEN CAST(p.tally AS TEXT) LIKE '%%"reached_fail"%%' THEN %s END
-            FROM {d} d JOIN {p} p ON p.id = d.proposal_id
-            WHERE d.basis = %s AND d.escalation_id IS NOT NULL
-            """,
-            [Decision.Outcome.APPROVED, False, True, False, Decision.Basis.REVIEWER],
-        )
-        # Audits: the verdict is the label, the audited automatic decision the machine's.
-        cursor.execute(
-            f"""
-            INSERT INTO {human} (proposal_id, panel_id, decision_id, decided_at, approved, audit,
-                                 machine_approved)
-            SELECT d.proposal_id, p.panel_id, d.id, a.created_at, a.outcome = %s, %s,
-                   d.outcome = %s
-            FROM {a} a JOIN {d} d ON d.id = a.decision_id JOIN {p} p ON p.id = d.proposal_id
-            """,
-            [Decision.Outcome.APPROVED, True, Decision.Outcome.APPROVED],
-        )
-        cursor.execute(
-            f"""
-            INSERT INTO {lens_label} (label_id, lens_id, proposal_id, panel_id, decided_at,
-                                      passed, approved, audit)
-            SELECT h.id, j.lens_id, h.proposal_id, h.panel_id, h.decided_at, j.verdict = %s,
-                   h.approved, h.audit
-            FROM {human} h JOIN {j} j ON j.proposal_id = h.proposal_id
-            """,
-            [Judgement.Verdict.PASS],
-        )
-        cursor.execute(
-            f"""
-            INSERT INTO {day} (lens_id, day, audit, pass_approved, pass_rejected,
-                               fail_approved, fail_rejected, claims_marked, claims_incorrect)
-            SELECT l.lens_id, {_utc_day("l.decided_at")}, l.audit,
-                   SUM(CASE WHEN l.passed AND l.approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN l.passed AND NOT l.approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN NOT l.passed AND l.approved THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN NOT l.passed AND NOT l.approved THEN 1 ELSE 0 END),
-                   SUM(COALESCE(m.marked, 0)), SUM(COALESCE(m.incorrect, 0))
-            FROM {lens_label} l JOIN {human} h ON h.id = l.label_id
-            LEFT JOIN (
-                SELECT cm.decision_id, j.lens_id, COUNT(*) AS marked,
-                       SUM(CASE WHEN cm.mark = %s THEN 1 ELSE 0 END) AS incorrect
-                FROM {mark} cm JOIN {claim} c ON c.id = cm.claim_id
-                JOIN {j} j ON j.id = c.judgement_id
-                GROUP BY cm.decision_id, j.lens_id
-            ) m ON m.decision_id = h.decision_id AND m.lens_id = l.lens_id
-            GROUP BY l.lens_id, {_utc_day("l.decided_at")}, l.audit
-            """,
-            [ClaimMark.Mark.INCORRECT],
-        )
-        wrong_a, wrong_b = "(a.passed <> a.approved)", "(b.passed <> b.approved)"
-        cursor.execute(
-            f"""
-            INSERT INTO {pair_day} (panel_id, first_id, second_id, day, items, first_wrong,
-                                    second_wrong, both_wrong)
-            SELECT a.panel_id, a.lens_id, b.lens_id, {_utc_day("a.decided_at")}, COUNT(*),
-                   SUM(CASE WHEN {wrong_a} THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN {wrong_b} THEN 1 ELSE 0 END),
-                   SUM(CASE WHEN {wrong_a} AND {wrong_b} THEN 1 ELSE 0 END)
-            FROM {lens_label} a
-            JOIN {lens_label} b ON b.proposal_id = a.proposal_id AND b.lens_id > a.lens_id
-            GROUP BY a.panel_id, a.lens_id, b.lens_id, {_utc_day("a.decided_at")}
-            """
-        )
-        cursor.execute(f"SELECT COUNT(*) FROM {human}")
+        for table in (t.lens_label, t.day, t.pair_day, t.human):
+            cursor.execute(f"DELETE FROM {table}")
+        _rebuild_human_labels(cursor, t)
+        _rebuild_lens_labels(cursor, t)
+        _rebuild_days(cursor, t)
+        _rebuild_pair_days(cursor, t)
+        cursor.execute(f"SELECT COUNT(*) FROM {t.human}")
         return cursor.fetchone()[0]
+
+
+class _Tables:
+    """The tables `labels_rebuild` reads and writes, their names quoted for raw SQL."""
+
+    def __init__(self) -> None:
+        self.decision, self.audit = _q(Decision._meta.db_table), _q(DecisionAudit._meta.db_table)
+        self.proposal, self.judgement = _q("review_proposal"), _q(Judgement._meta.db_table)
+        self.mark, self.claim = _q(ClaimMark._meta.db_table), _q(Claim._meta.db_table)
+        self.human, self.lens_label = _q(HumanLabel._meta.db_table), _q(LensLabel._meta.db_table)
+        self.day, self.pair_day = (
+            _q(LensAgreementDay._meta.db_table),
+            _q(PairErrorDay._meta.db_table),
+        )
+
+
+def _rebuild_human_labels(cursor, t: _Tables) -> None:
+    """A label per reviewer decision on an escalation (the panel's tally says what the
+    machine would have done), then one per audit verdict (the audited automatic
+    decision is the machine's)."""
+    cursor.execute(
+        f"""
+        INSERT INTO {t.human} (proposal_id, panel_id, decision_id, decided_at, approved, audit,
+                               machine_approved)
+        SELECT d.proposal_id, p.panel_id, d.id, d.created_at, d.outcome = %s, %s,
+               CASE {_json_text("p.tally", "outcome")} WHEN %s THEN %s WHEN %s THEN %s END
+        FROM {t.decision} d JOIN {t.proposal} p ON p.id = d.proposal_id
+        WHERE d.basis = %s AND d.escalation_id IS NOT NULL
+        """,
+        [
+            Decision.Outcome.APPROVED,
+            False,
+            "reached_pass",
+            True,
+            "reached_fail",
+            False,
+            Decision.Basis.REVIEWER,
+        ],
+    )
+    cursor.execute(
+        f"""
+        INSERT INTO {t.human} (proposal_id, panel_id, decision_id, decided_at, approved, audit,
+                               machine_approved)
+        SELECT d.proposal_id, p.panel_id, d.id, a.created_at, a.outcome = %s, %s,
+               d.outcome = %s
+        FROM {t.audit} a JOIN {t.decision} d ON d.id = a.decision_id
+        JOIN {t.proposal} p ON p.id = d.proposal_id
+        """,
+        [Decision.Outcome.APPROVED, True, Decision.Outcome.APPROVED],
+    )
+
+
+def _rebuild_lens_labels(cursor, t: _Tables) -> None:
+    """Each lens's verdict on each labelled proposal, beside the label."""
+    cursor.execute(
+        f"""
+        INSERT INTO {t.lens_label} (label_id, lens_id, proposal_id, panel_id, decided_at,
+                                    passed, approved, audit)
+        SELECT h.id, j.lens_id, h.proposal_id, h.panel_id, h.decided_at, j.verdict = %s,
+               h.approved, h.audit
+        FROM {t.human} h JOIN {t.judgement} j ON j.proposal_id = h.proposal_id
+        """,
+        [Judgement.Verdict.PASS],
+    )
+
+
+def _rebuild_days(cursor, t: _Tables) -> None:
+    """Per lens and UTC day, its 2×2 table against the labels and its claims marked."""
+    day = _utc_day("l.decided_at")
+    cursor.execute(
+        f"""
+        INSERT INTO {t.day} (lens_id, day, audit, pass_approved, pass_rejected,
+                             fail_approved, fail_rejected, claims_marked, claims_incorrect)
+        SELECT l.lens_id, {day}, l.audit,
+               SUM(CASE WHEN l.passed AND l.approved THEN 1 ELSE 0 END),
+               SUM(CASE WHEN l.passed AND NOT l.approved THEN 1 ELSE 0 END),
+               SUM(CASE WHEN NOT l.passed AND l.approved THEN 1 ELSE 0 END),
+               SUM(CASE WHEN NOT l.passed AND NOT l.approved THEN 1 ELSE 0 END),
+               SUM(COALESCE(m.marked, 0)), SUM(COALESCE(m.incorrect, 0))
+        FROM {t.lens_label} l JOIN {t.human} h ON h.id = l.label_id
+        LEFT JOIN (
+            SELECT cm.decision_id, j.lens_id, COUNT(*) AS marked,
+                   SUM(CASE WHEN cm.mark = %s THEN 1 ELSE 0 END) AS incorrect
+            FROM {t.mark} cm JOIN {t.claim} c ON c.id = cm.claim_id
+            JOIN {t.judgement} j ON j.id = c.judgement_id
+            GROUP BY cm.decision_id, j.lens_id
+        ) m ON m.decision_id = h.decision_id AND m.lens_id = l.lens_id
+        GROUP BY l.lens_id, {day}, l.audit
+        """,
+        [ClaimMark.Mark.INCORRECT],
+    )
+
+
+def _rebuild_pair_days(cursor, t: _Tables) -> None:
+    """Per pair of lenses on a panel and UTC day, how often each and both were wrong."""
+    day = _utc_day("a.decided_at")
+    wrong_a, wrong_b = "(a.passed <> a.approved)", "(b.passed <> b.approved)"
+    cursor.execute(
+        f"""
+        INSERT INTO {t.pair_day} (panel_id, first_id, second_id, day, items, first_wrong,
+                                  second_wrong, both_wrong)
+        SELECT a.panel_id, a.lens_id, b.lens_id, {day}, COUNT(*),
+               SUM(CASE WHEN {wrong_a} THEN 1 ELSE 0 END),
+               SUM(CASE WHEN {wrong_b} THEN 1 ELSE 0 END),
+               SUM(CASE WHEN {wrong_a} AND {wrong_b} THEN 1 ELSE 0 END)
+        FROM {t.lens_label} a
+        JOIN {t.lens_label} b ON b.proposal_id = a.proposal_id AND b.lens_id > a.lens_id
+        GROUP BY a.panel_id, a.lens_id, b.lens_id, {day}
+        """
+    )
+
+
+def _json_text(column: str, key: str) -> str:
+    """The text at `key` of a JSON column, read as JSON on either database."""
+    if connection.vendor == "postgresql":
+        return f"({column} ->> '{key}')"
+    return f"json_extract({column}, '$.{key}')"
 
 
 def _utc_day(column: str) -> str:

@@ -22,15 +22,23 @@ class PairTable:
         return self.pass_pass + self.pass_fail + self.fail_pass + self.fail_fail
 
 
+def chance_agreement(table: PairTable) -> float:
+    """p_e: how often the two would agree by chance, from each one's own pass rate."""
+    n = table.items
+    first_pass = (table.pass_pass + table.pass_fail) / n
+    second_pass = (table.pass_pass + table.fail_pass) / n
+    return first_pass * second_pass + (1 - first_pass) * (1 - second_pass)
+
+
 def cohen_kappa(table: PairTable) -> float | None:
+    """Cohen's kappa, the one implementation: two lenses here, a lens against the
+    reviewers in `core.calibration` (which adds its interval)."""
     n = table.items
     if n == 0:
         return None
     observed = (table.pass_pass + table.fail_fail) / n
-    first_pass = (table.pass_pass + table.pass_fail) / n
-    second_pass = (table.pass_pass + table.fail_pass) / n
-    expected = first_pass * second_pass + (1 - first_pass) * (1 - second_pass)
-    if expected == 1:
+    expected = chance_agreement(table)
+    if expected >= 1:
         return None
     return (observed - expected) / (1 - expected)
 

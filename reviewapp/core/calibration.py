@@ -8,6 +8,8 @@ Nothing here knows where the counts came from.
 import math
 from dataclasses import dataclass
 
+from .agreement import PairTable, chance_agreement, cohen_kappa
+
 # Two-sided 95 %: the 0.975 quantile of the standard normal.
 Z_95 = 1.959963984540054
 
@@ -48,6 +50,15 @@ class HumanTable:
     def rejected(self) -> int:
         return self.pass_rejected + self.fail_rejected
 
+    def as_pair(self) -> PairTable:
+        """The same counts as two raters' table: the lens first, the human second."""
+        return PairTable(
+            pass_pass=self.pass_approved,
+            pass_fail=self.pass_rejected,
+            fail_pass=self.fail_approved,
+            fail_fail=self.fail_rejected,
+        )
+
     def __add__(self, other: "HumanTable") -> "HumanTable":
         return HumanTable(
             self.pass_approved + other.pass_approved,
@@ -86,6 +97,11 @@ def kappa_with_interval(table: HumanTable, *, z: float = Z_95) -> Kappa:
     n = table.n
     if n < MIN_KAPPA_ITEMS:
         return Kappa(None, reason=TOO_FEW)
+    pair = table.as_pair()
+    kappa = cohen_kappa(pair)
+    if kappa is None:
+        return Kappa(None, reason=ONE_CLASS)
+    expected = chance_agreement(pair)
     # Rows: the lens (pass, fail); columns: the human (approved, rejected).
     cells = [
         [table.pass_approved / n, table.pass_rejected / n],
@@ -93,11 +109,6 @@ def kappa_with_interval(table: HumanTable, *, z: float = Z_95) -> Kappa:
     ]
     rows = [sum(r) for r in cells]
     cols = [cells[0][j] + cells[1][j] for j in range(2)]
-    observed = cells[0][0] + cells[1][1]
-    expected = rows[0] * cols[0] + rows[1] * cols[1]
-    if expected >= 1:
-        return Kappa(None, reason=ONE_CLASS)
-    kappa = (observed - expected) / (1 - expected)
     diagonal = sum(cells[i][i] * (1 - (rows[i] + cols[i]) * (1 - kappa)) ** 2 for i in range(2))
     off = (1 - kappa) ** 2 * sum(
         cells[i][j] * (cols[i] + rows[j]) ** 2 for i in range(2) for j in range(2) if i != j

@@ -372,22 +372,35 @@ async def run_judge_async(
                     error = exc
                     refused_since = None
     except TimeoutError as exc:
-        now = time.monotonic()
         throttled = [t for t in (refused_since, _throttled_since(transport)) if t is not None]
-        if throttled:
-            raise LensFailed(
-                f"the provider at {shown_url(transport.base_url)} answered 429 for "
-                f"{refusals_for(now - min(throttled))}",
-                calls,
-                transcript,
-                kind=FailureKind.RATE_LIMITED,
-            ) from exc
-        raise LensFailed(
-            f"time limit of {time_limit:g}s reached after {now - started:.1f}s",
+        raise _out_of_time(transport, time_limit, started, throttled, calls, transcript) from exc
+
+
+def _out_of_time(
+    transport: AsyncChatTransport,
+    time_limit: float,
+    started: float,
+    throttled: list[float],
+    calls: int,
+    transcript: list[dict],
+) -> LensFailed:
+    """The lens's failure at its time limit: the provider's 429s since the first of
+    `throttled`, if it was refusing calls then; else the time limit itself."""
+    now = time.monotonic()
+    if throttled:
+        return LensFailed(
+            f"the provider at {shown_url(transport.base_url)} answered 429 for "
+            f"{refusals_for(now - min(throttled))}",
             calls,
             transcript,
-            kind=FailureKind.TIMEOUT,
-        ) from exc
+            kind=FailureKind.RATE_LIMITED,
+        )
+    return LensFailed(
+        f"time limit of {time_limit:g}s reached after {now - started:.1f}s",
+        calls,
+        transcript,
+        kind=FailureKind.TIMEOUT,
+    )
 
 
 def _throttled_since(transport: AsyncChatTransport) -> float | None:

@@ -312,6 +312,34 @@ LABEL_W = 220
 VALUE_W = 70
 
 
+@dataclass(frozen=True)
+class _BarLayout:
+    """Where a bar chart's pieces go: its plot area, each row's block, the value scale."""
+
+    low: float
+    high: float
+    stacked: bool
+    per_row: float  # the height of a row's bars
+    block: float  # the height of a row with its label beside the bars (one or two lines)
+    top: float
+    rows: int
+    plot_x: float = LABEL_W
+    plot_w: float = WIDTH - LABEL_W - VALUE_W
+
+    BAR_H = 14
+
+    @property
+    def row_h(self) -> float:
+        return self.block + 12
+
+    @property
+    def axis_y(self) -> float:
+        return self.top + self.row_h * self.rows
+
+    def x_of(self, v: float) -> float:
+        return self.plot_x + self.plot_w * (v - self.low) / (self.high - self.low)
+
+
 def bars(
     *,
     chart_id: str,
@@ -329,78 +357,97 @@ def bars(
     """
     if not rows:
         return empty(chart_id, title, desc)
-    low, high = domain
-    plot_x, plot_w = LABEL_W, WIDTH - LABEL_W - VALUE_W
-    bar_h = 14
+    bar_h = _BarLayout.BAR_H
     per_row = bar_h + 4 if stacked else len(series) * (bar_h + 3)
     shown = wrapped_labels([row.label for row in rows])
     # Room for a two-line label; the bars are centred beside it.
     block = max(per_row, 30) if any(len(lines) > 1 for lines in shown) else per_row
-    row_h = block + 12
     legend_h = 26 if len(series) > 1 else 0
-    top = legend_h + 8
-    height = top + row_h * len(rows) + 24
+    layout = _BarLayout(
+        low=domain[0],
+        high=domain[1],
+        stacked=stacked,
+        per_row=per_row,
+        block=block,
+        top=legend_h + 8,
+        rows=len(rows),
+    )
+    parts = _legend(series, layout.plot_x, 16) if legend_h else []
+    parts += _bar_axis(layout, fmt)
+    for r, row in enumerate(rows):
+        parts += _bar_row(layout, r, row, shown[r], series, fmt)
+    return _svg(chart_id, title, desc, layout.axis_y + 24, parts)
 
-    def x_of(v: float) -> float:
-        return plot_x + plot_w * (v - low) / (high - low)
 
-    parts = _legend(series, plot_x, 16) if legend_h else []
-    # Axis: ticks at the domain's ends and zero, and the middle when the domain starts
-    # at zero (unless the axis counts whole things and the middle is not one).
+def _bar_axis(layout: _BarLayout, fmt: Callable[[float], str]) -> list[str]:
+    """Ticks at the domain's ends and zero, and the middle when the domain starts at zero
+    (unless the axis counts whole things and the middle is not one)."""
+    low, high = layout.low, layout.high
     middle = (low + high) / 2
     whole = fmt is integer
     ticks = sorted(
         {low, high, 0.0} | ({middle} if low == 0 and not (whole and middle % 1) else set())
     )
-    axis_y = top + row_h * len(rows)
+    parts = []
     for t in ticks:
         parts.append(
-            f'<line x1="{_n(x_of(t))}" x2="{_n(x_of(t))}" y1="{_n(top - 4)}" y2="{_n(axis_y)}" '
+            f'<line x1="{_n(layout.x_of(t))}" x2="{_n(layout.x_of(t))}" '
+            f'y1="{_n(layout.top - 4)}" y2="{_n(layout.axis_y)}" '
             f'stroke="{AXIS if t == 0 else GRID}" stroke-width="1"/>'
         )
-        parts.append(_text(x_of(t), axis_y + 16, fmt(t), anchor="middle"))
-    for r, row in enumerate(rows):
-        middle_y = top + row_h * r + 6 + block / 2
-        y0 = middle_y - per_row / 2
-        first_y = middle_y + 4 - 7 * (len(shown[r]) - 1)
-        parts.append(
-            f"<g><title>{escape(row.label)}</title>"
-            + "".join(
-                _text(plot_x - 8, first_y + 14 * i, line, anchor="end", fill=INK)
-                for i, line in enumerate(shown[r])
-            )
-            + "</g>"
+        parts.append(_text(layout.x_of(t), layout.axis_y + 16, fmt(t), anchor="middle"))
+    return parts
+
+
+def _bar_row(
+    layout: _BarLayout,
+    r: int,
+    row: BarRow,
+    lines: list[str],
+    series: Sequence[Series],
+    fmt: Callable[[float], str],
+) -> list[str]:
+    """Row `r`: its label (one or two lines), its bars with their values, a stack's total."""
+    low, bar_h, stacked = layout.low, layout.BAR_H, layout.stacked
+    middle_y = layout.top + layout.row_h * r + 6 + layout.block / 2
+    y0 = middle_y - layout.per_row / 2
+    first_y = middle_y + 4 - 7 * (len(lines) - 1)
+    parts = [
+        f"<g><title>{escape(row.label)}</title>"
+        + "".join(
+            _text(layout.plot_x - 8, first_y + 14 * i, line, anchor="end", fill=INK)
+            for i, line in enumerate(lines)
         )
-        stack_x = x_of(max(low, 0.0))
-        for s_i, (s, value) in enumerate(zip(series, row.values, strict=True)):
-            text = (
-                row.texts[s_i]
-                if s_i < len(row.texts)
-                else (fmt(value) if value is not None else "—")
-            )
-            y = y0 if stacked else y0 + s_i * (bar_h + 3)
-            if value is None:
-                if not stacked:
-                    parts.append(_text(x_of(max(low, 0.0)) + 4, y + bar_h - 3, text))
-                continue
-            if stacked:
-                if not value:
-                    continue
-                w = plot_w * value / (high - low)
-                x = stack_x
-                stack_x += w
-            else:
-                start, end = sorted((x_of(0.0 if low < 0 else low), x_of(value)))
-                x, w = start, max(end - start, 0.0)
-            parts.append(
-                f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(max(w, 0.5))}" height="{bar_h}" '
-                f'rx="2" fill="{s.color}"><title>{escape(row.label)}: {escape(s.label)} '
-                f"{escape(text)}</title></rect>"
-            )
+        + "</g>"
+    ]
+    stack_x = layout.x_of(max(low, 0.0))
+    for s_i, (s, value) in enumerate(zip(series, row.values, strict=True)):
+        text = (
+            row.texts[s_i] if s_i < len(row.texts) else (fmt(value) if value is not None else "—")
+        )
+        y = y0 if stacked else y0 + s_i * (bar_h + 3)
+        if value is None:
             if not stacked:
-                beyond = x_of(value) + 4 if value >= 0 else x_of(0.0) + 4
-                parts.append(_text(beyond, y + bar_h - 3, text, fill=INK))
+                parts.append(_text(layout.x_of(max(low, 0.0)) + 4, y + bar_h - 3, text))
+            continue
         if stacked:
-            total = sum(v or 0 for v in row.values)
-            parts.append(_text(stack_x + 4, y0 + bar_h - 3, fmt(total), fill=INK))
-    return _svg(chart_id, title, desc, height, parts)
+            if not value:
+                continue
+            w = layout.plot_w * value / (layout.high - low)
+            x = stack_x
+            stack_x += w
+        else:
+            start, end = sorted((layout.x_of(0.0 if low < 0 else low), layout.x_of(value)))
+            x, w = start, max(end - start, 0.0)
+        parts.append(
+            f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(max(w, 0.5))}" height="{bar_h}" '
+            f'rx="2" fill="{s.color}"><title>{escape(row.label)}: {escape(s.label)} '
+            f"{escape(text)}</title></rect>"
+        )
+        if not stacked:
+            beyond = layout.x_of(value) + 4 if value >= 0 else layout.x_of(0.0) + 4
+            parts.append(_text(beyond, y + bar_h - 3, text, fill=INK))
+    if stacked:
+        total = sum(v or 0 for v in row.values)
+        parts.append(_text(stack_x + 4, y0 + bar_h - 3, fmt(total), fill=INK))
+    return parts

@@ -24,7 +24,6 @@ from django.db.models.functions import TruncDate
 
 from reviewapp.review.models import Claim, Decision, Escalation, Judgement, LensFailure
 from reviewapp.review.proposal_sets.drilldown import (
-    claim_cutoff,
     escalation_reviewer,
     workload_columns,
 )
@@ -233,12 +232,7 @@ def reviewer_workload(scope: Scope) -> list[Workload]:
         Escalation.objects.filter(scope.q("proposal__"))
         .annotate(reviewer=escalation_reviewer())
         .values("reviewer")
-        .annotate(
-            **{
-                column: Count("pk", filter=q)
-                for column, q in workload_columns(claim_cutoff()).items()
-            }
-        )
+        .annotate(**{column: Count("pk", filter=q) for column, q in workload_columns().items()})
         .order_by("reviewer")
     )
     return [Workload(**row) for row in rows]

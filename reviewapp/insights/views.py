@@ -12,9 +12,9 @@ from django import forms
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.guarantee.queries import guarantee_figures
 from reviewapp.review.models import DecisionAudit, Panel
@@ -55,10 +55,6 @@ class DashboardFilters(forms.Form):
         """The filters as a scope; only called on a valid form."""
         data = self.cleaned_data
         return Scope(panel_id=data.get("panel"), start=data.get("start"), end=data.get("end"))
-
-
-def _is_htmx(request) -> bool:
-    return request.headers.get("HX-Request") == "true" and not request.headers.get("HX-Boosted")
 
 
 def _pct(value: float | None) -> str:
@@ -127,22 +123,21 @@ def _kappa_chart(*, chart_id: str, title: str, desc: str, rows: list[tuple[str, 
 
 
 def _charts(data: queries.Dashboard) -> dict:
+    """Every chart of the dashboard, by section: outcomes over time, time to decision,
+    lenses, agreement, people."""
+    return {
+        **_outcome_charts(data),
+        "medians": _medians_chart(data),
+        **_lens_charts(data),
+        **_agreement_charts(data),
+        "workload": _workload_chart(data),
+    }
+
+
+def _outcome_charts(data: queries.Dashboard) -> dict:
     days = _filled_days(data.days)
     labels = [_day_label(d.day) for d in days]
     outcome_series = [Series(k, label, OUTCOME_COLORS[k]) for k, label in queries.OUTCOME_SERIES]
-    scale = max((m.median.total_seconds() for m in data.medians if m.median), default=0)
-    unit, divisor = ("hours", 3600) if scale >= 3 * 3600 else ("minutes", 60)
-    if scale < 180:
-        unit, divisor = "seconds", 1
-    median_values = [m.median.total_seconds() / divisor if m.median else None for m in data.medians]
-    workload_series = [
-        Series("open", "Open", charts.SKY),
-        Series("claimed", "Claimed", charts.ORANGE),
-        Series("resolved", "Resolved", charts.GREEN),
-    ]
-    workload_max = max((w.total for w in data.workload), default=0)
-    failures_max = max((lens.failures for lens in data.lenses), default=0)
-    larger = data.larger_side
     return {
         "per_day": charts.stacked_columns(
             chart_id="chart-per-day",
@@ -162,19 +157,34 @@ def _charts(data: queries.Dashboard) -> dict:
             values=[d.escalation_rate for d in days],
             color=charts.PURPLE,
         ),
-        "medians": charts.bars(
-            chart_id="chart-medians",
-            title="Median time from submission to decision",
-            desc=f"Median {unit} from submission to the signed decision, machine "
-            "(system decisions) against human (reviewer decisions).",
-            rows=[
-                BarRow(m.label, [v], [human_duration(m.median)])
-                for m, v in zip(data.medians, median_values, strict=True)
-            ],
-            series=[Series("median", f"median ({unit})", charts.BLUE)],
-            domain=(0.0, charts.nice_max(max((v or 0 for v in median_values), default=0))),
-            fmt=lambda v: f"{v:g} {unit[0] if unit != 'minutes' else 'min'}",
-        ),
+    }
+
+
+def _medians_chart(data: queries.Dashboard):
+    """Machine against human time to decision, in the unit the longer median reads best in."""
+    scale = max((m.median.total_seconds() for m in data.medians if m.median), default=0)
+    unit, divisor = ("hours", 3600) if scale >= 3 * 3600 else ("minutes", 60)
+    if scale < 180:
+        unit, divisor = "seconds", 1
+    median_values = [m.median.total_seconds() / divisor if m.median else None for m in data.medians]
+    return charts.bars(
+        chart_id="chart-medians",
+        title="Median time from submission to decision",
+        desc=f"Median {unit} from submission to the signed decision, machine "
+        "(system decisions) against human (reviewer decisions).",
+        rows=[
+            BarRow(m.label, [v], [human_duration(m.median)])
+            for m, v in zip(data.medians, median_values, strict=True)
+        ],
+        series=[Series("median", f"median ({unit})", charts.BLUE)],
+        domain=(0.0, charts.nice_max(max((v or 0 for v in median_values), default=0))),
+        fmt=lambda v: f"{v:g} {unit[0] if unit != 'minutes' else 'min'}",
+    )
+
+
+def _lens_charts(data: queries.Dashboard) -> dict:
+    failures_max = max((lens.failures for lens in data.lenses), default=0)
+    return {
         "lens_rates": charts.bars(
             chart_id="chart-lens-rates",
             title="Pass rate and unresolved-cite rate per lens",
@@ -197,6 +207,12 @@ def _charts(data: queries.Dashboard) -> dict:
             domain=(0.0, charts.nice_max(failures_max)),
             fmt=charts.integer,
         ),
+    }
+
+
+def _agreement_charts(data: queries.Dashboard) -> dict:
+    larger = data.larger_side
+    return {
         "cohen": _kappa_chart(
             chart_id="chart-cohen",
             title="Cohen's kappa between pairs of lenses",
@@ -228,20 +244,28 @@ def _charts(data: queries.Dashboard) -> dict:
             domain=(0.0, charts.nice_max(larger.decided)),
             fmt=charts.integer,
         ),
-        "workload": charts.bars(
-            chart_id="chart-workload",
-            title="Reviewer workload",
-            desc="Escalations per reviewer: open (nobody holds them), claimed, resolved.",
-            rows=[
-                BarRow(w.reviewer or "Unclaimed", [w.open, w.claimed, w.resolved])
-                for w in data.workload
-            ],
-            series=workload_series,
-            domain=(0.0, charts.nice_max(workload_max)),
-            fmt=charts.integer,
-            stacked=True,
-        ),
     }
+
+
+def _workload_chart(data: queries.Dashboard):
+    workload_max = max((w.total for w in data.workload), default=0)
+    return charts.bars(
+        chart_id="chart-workload",
+        title="Reviewer workload",
+        desc="Escalations per reviewer: open (nobody holds them), claimed, resolved.",
+        rows=[
+            BarRow(w.reviewer or "Unclaimed", [w.open, w.claimed, w.resolved])
+            for w in data.workload
+        ],
+        series=[
+            Series("open", "Open", charts.SKY),
+            Series("claimed", "Claimed", charts.ORANGE),
+            Series("resolved", "Resolved", charts.GREEN),
+        ],
+        domain=(0.0, charts.nice_max(workload_max)),
+        fmt=charts.integer,
+        stacked=True,
+    )
 
 
 def list_url(scope: Scope, *, view: str = "proposal_list", **params) -> str:
@@ -282,98 +306,109 @@ def _pair_links(scope: Scope, pair: PairAgreement) -> dict:
 
 
 def _tables(data: queries.Dashboard) -> dict:
+    """The tables beside the charts, a row each, every count a link to its proposals."""
     scope = data.scope
     return {
-        "days": [
-            {
-                "day": d.day,
-                **{k: getattr(d, k) for k, _ in queries.OUTCOME_SERIES},
-                "total": d.total,
-                "routed": d.routed,
-                "escalated": d.escalated,
-                "escalation_rate": _pct(d.escalation_rate),
-                "links": _day_links(scope, d.day),
-            }
-            for d in data.days
-        ],
-        "medians": [
-            {
-                "label": m.label,
-                "basis": m.basis,
-                "decisions": m.decisions,
-                "link": list_url(scope, view="decision_list", basis=m.basis),
-                "median": human_duration(m.median),
-                "seconds": m.median.total_seconds() if m.median else None,
-            }
-            for m in data.medians
-        ],
-        "lenses": [
-            {
-                "name": lens.name,
-                "judgements": lens.judgements,
-                "passed": lens.passed,
-                "pass_rate": _pct(lens.pass_rate),
-                "claims": lens.claims,
-                "unresolved": lens.unresolved,
-                "unresolved_rate": _pct(lens.unresolved_rate),
-                "failures": lens.failures,
-                "links": {
-                    "judgements": list_url(scope, lens=lens.lens_id),
-                    # Claims link to the proposals they are in.
-                    "claims": list_url(scope, lens=lens.lens_id, cites="any"),
-                    "unresolved": list_url(scope, lens=lens.lens_id, cites="unresolved"),
-                    "passed": list_url(scope, lens=lens.lens_id, verdict="pass"),
-                    "failures": list_url(scope, lens=lens.lens_id, lens_failed=1),
-                },
-            }
-            for lens in data.lenses
-        ],
-        "pairs": [
-            {
-                "links": _pair_links(scope, p),
-                "panel": p.panel,
-                "first": p.first,
-                "second": p.second,
-                "items": p.items,
-                "table": p.table,
-                "kappa": p.kappa,
-                "kappa_text": _kappa(p.kappa),
-            }
-            for p in data.pairs
-        ],
-        "panels": [
-            {
-                "link": list_url(replace(scope, panel_id=p.panel_id), raters=p.raters),
-                "panel": p.panel,
-                "items": p.items,
-                "raters": p.raters,
-                "kappa": p.kappa,
-                "kappa_text": _kappa(p.kappa),
-            }
-            for p in data.panels
-        ],
-        "larger_side": {
-            "decided": data.larger_side.decided,
-            "agreed": data.larger_side.agreed,
-            "disagreed": data.larger_side.disagreed,
-            "ties": data.larger_side.ties,
-            "compared": data.larger_side.compared,
-            "rate": data.larger_side.agreement_rate,
-            "rate_text": _pct(data.larger_side.agreement_rate),
-            "links": {key: list_url(scope, larger_side=key) for key in drilldown.LARGER_SIDE},
+        "days": [_day_row(scope, d) for d in data.days],
+        "medians": [_median_row(scope, m) for m in data.medians],
+        "lenses": [_lens_row(scope, lens) for lens in data.lenses],
+        "pairs": [_pair_row(scope, p) for p in data.pairs],
+        "panels": [_panel_row(scope, p) for p in data.panels],
+        "larger_side": _larger_side_table(scope, data.larger_side),
+        "workload": [_workload_row(scope, w) for w in data.workload],
+    }
+
+
+def _day_row(scope: Scope, d) -> dict:
+    return {
+        "day": d.day,
+        **{k: getattr(d, k) for k, _ in queries.OUTCOME_SERIES},
+        "total": d.total,
+        "routed": d.routed,
+        "escalated": d.escalated,
+        "escalation_rate": _pct(d.escalation_rate),
+        "links": _day_links(scope, d.day),
+    }
+
+
+def _median_row(scope: Scope, m) -> dict:
+    return {
+        "label": m.label,
+        "basis": m.basis,
+        "decisions": m.decisions,
+        "link": list_url(scope, view="decision_list", basis=m.basis),
+        "median": human_duration(m.median),
+        "seconds": m.median.total_seconds() if m.median else None,
+    }
+
+
+def _lens_row(scope: Scope, lens) -> dict:
+    return {
+        "name": lens.name,
+        "judgements": lens.judgements,
+        "passed": lens.passed,
+        "pass_rate": _pct(lens.pass_rate),
+        "claims": lens.claims,
+        "unresolved": lens.unresolved,
+        "unresolved_rate": _pct(lens.unresolved_rate),
+        "failures": lens.failures,
+        "links": {
+            "judgements": list_url(scope, lens=lens.lens_id),
+            # Claims link to the proposals they are in.
+            "claims": list_url(scope, lens=lens.lens_id, cites="any"),
+            "unresolved": list_url(scope, lens=lens.lens_id, cites="unresolved"),
+            "passed": list_url(scope, lens=lens.lens_id, verdict="pass"),
+            "failures": list_url(scope, lens=lens.lens_id, lens_failed=1),
         },
-        "workload": [
-            {
-                "reviewer": w.reviewer,
-                **{column: getattr(w, column) for column in drilldown.WORKLOAD_COLUMNS},
-                # Absent, the reviewer is "nobody" (UNCLAIMED).
-                "links": {
-                    column: list_url(scope, workload=column, reviewer=w.reviewer)
-                    for column in drilldown.WORKLOAD_COLUMNS
-                },
-            }
-            for w in data.workload
-        ],
+    }
+
+
+def _pair_row(scope: Scope, p) -> dict:
+    return {
+        "links": _pair_links(scope, p),
+        "panel": p.panel,
+        "first": p.first,
+        "second": p.second,
+        "items": p.items,
+        "table": p.table,
+        "kappa": p.kappa,
+        "kappa_text": _kappa(p.kappa),
+    }
+
+
+def _panel_row(scope: Scope, p) -> dict:
+    return {
+        "link": list_url(replace(scope, panel_id=p.panel_id), raters=p.raters),
+        "panel": p.panel,
+        "items": p.items,
+        "raters": p.raters,
+        "kappa": p.kappa,
+        "kappa_text": _kappa(p.kappa),
+    }
+
+
+def _larger_side_table(scope: Scope, larger) -> dict:
+    return {
+        "decided": larger.decided,
+        "agreed": larger.agreed,
+        "disagreed": larger.disagreed,
+        "ties": larger.ties,
+        "compared": larger.compared,
+        "rate": larger.agreement_rate,
+        "rate_text": _pct(larger.agreement_rate),
+        "links": {key: list_url(scope, larger_side=key) for key in drilldown.LARGER_SIDE},
+    }
+
+
+def _workload_row(scope: Scope, w) -> dict:
+    return {
+        "reviewer": w.reviewer,
+        **{column: getattr(w, column) for column in drilldown.WORKLOAD_COLUMNS},
+        # Absent, the reviewer is "nobody" (UNCLAIMED).
+        "links": {
+            column: list_url(scope, workload=column, reviewer=w.reviewer)
+            for column in drilldown.WORKLOAD_COLUMNS
+        },
     }
 
 
@@ -404,7 +439,17 @@ def _audits(scope: Scope) -> dict:
     return {**totals, "latest_disputed": disputed}
 
 
+def _dashboard_template(request) -> str:
+    # The filters swap the body alone (and push the URL); a page restored from the
+    # server after it fell out of htmx's history cache is the whole page.
+    if request.htmx and not request.htmx.history_restore_request:
+        return "insights/dashboard.html#body"
+    return "insights/dashboard.html"
+
+
 @require_GET
+# The same URL answers with a fragment or the whole page: caches must keep them apart.
+@vary_on_headers("HX-Request")
 @reviewer_required
 def dashboard(request):
     # With each panel's guarantee settings, in the same query: the section lists them.
@@ -417,17 +462,12 @@ def dashboard(request):
     if request.GET and not form.is_valid():
         # Figures for some other range than the one asked for would be read as
         # the answer: a filter that cannot be applied is an error, not ignored.
-        template = (
-            "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
-        )
-        response = render(
+        return render(
             request,
-            template,
+            _dashboard_template(request),
             {"form": form, "panels": panels, "scope": Scope(), "invalid": True},
             status=400,
         )
-        patch_vary_headers(response, ["HX-Request"])
-        return response
     scope = form.scope() if request.GET else Scope()
     data = queries.dashboard(scope)
     totals = data.totals()
@@ -469,11 +509,7 @@ def dashboard(request):
         + (f"?{export_query}" if export_query else ""),
     }
     context["audits"] = _audits(scope)
-    template = "insights/dashboard.html#body" if _is_htmx(request) else "insights/dashboard.html"
-    response = render(request, template, context)
-    # The same URL answers with a fragment or the whole page: caches must keep them apart.
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return render(request, _dashboard_template(request), context)
 
 
 class WindowForm(forms.Form):
@@ -507,6 +543,8 @@ class GuaranteeFilter(forms.Form):
 
 
 @require_GET
+# The same URL answers with a fragment or the whole page: caches must keep them apart.
+@vary_on_headers("HX-Request")
 @reviewer_required
 def panel_guarantee(request):
     """A panel's guarantee: its promise and each vote pattern's evidence (the dashboard
@@ -515,9 +553,10 @@ def panel_guarantee(request):
     if not form.is_valid():
         return render(request, "insights/guarantee.html", {"form": form}, status=400)
     panel = get_object_or_404(Panel, pk=form.cleaned_data["panel"])
-    template = "insights/guarantee.html#body" if _is_htmx(request) else "insights/guarantee.html"
-    response = render(
+    # The dashboard loads the section alone; a page restored from the server after it
+    # fell out of htmx's history cache is the whole page.
+    fragment = request.htmx and not request.htmx.history_restore_request
+    template = "insights/guarantee.html#body" if fragment else "insights/guarantee.html"
+    return render(
         request, template, {"form": form, "panel": panel, "figures": guarantee_figures(panel)}
     )
-    patch_vary_headers(response, ["HX-Request"])
-    return response

@@ -73,6 +73,157 @@ def _checked(**arguments) -> None:
         )
 
 
+async def request_review(
+    panel: Annotated[
+        str, Field(min_length=1, max_length=100, description="A panel name from list_panels.")
+    ],
+    content: Annotated[str, Field(description="The text to review: your agent's output.")],
+    external_ref: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="Your own unique reference for this piece of work. Sending the same "
+            "request again under it returns the same review (safe to retry); a different "
+            "request under a used reference is refused.",
+        ),
+    ],
+    metadata: Annotated[
+        dict[str, Any] | None, Field(description="Any JSON object to keep with the review.")
+    ] = None,
+    title: Annotated[str, Field(max_length=300, description="A short title.")] = "",
+    thought_process: Annotated[
+        str, Field(description="How the agent reached the content; lenses may cite it.")
+    ] = "",
+) -> dict[str, Any]:
+    """Submit text for review by a panel of lenses. Returns the review's id and status
+    ("queued" or "evaluating"); then call wait_for_review with the id. To a client that
+    declared the Tasks extension it returns a task instead, completed with the review as
+    get_review returns it once decided. Needs the 'submit' scope."""
+    client_id = await calling_client_id(ApiClient.Scope.SUBMIT)
+    submission = {
+        "panel": panel,
+        "content": content,
+        "external_ref": external_ref,
+        "metadata": metadata or {},
+        "title": title,
+        "thought_process": thought_process,
+    }
+    _checked(**submission)
+    return await in_db(tools.review_request, client_id=client_id, **submission)
+
+
+async def get_review(id: ReviewId) -> dict[str, Any]:  # noqa: A002 (the tool's argument name)
+    """Read a review: status ("queued", "evaluating", "decided" or "escalated"), outcome
+    ("approved"/"rejected" once decided), the reasons it was escalated, each lens's
+    verdict with its claims (cites grounded to UTF-16 offsets of the content), each lens
+    that failed with its kind ("timeout", "rate_limited", "deadline", ...) and message,
+    the checkers' signed evidence (an inconclusive one says why) and the signed decision.
+    An escalated review's "escalation" explains why, naming the failed lenses and the
+    inconclusive checkers. Needs the 'read' scope."""
+    client_id = await calling_client_id(ApiClient.Scope.READ)
+    return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
+
+
+async def wait_for_review(
+    id: ReviewId,  # noqa: A002
+    timeout_s: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            description=f"How long to wait, in seconds (at most {MAX_WAIT_SECONDS}).",
+        ),
+    ] = MAX_WAIT_SECONDS,
+) -> dict[str, Any]:
+    """Wait until a review is decided or escalated, or until timeout_s passes, then return
+    it as get_review does. "final" says which: if false, call again. "escalated" means a
+    human reviewer decides; keep waiting (it becomes "decided") or come back later.
+    Needs the 'read' scope."""
+    client_id = await calling_client_id(ApiClient.Scope.READ)
+    status = await in_db(tools.review_status, client_id=client_id, proposal_id=id)
+    if status not in tools.FINAL:
+        # Raises the error a call made when it wakes would get, if the client may
+        # no longer read the review then (revoked, or unbound from its lens).
+        review = await watch.until_final(id, timeout_s, client_id)
+        if review:
+            return review  # read by the watch for every call it woke
+    return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
+
+
+async def list_panels() -> dict[str, Any]:
+    """The panels a review may be requested from ("panels"): name, description, how many
+    lens verdicts must agree ("need"), their lenses and checkers, and how long an
+    escalation may wait for a person ("review_deadline_seconds", null: no deadline),
+    what happens then ("on_deadline": "reject", "approve" or "keep_open"), and the
+    guarantee it gives ("guarantee": target and confidence, or null)."""
+    await calling_client_id(None)
+    return {"panels": await in_db(tools.panel_list)}
+
+
+async def submit_judgement(
+    id: ReviewId,  # noqa: A002
+    lens: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=100,
+            description="The external lens you answer for; it must name your client.",
+        ),
+    ],
+    verdict: Annotated[Literal["pass", "fail"], Field(description="The lens's verdict.")],
+    rationale: Annotated[str, Field(description="Why, in a few sentences.")] = "",
+    claims: Annotated[
+        list[Cite], Field(max_length=500, description="The claims behind the verdict.")
+    ] = (),
+) -> dict[str, Any]:
+    """Deliver an external lens's judgement on a review, once. Only a client the lens
+    names may answer for it. Returns the judgement with its cites grounded. Needs the
+    'judge' scope."""
+    client_id = await calling_client_id(ApiClient.Scope.JUDGE)
+    _checked(lens=lens, rationale=rationale, claims=[c.model_dump() for c in claims])
+    return await in_db(
+        tools.judgement_submit,
+        client_id=client_id,
+        proposal_id=id,
+        lens=lens,
+        verdict=verdict,
+        rationale=rationale,
+        claims=[
+            ClaimInput(cite=c.cite, assessment=c.assessment, claim_id=c.claim_id) for c in claims
+        ],
+    )
+
+
+async def verify_decision(
+    decision: Annotated[
+        dict[str, Any],
+        Field(
+            description='A signed decision as get_review returns it under "decision" '
+            "(payload, signature, key_id, prev_hash, hash, ...)."
+        ),
+    ],
+) -> dict[str, Any]:
+    """Check a signed decision: its Ed25519 signature against this server's trusted keys,
+    its hash, and that its readable fields say what the signed bytes say. "valid" is
+    the answer; "problem" says what failed."""
+    await calling_client_id(None)
+    return await in_db(tools.decision_verify, decision)
+
+
+_READ_ONLY = ToolAnnotations(readOnlyHint=True)
+# Each tool and what it promises a client: a retried request_review returns the same
+# review (idempotent) and reaches nothing outside; submit_judgement writes, once.
+_TOOLS = (
+    (request_review, ToolAnnotations(idempotentHint=True, openWorldHint=False)),
+    (get_review, _READ_ONLY),
+    (wait_for_review, _READ_ONLY),
+    (list_panels, _READ_ONLY),
+    (submit_judgement, None),
+    (verify_decision, _READ_ONLY),
+)
+
+
 def build_server() -> MCPServer:
     server = MCPServer(
         name="reviewapp",
@@ -81,149 +232,8 @@ def build_server() -> MCPServer:
         # The Tasks extension: request_review may answer with a task (tasks.py).
         extensions=[ReviewTasks()],
     )
-
-    @server.tool(
-        annotations=ToolAnnotations(idempotentHint=True, openWorldHint=False),
-        structured_output=True,
-    )
-    async def request_review(
-        panel: Annotated[
-            str, Field(min_length=1, max_length=100, description="A panel name from list_panels.")
-        ],
-        content: Annotated[str, Field(description="The text to review: your agent's output.")],
-        external_ref: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=200,
-                description="Your own unique reference for this piece of work. Sending the same "
-                "request again under it returns the same review (safe to retry); a different "
-                "request under a used reference is refused.",
-            ),
-        ],
-        metadata: Annotated[
-            dict[str, Any] | None, Field(description="Any JSON object to keep with the review.")
-        ] = None,
-        title: Annotated[str, Field(max_length=300, description="A short title.")] = "",
-        thought_process: Annotated[
-            str, Field(description="How the agent reached the content; lenses may cite it.")
-        ] = "",
-    ) -> dict[str, Any]:
-        """Submit text for review by a panel of lenses. Returns the review's id and status
-        ("queued" or "evaluating"); then call wait_for_review with the id. To a client that
-        declared the Tasks extension it returns a task instead, completed with the review as
-        get_review returns it once decided. Needs the 'submit' scope."""
-        client_id = await calling_client_id(ApiClient.Scope.SUBMIT)
-        submission = {
-            "panel": panel,
-            "content": content,
-            "external_ref": external_ref,
-            "metadata": metadata or {},
-            "title": title,
-            "thought_process": thought_process,
-        }
-        _checked(**submission)
-        return await in_db(tools.review_request, client_id=client_id, **submission)
-
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
-    async def get_review(id: ReviewId) -> dict[str, Any]:  # noqa: A002 (the tool's argument name)
-        """Read a review: status ("queued", "evaluating", "decided" or "escalated"), outcome
-        ("approved"/"rejected" once decided), the reasons it was escalated, each lens's
-        verdict with its claims (cites grounded to UTF-16 offsets of the content), each lens
-        that failed with its kind ("timeout", "rate_limited", "deadline", ...) and message,
-        the checkers' signed evidence (an inconclusive one says why) and the signed decision.
-        An escalated review's "escalation" explains why, naming the failed lenses and the
-        inconclusive checkers. Needs the 'read' scope."""
-        client_id = await calling_client_id(ApiClient.Scope.READ)
-        return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
-
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
-    async def wait_for_review(
-        id: ReviewId,  # noqa: A002
-        timeout_s: Annotated[
-            float,
-            Field(
-                ge=0,
-                le=MAX_WAIT_SECONDS,
-                description=f"How long to wait, in seconds (at most {MAX_WAIT_SECONDS}).",
-            ),
-        ] = MAX_WAIT_SECONDS,
-    ) -> dict[str, Any]:
-        """Wait until a review is decided or escalated, or until timeout_s passes, then return
-        it as get_review does. "final" says which: if false, call again. "escalated" means a
-        human reviewer decides; keep waiting (it becomes "decided") or come back later.
-        Needs the 'read' scope."""
-        client_id = await calling_client_id(ApiClient.Scope.READ)
-        status = await in_db(tools.review_status, client_id=client_id, proposal_id=id)
-        if status not in tools.FINAL:
-            # Raises the error a call made when it wakes would get, if the client may
-            # no longer read the review then (revoked, or unbound from its lens).
-            review = await watch.until_final(id, timeout_s, client_id)
-            if review:
-                return review  # read by the watch for every call it woke
-        return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
-
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
-    async def list_panels() -> dict[str, Any]:
-        """The panels a review may be requested from ("panels"): name, description, how many
-        lens verdicts must agree ("need"), their lenses and checkers, how long an
-        escalation may wait for a person ("review_deadline_seconds", null: no deadline) and
-        what happens then ("on_deadline": "reject", "approve" or "keep_open"), and the
-        guarantee it gives ("guarantee": target and confidence, or null)."""
-        await calling_client_id(None)
-        return {"panels": await in_db(tools.panel_list)}
-
-    @server.tool(structured_output=True)
-    async def submit_judgement(
-        id: ReviewId,  # noqa: A002
-        lens: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=100,
-                description="The external lens you answer for; it must name your client.",
-            ),
-        ],
-        verdict: Annotated[Literal["pass", "fail"], Field(description="The lens's verdict.")],
-        rationale: Annotated[str, Field(description="Why, in a few sentences.")] = "",
-        claims: Annotated[
-            list[Cite], Field(max_length=500, description="The claims behind the verdict.")
-        ] = (),
-    ) -> dict[str, Any]:
-        """Deliver an external lens's judgement on a review, once. Only a client the lens
-        names may answer for it. Returns the judgement with its cites grounded. Needs the
-        'judge' scope."""
-        client_id = await calling_client_id(ApiClient.Scope.JUDGE)
-        _checked(lens=lens, rationale=rationale, claims=[c.model_dump() for c in claims])
-        return await in_db(
-            tools.judgement_submit,
-            client_id=client_id,
-            proposal_id=id,
-            lens=lens,
-            verdict=verdict,
-            rationale=rationale,
-            claims=[
-                ClaimInput(cite=c.cite, assessment=c.assessment, claim_id=c.claim_id)
-                for c in claims
-            ],
-        )
-
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=True)
-    async def verify_decision(
-        decision: Annotated[
-            dict[str, Any],
-            Field(
-                description='A signed decision as get_review returns it under "decision" '
-                "(payload, signature, key_id, prev_hash, hash, ...)."
-            ),
-        ],
-    ) -> dict[str, Any]:
-        """Check a signed decision: its Ed25519 signature against this server's trusted keys,
-        its hash, and that its readable fields say what the signed bytes say. "valid" is
-        the answer; "problem" says what failed."""
-        await calling_client_id(None)
-        return await in_db(tools.decision_verify, decision)
-
+    for tool, annotations in _TOOLS:
+        server.tool(annotations=annotations, structured_output=True)(tool)
     return server
 
 

@@ -159,38 +159,20 @@ def replay_plan(
 ) -> Replay:
     """Store a planned replay: its proposals, both configurations and the calls it would make.
 
-    Nothing runs until `replay_start`: the planned calls are shown first.
+    Nothing runs until `replay_start`: the planned calls are shown first. The
+    draft is checked and described (`_replay_draft`), then each proposal is a
+    case with its outcome under the current panel (`_plan_cases`).
     """
     if size < 1:
         raise ValidationError({"size": "Replay at least one proposal."})
     current = panel.ordered_lenses()
-    members = list(members) if members else current
-    need = need or panel.need
-    try:
-        Quorum(need, [lens.name for lens in members])
-    except QuorumError as exc:
-        raise ValidationError({"need": str(exc)}) from exc
-    _refuse_endpoint_change_without_lens_rights(user, lens_changes or {}, members)
+    draft = _replay_draft(panel, current, user, members, need, lens_changes or {})
     chosen = _proposals(panel, source, size)
     if not chosen:
         where = "the regression set" if source == Replay.Source.REGRESSION else "human decisions"
         raise ValidationError(
             f"Panel {panel.name!r} has no decided proposals in {where} to replay on."
         )
-    draft = {
-        "need": need,
-        "requires_sign_off": panel.requires_sign_off,
-        "lenses": _draft_lenses(members, lens_changes or {}, {lens.pk for lens in current}),
-        "current": {
-            "need": panel.need,
-            "lenses": [lens.name for lens in current],
-            "lens_ids": [lens.pk for lens in current],
-            "version": panel.version,
-        },
-    }
-    ids = [proposal.pk for proposal, _ in chosen]
-    stored = stored_verdicts(ids)
-    checks = checker_verdicts(ids)
     replay = Replay.objects.create(
         panel=panel,
         panel_name=panel.name,
@@ -200,6 +182,50 @@ def replay_plan(
         size=size,
         created_by=_user(user),
     )
+    cases, calls = _plan_cases(replay, panel, current, draft, chosen)
+    ReplayCase.objects.bulk_create(cases)
+    replay.planned_calls = calls
+    replay.save(update_fields=["planned_calls"])
+    audit_record(
+        actor=_user(user),
+        action=AuditEntry.Action.CREATE,
+        target_type=AUDIT_TYPE,
+        target=replay,
+        changes={"draft": {"old": None, "new": draft}},
+        note=f"planned on {len(cases)} proposals, {calls} LLM calls",
+    )
+    return replay
+
+
+def _replay_draft(panel: Panel, current, user, members, need, lens_changes: dict) -> dict:
+    """The draft configuration beside the current one; refused (ValidationError) if its
+    quorum cannot be met or `user` may not change a lens's endpoint."""
+    members = list(members) if members else current
+    need = need or panel.need
+    try:
+        Quorum(need, [lens.name for lens in members])
+    except QuorumError as exc:
+        raise ValidationError({"need": str(exc)}) from exc
+    _refuse_endpoint_change_without_lens_rights(user, lens_changes, members)
+    return {
+        "need": need,
+        "requires_sign_off": panel.requires_sign_off,
+        "lenses": _draft_lenses(members, lens_changes, {lens.pk for lens in current}),
+        "current": {
+            "need": panel.need,
+            "lenses": [lens.name for lens in current],
+            "lens_ids": [lens.pk for lens in current],
+            "version": panel.version,
+        },
+    }
+
+
+def _plan_cases(replay: Replay, panel: Panel, current, draft: dict, chosen):
+    """A case per chosen proposal with the current panel's outcome from its stored
+    verdicts, and how many LLM calls the draft would make on them all."""
+    ids = [proposal.pk for proposal, _ in chosen]
+    stored = stored_verdicts(ids)
+    checks = checker_verdicts(ids)
     cases, calls = [], 0
     for position, (proposal, human) in enumerate(chosen):
         by_id = stored.get(proposal.pk, {})
@@ -222,18 +248,7 @@ def replay_plan(
         calls += sum(
             1 for lens in lenses_to_run(draft, by_id) if lens["backend"] == Lens.Backend.LLM
         )
-    ReplayCase.objects.bulk_create(cases)
-    replay.planned_calls = calls
-    replay.save(update_fields=["planned_calls"])
-    audit_record(
-        actor=_user(user),
-        action=AuditEntry.Action.CREATE,
-        target_type=AUDIT_TYPE,
-        target=replay,
-        changes={"draft": {"old": None, "new": draft}},
-        note=f"planned on {len(cases)} proposals, {calls} LLM calls",
-    )
-    return replay
+    return cases, calls
 
 
 @transaction.atomic

@@ -26,10 +26,10 @@ def is_reviewer(user) -> bool:
 
 def _return_path(request) -> str:
     """Where a re-login should land: the page the reviewer was on, never a POST-only URL."""
-    if request.method == "GET" and not request.headers.get("HX-Request"):
+    if request.method == "GET" and not request.htmx:
         return request.get_full_path()
     # htmx names the page it runs on; a plain form post only has its Referer.
-    page = request.headers.get("HX-Current-URL") or request.headers.get("Referer") or ""
+    page = request.htmx.current_url or request.headers.get("Referer") or ""
     if url_has_allowed_host_and_scheme(
         page, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
@@ -40,9 +40,7 @@ def _return_path(request) -> str:
 
 def _wants_status(request) -> bool:
     """htmx and app.js's own requests: a 401 they can act on, not a login page to paste."""
-    return request.headers.get("HX-Request") == "true" or "application/json" in request.headers.get(
-        "Accept", ""
-    )
+    return bool(request.htmx) or "application/json" in request.headers.get("Accept", "")
 
 
 def _expired_login_url() -> str:

@@ -35,7 +35,6 @@ from .presenters import REASON_LABELS
 
 COUNT_LIMIT = 1_000
 AUDIT = Escalation.Reason.AUDIT.value
-OPEN_STATUSES = (Escalation.Status.OPEN, Escalation.Status.CLAIMED, Escalation.Status.RECONCILE)
 # Age order; both walk the inbox_open index.
 AGE_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 INBOX_SORTS = {
@@ -96,7 +95,7 @@ def inbox_base(filters: InboxFilters, user, *, scan: bool = False):
     """
     if filters.search.error:
         return Escalation.objects.none()  # a search that can never run matches nothing
-    rows = Escalation.objects.filter(status__in=OPEN_STATUSES)
+    rows = Escalation.objects.undecided()
     if filters.panel_id is not None:
         rows = rows.filter(proposal__panel_id=filters.panel_id)
     if filters.mine:

@@ -1,22 +1,20 @@
 """Shape stored rows into what the review pages show.
 
 Nothing here queries the database: views fetch the rows (a fixed number of
-queries per page), these functions only arrange them.
+queries per page), these functions only arrange them (near-miss notes, which
+take a second to work out, are kept in the cache). Who holds an escalation and
+what a user may do with it is the model's to say (`Escalation.standing`).
 """
 
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from hashlib import sha256
 
-from django.conf import settings
 from django.core.cache import cache
-from django.utils import timezone
 
 from reviewapp.core.cite import EVAL_THOUGHT_LIMIT
 from reviewapp.core.near_miss import NearMisses
 from reviewapp.guarantee.explain import held_explanation, held_summary
-from reviewapp.review.access import may_reconcile, may_sign_decisions
 from reviewapp.review.models import Claim, Escalation, Judgement, LensFailure, Proposal
 
 REASON_LABELS = {
@@ -181,114 +179,6 @@ def tally_outcome(tally: dict | None) -> str:
     return (tally or {}).get("outcome", "")
 
 
-def claim_ttl() -> timedelta:
-    return timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
-
-
-@dataclass
-class ClaimState:
-    """Who holds an escalation, as the pages describe it."""
-
-    status: str
-    holder: str | None = None
-    holder_id: int | None = None
-    claimed_at: datetime | None = None
-    expires_at: datetime | None = None
-    live: bool = False
-    expired: bool = False
-    mine: bool = False
-    # Staff outside the reviewers group may read an escalation, not claim or sign it.
-    may_sign: bool = False
-    # Several reviews: each reviewer gives theirs without a claim, once.
-    reviews_needed: int = 1
-    reviewed_by_me: bool = False
-    may_reconcile: bool = False
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == Escalation.Status.RESOLVED
-
-    @property
-    def reconcile(self) -> bool:
-        return self.status == Escalation.Status.RECONCILE
-
-    @property
-    def several(self) -> bool:
-        return self.reviews_needed > 1
-
-    # Several reviews: who else holds a place now, and whether one is left.
-    holders: list[str] = field(default_factory=list)
-    place_free: bool = False
-
-    @property
-    def claimable(self) -> bool:
-        """Whether this user may (re)claim it now."""
-        if self.reconcile:
-            return False
-        if self.several:
-            return (
-                self.may_sign
-                and not self.resolved
-                and not self.reviewed_by_me
-                and not self.mine
-                and self.place_free
-            )
-        return self.may_sign and not self.resolved and (not self.live or self.mine)
-
-    @property
-    def can_decide(self) -> bool:
-        if self.reconcile:
-            return self.may_reconcile and not self.reviewed_by_me
-        if self.several:
-            return (
-                self.may_sign
-                and not self.resolved
-                and not self.reviewed_by_me
-                and (self.mine or self.place_free)
-            )
-        return not self.resolved and self.live and self.mine
-
-
-def claim_state(
-    escalation: Escalation, user, now: datetime | None = None, *, reviews: bool = True
-) -> ClaimState:
-    """`reviews=False` (the inbox, row by row): leave out the several-review details,
-    which cost queries per row."""
-    now = now or timezone.now()
-    state = ClaimState(
-        status=escalation.status,
-        may_sign=may_sign_decisions(user),
-        reviews_needed=escalation.reviews_needed,
-        # Asked only where it matters: the inbox asks for every row.
-        may_reconcile=escalation.status == Escalation.Status.RECONCILE and may_reconcile(user),
-    )
-    if reviews and state.several and user is not None and user.is_authenticated:
-        state.reviewed_by_me = escalation.reviews.filter(reviewer=user).exists()
-        live = escalation.review_claims.filter(claimed_at__gt=now - claim_ttl()).select_related(
-            "user"
-        )
-        mine = next((c for c in live if c.user_id == user.pk), None)
-        state.holders = [c.user.get_username() for c in live if c.user_id != user.pk]
-        state.mine = state.live = mine is not None
-        if mine:
-            state.claimed_at = mine.claimed_at
-            state.expires_at = mine.claimed_at + claim_ttl()
-        state.place_free = (
-            len(state.holders) + escalation.reviews.count() < escalation.reviews_needed
-        )
-        return state
-    if escalation.status == Escalation.Status.CLAIMED and escalation.claimed_at:
-        holder = escalation.claimed_by
-        state.holder = holder.get_username() if holder else "someone"
-        state.holder_id = escalation.claimed_by_id
-        state.claimed_at = escalation.claimed_at
-        state.expires_at = escalation.claimed_at + claim_ttl()
-        state.live = state.expires_at > now
-        state.expired = not state.live
-        state.mine = user is not None and escalation.claimed_by_id == user.pk
-    return state
-
-
 # --- the proposal page --------------------------------------------------------
 
 
@@ -354,54 +244,99 @@ def proposal_view(
     """Group a proposal's claims by span and lens for the page and its highlighter.
 
     `judgements` must have their claims prefetched; `marks` are the reviewer's
-    marks by claim id, once the proposal is decided.
+    marks by claim id, once the proposal is decided. The lens cards first
+    (`_lens_cards`), then each claim in its place (`_place_claims`), the
+    spans in text order (`_ordered_spans`), what the highlighter reads
+    (`_highlight_data`) and the claims × lenses grid (`_grid`).
     """
-    marks = marks or {}
-    snapshot_entries = (proposal.panel_snapshot or {}).get("lenses", [])
-    snapshot_lenses = [entry["name"] for entry in snapshot_entries]
-    backends = {entry["name"]: entry.get("backend", "") for entry in snapshot_entries}
+    cards = _lens_cards(proposal, judgements, failures)
+    placed = _place_claims(proposal, judgements, cards, marks or {})
+    ordered = _ordered_spans(placed.spans)
+    lens_cards = list(cards.values())
+    grid = _grid(
+        lens_cards,
+        [("answer", span["excerpt"], span["claims"]) for span in ordered]
+        + [("thought", c["excerpt"], [c]) for c in placed.thought]
+        + [("unanchored", c["excerpt"], [c]) for c in placed.unresolved],
+    )
+    return ProposalView(
+        grid=grid,
+        lenses=lens_cards,
+        spans=ordered,
+        unresolved=placed.unresolved,
+        thought_claims=placed.thought,
+        highlight_data=_highlight_data(lens_cards, ordered, placed.thought),
+        answered=proposal.lenses_answered,
+        asked=proposal.lenses_asked,
+    )
+
+
+def _lens_cards(proposal: Proposal, judgements, failures) -> dict[str, LensCard]:
+    """A card per lens, in panel order (then any lens only the answers name), each with its
+    colour slot, its verdict or its failure."""
+    snapshot_lenses = [entry["name"] for entry in (proposal.panel_snapshot or {}).get("lenses", [])]
     slots: dict[str, int] = {}
     for name in (
         snapshot_lenses + [j.lens_name for j in judgements] + [f.lens_name for f in failures]
     ):
         slots.setdefault(name, len(slots))
-
     cards = {name: LensCard(slot=slot % LENS_SLOTS, name=name) for name, slot in slots.items()}
     for failure in failures:
         card = cards[failure.lens_name]
         card.version = failure.lens_version
         card.failure = failure.error
-
-    spans: dict[tuple[int, int], dict] = {}
-    unresolved: list[dict] = []
-    thought_claims: list[dict] = []
     for judgement in judgements:
         card = cards[judgement.lens_name]
         card.version = judgement.lens_version
         card.verdict = judgement.verdict
         card.rationale = judgement.rationale
+    return cards
+
+
+@dataclass
+class _Placed:
+    """Every claim where the page shows it: by its span of the answer, in the thought
+    process, or unresolved (with why, and what a near miss differs by)."""
+
+    spans: dict[tuple[int, int], dict] = field(default_factory=dict)
+    thought: list[dict] = field(default_factory=list)
+    unresolved: list[dict] = field(default_factory=list)
+
+
+def _claim_item(judgement: Judgement, card: LensCard, claim, marks: dict[int, str]) -> dict:
+    return {
+        "lens": judgement.lens_name,
+        "slot": card.slot,
+        "verdict": judgement.verdict,
+        "assessment": claim.assessment,
+        "note": claim.note,
+        "cite": claim.cite,
+        "text": claim.text,
+        "excerpt": excerpt(claim.text if claim.text is not None else claim.cite, 160),
+        "claim_id": claim.claim_id,
+        "pk": claim.pk,
+        "mark": marks.get(claim.pk, ""),
+        "kind": claim.anchor_kind,
+        "dropped": claim.dropped,
+        "span": None,
+    }
+
+
+def _place_claims(proposal: Proposal, judgements, cards, marks) -> _Placed:
+    backends = {
+        entry["name"]: entry.get("backend", "")
+        for entry in (proposal.panel_snapshot or {}).get("lenses", [])
+    }
+    placed = _Placed()
+    for judgement in judgements:
+        card = cards[judgement.lens_name]
         for claim in judgement.claims.all():
-            item = {
-                "lens": judgement.lens_name,
-                "slot": card.slot,
-                "verdict": judgement.verdict,
-                "assessment": claim.assessment,
-                "note": claim.note,
-                "cite": claim.cite,
-                "text": claim.text,
-                "excerpt": excerpt(claim.text if claim.text is not None else claim.cite, 160),
-                "claim_id": claim.claim_id,
-                "pk": claim.pk,
-                "mark": marks.get(claim.pk, ""),
-                "kind": claim.anchor_kind,
-                "dropped": claim.dropped,
-                "span": None,
-            }
+            item = _claim_item(judgement, card, claim, marks)
             if claim.anchor_kind == Claim.AnchorKind.ANSWER_BODY and not claim.dropped:
                 key = (claim.start_utf16, claim.end_utf16)
-                span = spans.get(key)
+                span = placed.spans.get(key)
                 if span is None:
-                    span = spans[key] = {
+                    span = placed.spans[key] = {
                         "start": claim.start_utf16,
                         "end": claim.end_utf16,
                         "text": claim.text or "",
@@ -411,77 +346,60 @@ def proposal_view(
                 span["claims"].append(item)
                 item["span"] = span
             elif claim.anchor_kind == Claim.AnchorKind.THOUGHT_WINDOW and not claim.dropped:
-                thought_claims.append(item)
+                placed.thought.append(item)
             else:
                 item["why"] = unresolved_why(
                     dropped=claim.dropped,
                     backend=backends.get(judgement.lens_name, ""),
                     requote_rounds=judgement.requote_rounds,
                 )
-                unresolved.append(item)
+                placed.unresolved.append(item)
             card.claims.append(item)
-
-    if unresolved:
+    if placed.unresolved:
         notes = near_miss_notes(
-            proposal.content, proposal.thought_process, [c["cite"] for c in unresolved]
+            proposal.content, proposal.thought_process, [c["cite"] for c in placed.unresolved]
         )
-        for item in unresolved:
+        for item in placed.unresolved:
             item["near_miss"] = notes.get(item["cite"], "")
+    return placed
 
+
+def _ordered_spans(spans: dict[tuple[int, int], dict]) -> list[dict]:
+    """The cited spans in text order, numbered, each with its lenses and whether they disagree."""
     ordered = sorted(spans.values(), key=lambda s: (s["start"], s["end"]))
     for index, span in enumerate(ordered):
         span["id"] = index
         span["lens_slots"] = sorted({c["slot"] for c in span["claims"]})
         span["lens_count"] = len({c["lens"] for c in span["claims"]})
         span["conflict"] = lenses_disagree(span["claims"])
+    return ordered
 
-    highlight_data = {
-        "lenses": [{"slot": cards[name].slot, "name": name} for name in slots],
+
+def _highlight_data(cards: list[LensCard], ordered: list[dict], thought: list[dict]) -> dict:
+    """What the page's highlighter reads (as JSON): the lenses, the spans with their claims,
+    and the thought-process claims, which carry no offsets: the page finds the resolved
+    text in the thought process, which is where grounding found it."""
+
+    def claim(c: dict, **extra) -> dict:
+        return {
+            "lens": c["lens"],
+            "slot": c["slot"],
+            "assessment": c["assessment"],
+            "note": c["note"],
+            **extra,
+        }
+
+    return {
+        "lenses": [{"slot": card.slot, "name": card.name} for card in cards],
         "spans": [
             {
                 "id": span["id"],
                 "start": span["start"],
                 "end": span["end"],
                 "text": span["text"],
-                "claims": [
-                    {
-                        "lens": c["lens"],
-                        "slot": c["slot"],
-                        "assessment": c["assessment"],
-                        "note": c["note"],
-                    }
-                    for c in span["claims"]
-                ],
+                "claims": [claim(c) for c in span["claims"]],
             }
             for span in ordered
         ],
-        # Thought-window anchors carry no offsets: the page finds the resolved
-        # text in the thought process, which is where grounding found it.
-        "thought": [
-            {
-                "lens": c["lens"],
-                "slot": c["slot"],
-                "assessment": c["assessment"],
-                "note": c["note"],
-                "text": c["text"] or "",
-            }
-            for c in thought_claims
-        ],
+        "thought": [claim(c, text=c["text"] or "") for c in thought],
     }
-    lens_cards = list(cards.values())
-    grid = _grid(
-        lens_cards,
-        [("answer", span["excerpt"], span["claims"]) for span in ordered]
-        + [("thought", c["excerpt"], [c]) for c in thought_claims]
-        + [("unanchored", c["excerpt"], [c]) for c in unresolved],
-    )
-    return ProposalView(
-        grid=grid,
-        lenses=lens_cards,
-        spans=ordered,
-        unresolved=unresolved,
-        thought_claims=thought_claims,
-        highlight_data=highlight_data,
-        answered=proposal.lenses_answered,
-        asked=proposal.lenses_asked,
-    )

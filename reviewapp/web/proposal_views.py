@@ -16,14 +16,14 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.calibration.queries import drifting_judges
 from reviewapp.ledger.services import ledger_position_for_decision
-from reviewapp.review.access import may_reconcile
 from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Escalation, Proposal
+from reviewapp.review.models.escalation import claim_ttl
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.services.annotations import AnnotationError
-from reviewapp.review.services.audits import is_audit
 from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
@@ -34,12 +34,9 @@ from reviewapp.review.services.escalations import (
     escalation_release,
     escalation_review,
 )
-from reviewapp.review.services.reviews import reviews_visible_to
 
 from .annotations import annotation_form, posted_annotations, signed_annotations
 from .presenters import (
-    claim_state,
-    claim_ttl,
     escalation_reasons,
     proposal_view,
     reason_badges,
@@ -47,7 +44,6 @@ from .presenters import (
     tally_text,
 )
 from .queue import queue_next, queue_params
-from .views import _is_htmx
 
 PROGRESS_POLL_SECONDS = 2
 # While the reviewer types, the page renews the claim at most this often.
@@ -76,7 +72,7 @@ def _queue(request) -> str:
 
 
 def _next_info(request, escalation: Escalation | None, queue: str) -> dict | None:
-    if escalation is None or escalation.status != Escalation.Status.RESOLVED:
+    if escalation is None or not escalation.is_resolved:
         return None
     following, left = queue_next(queue_params(queue), user=request.user, after_id=escalation.pk)
     return {
@@ -95,11 +91,7 @@ def _adjudication_context(
     escalation = _current_escalation(proposal)
     decision = Decision.objects.filter(proposal=proposal).first()
     queue = _queue(request)
-    auditing = (
-        escalation is not None
-        and is_audit(escalation)
-        and escalation.status != Escalation.Status.RESOLVED
-    )
+    auditing = escalation is not None and escalation.is_audit and not escalation.is_resolved
     deciding = escalation is not None and decision is None
     # What was chosen in the card comes back with it, like the rationale.
     post = request.POST if request.method == "POST" else None
@@ -115,7 +107,7 @@ def _adjudication_context(
         **_reviews_context(escalation, request.user),
         "escalation_badges": reason_badges(escalation.reasons) if escalation else [],
         "escalation_reasons": escalation_reasons(escalation, proposal.tally) if escalation else [],
-        "claim": claim_state(escalation, request.user) if escalation else None,
+        "claim": escalation.standing(request.user) if escalation else None,
         "decision": decision,
         "ledger_position": ledger_position_for_decision(decision) if decision else None,
         "claim_ttl_minutes": int(claim_ttl().total_seconds() // 60),
@@ -134,7 +126,7 @@ def _reviews_context(escalation: Escalation | None, user) -> dict:
     if escalation is None or escalation.reviews_needed <= 1:
         return {"reviews_needed": 1}
     reviews = list(escalation.reviews.order_by("id"))
-    shown = reviews_visible_to(escalation, user, may_reconcile=may_reconcile(user))
+    shown = escalation.shows_reviews_to(user)
     return {
         "reviews_needed": escalation.reviews_needed,
         "reviews_count": len(reviews),
@@ -186,12 +178,13 @@ def _progress(proposal: Proposal, judgements, failures) -> dict:
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # once final: htmx is told to refresh, a browser redirected
 @reviewer_required
 def proposal_progress(request, pk: int):
     """The live progress indicator; once the proposal is final the page reloads itself."""
     proposal = get_object_or_404(Proposal.objects.defer("content", "thought_process"), pk=pk)
     if proposal.is_final:
-        if _is_htmx(request):
+        if request.htmx:
             response = HttpResponse(status=204)
             response["HX-Refresh"] = "true"
             return response
@@ -221,7 +214,7 @@ def _page_url(escalation: Escalation, queue: str = "") -> str:
 def _refused(request, escalation: Escalation, error: str, *, status: int = 409):
     """A refusal, shown in the card with whatever was typed still in the box."""
     draft = request.POST.get("rationale", "")
-    if _is_htmx(request):
+    if request.htmx:
         proposal = Proposal.objects.defer("content", "thought_process").get(
             pk=escalation.proposal_id
         )
@@ -237,7 +230,7 @@ def _refused(request, escalation: Escalation, error: str, *, status: int = 409):
 
 def _done(request, escalation: Escalation, notice: str, *, focus: str = ""):
     """Success: htmx gets the card and status again; a plain post is redirected (PRG)."""
-    if _is_htmx(request):
+    if request.htmx:
         proposal = Proposal.objects.defer("content", "thought_process").get(
             pk=escalation.proposal_id
         )
@@ -291,7 +284,7 @@ def escalation_heartbeat_view(request, pk: int):
     if expires_at is not None:
         return JsonResponse({"held": True, "expires_at": expires_at.isoformat()})
     escalation.refresh_from_db()
-    state = claim_state(escalation, request.user)
+    state = escalation.standing(request.user)
     if state.resolved:
         message = "This escalation has been decided."
     elif state.live:
@@ -313,28 +306,12 @@ def escalation_decide_view(request, pk: int):
         return _refused(request, escalation, "Choose approve or reject.", status=400)
     if not rationale.strip():
         return _refused(request, escalation, "A rationale is required to decide.", status=400)
-    state = claim_state(escalation, request.user)
+    state = escalation.standing(request.user)
     if state.resolved:
         return _refused(request, escalation, "This escalation is already decided.")
     if not state.can_decide:
-        if state.reconcile:
-            error = "The reviewers disagree: only a member of the reconcilers group can decide."
-            if state.may_reconcile:
-                error = "You gave one of the disagreeing reviews: another reconciler decides."
-            return _refused(request, escalation, error, status=403)
-        if state.several and state.reviewed_by_me:
-            return _refused(request, escalation, "You already reviewed this escalation.")
-        if state.several:
-            error = f"Every place left is held by {', '.join(state.holders)}: they review it."
-            return _refused(request, escalation, error)
-        if state.live:
-            error = f"Claimed by {state.holder}: only they can decide it."
-        else:
-            error = (
-                "You do not hold this escalation (never claimed, lapsed or released):"
-                " claim it, then decide."
-            )
-        return _refused(request, escalation, error)
+        error, status = _why_not_yours(state)
+        return _refused(request, escalation, error, status=status)
     try:
         result = escalation_review(
             escalation_id=escalation.pk,
@@ -380,6 +357,25 @@ def escalation_decide_view(request, pk: int):
     return _done(request, escalation, notice)
 
 
+def _why_not_yours(state) -> tuple[str, int]:
+    """Why this reviewer may not decide now, in words, and the status that says so."""
+    if state.reconcile:
+        if state.may_reconcile:
+            return "You gave one of the disagreeing reviews: another reconciler decides.", 403
+        return "The reviewers disagree: only a member of the reconcilers group can decide.", 403
+    if state.several and state.reviewed_by_me:
+        return "You already reviewed this escalation.", 409
+    if state.several:
+        return f"Every place left is held by {', '.join(state.holders)}: they review it.", 409
+    if state.live:
+        return f"Claimed by {state.holder}: only they can decide it.", 409
+    return (
+        "You do not hold this escalation (never claimed, lapsed or released):"
+        " claim it, then decide.",
+        409,
+    )
+
+
 def _go_next(request, escalation: Escalation, notice: str):
     """Decide & next: straight to the next escalation in the queue, the notice going along."""
     queue = _queue(request)
@@ -390,7 +386,7 @@ def _go_next(request, escalation: Escalation, notice: str):
         request, f"{notice[:-1]} on #{escalation.proposal_id}. {left.label} left in this queue."
     )
     url = _page_url(following, queue)
-    if _is_htmx(request):
+    if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
         return response

@@ -5,14 +5,12 @@ the browser hands the inbox's query string back (`queue`); without it the
 queue is every open escalation. The filters read here are the inbox's own.
 """
 
-from django.db.models import Q
 from django.http import QueryDict
-from django.utils import timezone
 
 from reviewapp.review.models import Escalation
+from reviewapp.review.models.escalation import held_by_others_q
 
 from .inbox import InboxCount, capped_count, inbox_filters, inbox_rows
-from .presenters import claim_ttl
 
 
 def queue_params(raw: str) -> QueryDict:
@@ -41,7 +39,4 @@ def queue_next(
     if after_id is not None:
         rows = rows.exclude(pk=after_id)
     left = capped_count(rows)
-    held_by_other = Q(
-        status=Escalation.Status.CLAIMED, claimed_at__gte=timezone.now() - claim_ttl()
-    ) & ~Q(claimed_by=user)
-    return rows.exclude(held_by_other).only("pk", "proposal_id").first(), left
+    return rows.exclude(held_by_others_q(user)).only("pk", "proposal_id").first(), left

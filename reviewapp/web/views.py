@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.calibration import drilldown as calibration_drilldown
 from reviewapp.ledger.services import decision_ledger_status
@@ -25,7 +26,6 @@ from . import inbox as inbox_queries
 from .inbox import inbox_audits, inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
-    claim_state,
     guarantee_line,
     reason_badges,
     tally_outcome,
@@ -39,10 +39,6 @@ LIST_PAGE_SIZE = 50
 INBOX_POLL_SECONDS = 5
 # Columns a list never shows; a 1 MB proposal must not be read to list its title.
 PROPOSAL_HEAVY = ("content", "thought_process", "panel_snapshot", "metadata")
-
-
-def _is_htmx(request) -> bool:
-    return request.headers.get("HX-Request") == "true" and not request.headers.get("HX-Boosted")
 
 
 # Ids are BIGINT primary keys: anything outside that range matches nothing.
@@ -78,47 +74,18 @@ INBOX_RELATED = ("proposal", "proposal__panel", "claimed_by", "assigned_user", "
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # the inbox, or its results alone for htmx
 @reviewer_required
 def inbox(request):
     filters = inbox_filters(request.GET)
     counts = inbox_counts(filters, request.user)
     listed = counts["listed"]
-    ids = inbox_page_rows(filters, request.user, listed).values_list("pk", flat=True)
-    paginator = Paginator(ids, INBOX_PAGE_SIZE)
-    # The counts above already counted these rows: no second COUNT. A list
-    # pages through its first COUNT_LIMIT rows only (see inbox.py).
-    paginator.count = listed.listable
-    page = paginator.get_page(request.GET.get("page"))
-    # Ids first, then the page's rows: a deep page skips over the escalation
-    # index alone instead of sorting and skipping joined proposal rows.
-    by_id = (
-        Escalation.objects.select_related(*INBOX_RELATED)
-        .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
-        .in_bulk(list(page.object_list))
-    )
-    page.object_list = [by_id[pk] for pk in page.object_list if pk in by_id]
     now = timezone.now()
-    for escalation in page.object_list:
-        escalation.badges = reason_badges(escalation.reasons)
-        escalation.guarantee_line = guarantee_line(escalation)
-        escalation.tally_text = tally_text(escalation.proposal.tally)
-        escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
-        escalation.claim = claim_state(escalation, request.user, now, reviews=False)
-
+    page = _inbox_page(request, filters, listed, now)
     panel_query = _query_without(request, "reason", "page")
-    audits = []
-    if not filters.reason and counts["audit"].n:
-        audits = list(
-            inbox_audits(filters, request.user)
-            .select_related(*INBOX_RELATED)
-            .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
-        )
-        for escalation in audits:
-            # Row by row as above; an audit takes one verdict, so no review details.
-            escalation.claim = claim_state(escalation, request.user, now, reviews=False)
     context = {
         "now": now,
-        "audits": audits,
+        "audits": _inbox_audits(request, filters, counts, now),
         "audit_count": counts["audit"].label,
         "audit_query": "&".join(filter(None, [panel_query, "reason=audit"])),
         "page": page,
@@ -146,10 +113,50 @@ def inbox(request):
         "poll_seconds": INBOX_POLL_SECONDS,
     }
     status = 400 if filters.search.error else 200
-    if _is_htmx(request):
+    if request.htmx:
         return render(request, "web/inbox.html#results", context, status=status)
     context["panels"] = Panel.objects.only("id", "name").order_by("name")
     return render(request, "web/inbox.html", context, status=status)
+
+
+def _inbox_page(request, filters, listed, now):
+    """The page of escalations asked for, each row with its badges, tally and claim."""
+    ids = inbox_page_rows(filters, request.user, listed).values_list("pk", flat=True)
+    paginator = Paginator(ids, INBOX_PAGE_SIZE)
+    # The counts already counted these rows: no second COUNT. A list pages
+    # through its first COUNT_LIMIT rows only (see inbox.py).
+    paginator.count = listed.listable
+    page = paginator.get_page(request.GET.get("page"))
+    # Ids first, then the page's rows: a deep page skips over the escalation
+    # index alone instead of sorting and skipping joined proposal rows.
+    by_id = (
+        Escalation.objects.select_related(*INBOX_RELATED)
+        .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
+        .in_bulk(list(page.object_list))
+    )
+    page.object_list = [by_id[pk] for pk in page.object_list if pk in by_id]
+    for escalation in page.object_list:
+        escalation.badges = reason_badges(escalation.reasons)
+        escalation.guarantee_line = guarantee_line(escalation)
+        escalation.tally_text = tally_text(escalation.proposal.tally)
+        escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
+        escalation.claim = escalation.standing(request.user, now, places=False)
+    return page
+
+
+def _inbox_audits(request, filters, counts, now) -> list:
+    """The open audits shown below the default list (none under a reason filter)."""
+    if filters.reason or not counts["audit"].n:
+        return []
+    audits = list(
+        inbox_audits(filters, request.user)
+        .select_related(*INBOX_RELATED)
+        .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))[:INBOX_AUDITS_SHOWN]
+    )
+    for escalation in audits:
+        # Row by row as above; an audit takes one verdict, so no review details.
+        escalation.claim = escalation.standing(request.user, now, places=False)
+    return audits
 
 
 # --- proposals ----------------------------------------------------------------
@@ -384,6 +391,7 @@ def decision_list(request):
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # the page, or its result alone for htmx
 @reviewer_required
 def decision_verify(request, pk: int):
     decision = get_object_or_404(Decision.objects.select_related("proposal"), pk=pk)
@@ -393,6 +401,6 @@ def decision_verify(request, pk: int):
         "ledger": decision_ledger_status(decision),
         "checked_at": timezone.now(),
     }
-    if _is_htmx(request):
+    if request.htmx:
         return render(request, "web/decision_verify.html#result", context)
     return render(request, "web/decision_verify.html", context)

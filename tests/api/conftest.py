@@ -4,10 +4,10 @@ import json
 import pytest
 from django.test import Client
 
-from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
+from reviewapp.review.evaluation.tasks import evaluate_proposal
 from reviewapp.review.models import CheckerConfig, Lens, Proposal
 from reviewapp.review.services.clients import api_client_create, api_client_for_token
-from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
+from reviewapp.review.services.proposals import proposal_submit
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 
 # read:all: the shared token is an operator's, seeing every client's proposals;
@@ -90,9 +90,7 @@ def evaluated(content: str, *, thought_process: str = "", **panel_fields) -> Pro
     proposal, _ = proposal_submit(
         panel_name=panel.name, content=content, thought_process=thought_process
     )
-    for each in lenses_to_run(proposal):
-        run_lens(proposal.pk, each.pk)
-    finalize_proposal(proposal.pk)
+    evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
     return proposal
 
@@ -127,8 +125,6 @@ def unexplained_escalation(
     )
     panel = PanelFactory(lenses=[silent], checkers=[inconclusive])
     proposal, _ = proposal_submit(panel_name=panel.name, content=content)
-    for each in lenses_to_run(proposal):
-        run_lens(proposal.pk, each.pk)
-    finalize_proposal(proposal.pk)
+    evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
     return proposal

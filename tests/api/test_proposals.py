@@ -2,9 +2,9 @@ import pytest
 
 from reviewapp.api import api as api_app
 from reviewapp.core.judging import FailureKind
-from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
+from reviewapp.review.evaluation.tasks import evaluate_proposal
 from reviewapp.review.models import ApiClient, Judgement, Proposal
-from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
+from reviewapp.review.services.proposals import proposal_submit
 from tests.factories import LensFactory, PanelFactory, recorded
 
 from .conftest import api_with, lens_answer, unexplained_escalation
@@ -157,9 +157,7 @@ def test_detail_names_each_lens_that_failed_and_why(api):
     recorded(judge, "Ship it.", lens_answer("pass", "Ship it."))
     panel = PanelFactory(lenses=[silent, judge], need=2)
     proposal, _ = proposal_submit(panel_name=panel.name, content="Ship it.")
-    for each in lenses_to_run(proposal):
-        run_lens(proposal.pk, each.pk)
-    finalize_proposal(proposal.pk)
+    evaluate_proposal(proposal.pk)
 
     body = api.get(f"/api/proposals/{proposal.pk}").json()
 

@@ -81,12 +81,10 @@ def test_judging_another_clients_proposal_is_404(world):
 
 @pytest.fixture
 def escalated_for_bob(world):
-    from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
+    from reviewapp.review.evaluation.tasks import evaluate_proposal
 
     proposal = world["bob_plain"]
-    for entry in proposal.panel_snapshot["lenses"]:
-        run_lens(proposal.pk, entry["id"])
-    finalize_proposal(proposal.pk)
+    evaluate_proposal(proposal.pk)
     return Escalation.objects.get(proposal=proposal)
 
 

@@ -91,6 +91,19 @@ def test_rebuilding_from_the_decisions_gives_the_same_labels_and_sums():
     assert _state() == before
 
 
+@pytest.mark.parametrize(
+    ("tally_outcome", "machine_approved"),
+    [("reached_pass", True), ("reached_fail", False), ("no_quorum", None)],
+)
+def test_rebuilding_reads_what_the_machine_would_have_done_from_the_tally(
+    tally_outcome, machine_approved
+):
+    panel, (a,) = panel_of("alpha")
+    proposal = adjudicated(panel, {a: "pass"}, "rejected", tally_outcome=tally_outcome)
+    assert labels_rebuild() == 1
+    assert HumanLabel.objects.get(proposal=proposal).machine_approved is machine_approved
+
+
 def test_a_system_decision_is_no_human_label():
     from reviewapp.review.models import Decision, Proposal
     from reviewapp.review.services.decisions import decision_append

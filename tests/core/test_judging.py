@@ -1,7 +1,8 @@
+import asyncio
 import json
 import time
 
-import httpx
+import aiohttp
 import pytest
 
 from reviewapp.core.cite import EVAL_THOUGHT_LIMIT, REQUOTE_BUDGET, GroundingPolicy
@@ -9,7 +10,6 @@ from reviewapp.core.judging import (
     FailureKind,
     LensFailed,
     MalformedJudgement,
-    OpenAIChatTransport,
     PermanentTransportError,
     RecordedTransport,
     TransientTransportError,
@@ -17,6 +17,7 @@ from reviewapp.core.judging import (
     parse_judgement,
     run_judge,
 )
+from reviewapp.core.llm_calls import AsyncChatTransport, run_judge_async
 from tests.core.openai_stub import (
     CloseConnection,
     HttpError,
@@ -46,9 +47,41 @@ def judgement(verdict="pass", *cites, rationale="Looks safe."):
     )
 
 
+class Live:
+    """The worker's chat transport (``AsyncChatTransport``, as its LLM loop builds it) aimed
+    at the loopback server: each use opens its session on an event loop of its own."""
+
+    def __init__(self, base_url: str, **options):
+        self.base_url, self.options = base_url, options
+
+    def _run(self, use):
+        async def run():
+            async with aiohttp.ClientSession() as session:
+                transport = AsyncChatTransport(
+                    session=session, base_url=self.base_url, **self.options
+                )
+                return await use(transport)
+
+        return asyncio.run(run())
+
+    def judge(self, *, sleep, **loop):
+        async def backoff(seconds):  # recorded, not waited: the loop's waits are its own tests'
+            sleep(seconds)
+
+        return self._run(
+            lambda transport: run_judge_async(
+                transport=transport, time_limit=30.0, sleep=backoff, **loop
+            )
+        )
+
+    def complete(self, messages: list[dict]) -> str:
+        return self._run(lambda transport: transport.complete(messages))
+
+
 def judge(transport, **overrides):
+    """Judge through `transport`: a live one as the worker's loop does, a recorded one as a
+    replay does."""
     kwargs = dict(
-        transport=transport,
         instructions="Check the migration is reversible.",
         lens_name="safety",
         content=CONTENT,
@@ -57,22 +90,20 @@ def judge(transport, **overrides):
         target_id="proposal-1",
         sleep=lambda s: None,
     )
-    return run_judge(**(kwargs | overrides))
+    if isinstance(transport, Live):
+        return transport.judge(**(kwargs | overrides))
+    return run_judge(transport=transport, **(kwargs | overrides))
 
 
 @pytest.fixture
 def http(openai_server):
-    """Builds transports aimed at the stub, closing their clients afterwards."""
-    made = []
+    """Builds live transports aimed at the stub."""
 
     def make(**overrides):
         kwargs = dict(model="judge-model", api_key=None, temperature=0.0, timeout=5.0)
-        made.append(OpenAIChatTransport(openai_server.base_url, **(kwargs | overrides)))
-        return made[-1]
+        return Live(openai_server.base_url, **(kwargs | overrides))
 
-    yield make
-    for transport in made:
-        transport.close()
+    return make
 
 
 def last_user_message(request):
@@ -234,26 +265,6 @@ def test_429_exposes_retry_after_on_the_transient_error(openai_server, http):
     with pytest.raises(TransientTransportError) as caught:
         http().complete([{"role": "user", "content": "hi"}])
     assert caught.value.retry_after == 7.0
-
-
-def test_without_a_sleep_the_blocking_driver_fails_a_transient_error_instead_of_waiting(
-    openai_server, http
-):
-    openai_server.script([RateLimited("3"), judgement("pass", GOOD_CITE)])
-    started = time.monotonic()
-    with pytest.raises(LensFailed, match="HTTP 429.*not retried in process") as caught:
-        judge(http(), sleep=None)
-
-    assert caught.value.attempts == 1
-    assert caught.value.kind == FailureKind.RATE_LIMITED
-    assert caught.value.transcript[-1]["role"] == "user"
-    assert len(openai_server.requests) == 1
-    assert time.monotonic() - started < 2  # the 3 s Retry-After was not waited
-
-
-def test_without_a_sleep_a_clean_answer_needs_no_wait(openai_server, http):
-    openai_server.script([judgement("pass", GOOD_CITE)])
-    assert judge(http(), sleep=None).verdict == "pass"
 
 
 def test_backoff_is_exponential_with_full_jitter_up_to_the_cap():
@@ -479,12 +490,3 @@ def test_no_authorization_header_is_sent_without_an_api_key(openai_server, http)
     openai_server.script([judgement("pass")])
     judge(http(api_key=None))
     assert openai_server.requests[0].authorization is None
-
-
-def test_a_caller_supplied_client_is_used_and_left_open(openai_server, http):
-    openai_server.script([judgement("pass")])
-    with httpx.Client() as client:
-        transport = http(client=client)
-        judge(transport)
-        transport.close()
-        assert not client.is_closed

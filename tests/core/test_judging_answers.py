@@ -6,13 +6,12 @@ import pytest
 from reviewapp.core.judging import (
     LensFailed,
     MalformedJudgement,
-    OpenAIChatTransport,
     build_messages,
     fence_markers,
     parse_judgement,
 )
 from tests.core.openai_stub import RawCompletion
-from tests.core.test_judging import CONTENT, GOOD_CITE, judge, judgement
+from tests.core.test_judging import CONTENT, GOOD_CITE, Live, judge, judgement
 
 DRAFT_PASS = judgement("pass", GOOD_CITE, rationale="draft: looks fine")
 FINAL_FAIL = judgement("fail", GOOD_CITE, rationale="on reflection the column breaks reads")
@@ -20,11 +19,10 @@ FINAL_FAIL = judgement("fail", GOOD_CITE, rationale="on reflection the column br
 
 @pytest.fixture
 def http(openai_server):
-    transport = OpenAIChatTransport(
+    transport = Live(
         openai_server.base_url, model="judge-model", api_key=None, temperature=0.0, timeout=5.0
     )
-    yield lambda: transport
-    transport.close()
+    return lambda: transport
 
 
 # ---- reasoning in the content ----

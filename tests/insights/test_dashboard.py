@@ -437,6 +437,15 @@ def test_htmx_gets_only_the_dashboard_body_and_the_url_is_pushed(reviewer_client
     assert "HX-Request" in response["Vary"]
 
 
+def test_a_pushed_url_restored_from_the_server_is_the_whole_page(reviewer_client, two_panels):
+    # htmx re-asks the server for a history entry its cache lost, as an htmx request.
+    _, second = two_panels
+    restore = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    response = reviewer_client.get(reverse("dashboard"), {"panel": second.pk}, headers=restore)
+    html = response.content.decode()
+    assert "<html" in html and 'aria-label="Filter the dashboard"' in html
+
+
 # --- query count ---------------------------------------------------------------------------------
 
 DASHBOARD_QUERIES = 20  # session, user, reviewer group + panels + 12 aggregates + 4 calibration

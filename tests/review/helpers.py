@@ -1,8 +1,10 @@
 import json
 
-from reviewapp.review.evaluation.tasks import evaluate_proposal, finalize_proposal, run_lens
-from reviewapp.review.models import Lens
+from reviewapp.celery import app as celery_app
+from reviewapp.review.evaluation.tasks import evaluate_proposal
+from reviewapp.review.models import Lens, Proposal
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
+from tests.conftest import wait_for
 from tests.factories import LensFactory, PanelFactory
 
 
@@ -35,18 +37,26 @@ def submit(panel, content: str, **kwargs):
     return proposal
 
 
-def evaluate_in_process(proposal):
-    """What the workers do, called directly: the proposal's task, after its LLM lenses.
+def evaluate_in_process(proposal, *, timeout: float = 10.0):
+    """What a worker does with a proposal, in this process; the proposal, final.
 
-    The task runs the CPU lenses inline and the final step, as in the
-    pipeline; LLM lenses are judged here with ``run_lens`` (the worker's LLM
-    loop would read the database on its own connection, outside the test's
-    transaction).
+    Its task runs the CPU lenses inline and the final step. LLM lenses go, as
+    in a worker, to the process's LLM loop (the test asks for the ``llm_loop``
+    fixture): the task is run as a worker runs it (with its prerun and postrun
+    signals), hands them over and returns; the loop judges them against the
+    loopback server, and its recorder thread records the answers and runs the
+    final step, which this waits for.
     """
-    for lens in lenses_to_run(proposal):
-        if lens.backend == Lens.Backend.LLM:
-            run_lens(proposal.pk, lens.pk)
-    evaluate_proposal(proposal.pk, llm_answers=[])
-    finalize_proposal(proposal.pk)
+    if not any(lens.backend == Lens.Backend.LLM for lens in lenses_to_run(proposal)):
+        evaluate_proposal(proposal.pk)
+    else:
+        celery_app.control.purge()  # the submission's own message: nothing waits in the queue
+        evaluate_proposal.apply((proposal.pk,), throw=True)
+        wait_for(
+            lambda: Proposal.objects.get(pk=proposal.pk).is_final,
+            timeout=timeout,
+            interval=0.02,
+            message=f"proposal {proposal.pk} not final {timeout}s after its LLM lenses went",
+        )
     proposal.refresh_from_db()
     return proposal

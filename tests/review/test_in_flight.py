@@ -3,9 +3,9 @@
 import pytest
 from django.db import connection
 
-from reviewapp.review.evaluation.tasks import evaluate_proposal, finalize_proposal, run_lens
+from reviewapp.review.evaluation.tasks import evaluate_proposal
 from reviewapp.review.models import CheckerConfig, Escalation, Lens, PanelLens, Proposal
-from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
+from reviewapp.review.services.proposals import proposal_submit
 from tests.api.conftest import lens_answer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 
@@ -29,33 +29,13 @@ def test_a_checker_deleted_in_the_database_is_not_skipped_the_proposal_escalates
     panel.checkers.remove(checker)
     _delete_in_the_database(CheckerConfig, checker.pk)
 
-    for each in lenses_to_run(proposal):
-        run_lens(proposal.pk, each.pk)
-    finalize_proposal(proposal.pk)
+    evaluate_proposal(proposal.pk)
 
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.ESCALATED
     escalation = Escalation.objects.get(proposal=proposal)
     assert "inconclusive" in escalation.reasons
     assert [c["checker"] for c in escalation.detail["inconclusive_checkers"]] == ["must-run"]
-
-
-def test_a_worker_lens_deleted_in_the_database_escalates_the_proposal_naming_it():
-    kept, gone = LensFactory(), LensFactory(name="gone-lens")
-    recorded(kept, CONTENT, lens_answer("pass", "42"))
-    panel = PanelFactory(lenses=[kept, gone], need=2)
-    proposal, _ = proposal_submit(panel_name=panel.name, content=CONTENT)
-    PanelLens.objects.filter(lens=gone).delete()
-    _delete_in_the_database(Lens, gone.pk)
-
-    run_lens(proposal.pk, kept.pk)
-    run_lens(proposal.pk, gone.pk)  # a task sent before the delete
-
-    proposal.refresh_from_db()
-    assert proposal.status == Proposal.Status.ESCALATED
-    escalation = Escalation.objects.get(proposal=proposal)
-    assert "lens_failed" in escalation.reasons
-    assert escalation.detail["failed_lenses"] == ["gone-lens"]
 
 
 def test_the_pipeline_escalates_a_proposal_whose_worker_lens_was_deleted_naming_it():

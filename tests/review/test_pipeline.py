@@ -5,7 +5,7 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.review.evaluation.tasks import evaluate_proposal, finalize_proposal, run_lens
+from reviewapp.review.evaluation.tasks import evaluate_proposal, finalize_proposal
 from reviewapp.review.models import (
     CheckerConfig,
     Claim,
@@ -16,8 +16,12 @@ from reviewapp.review.models import (
     LensFailure,
     Proposal,
 )
+from reviewapp.review.services.judgements import (
+    judgement_answer,
+    judgement_record,
+    lens_answers_record,
+)
 from reviewapp.review.services.proposals import proposals_past_external_deadline
-from tests.core.openai_stub import Answer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
 from tests.support.tamper import tampering
@@ -118,12 +122,30 @@ def test_grounded_claims_carry_utf16_anchors_into_the_answer_body():
     assert len(claim.claim_id) == 6
 
 
-def test_running_a_lens_twice_stores_one_judgement():
-    panel = three_lens_panel(["pass"], need=1)
+def awaiting_external(verdicts, *, external="outside"):
+    """A proposal whose task ran: recorded lenses answering `verdicts`, all of them needed,
+    and an external lens that has not answered, so the panel waits."""
+    inside = [LensFactory() for _ in verdicts]
+    for lens, verdict in zip(inside, verdicts, strict=True):
+        recorded(lens, CONTENT, judgement(verdict, "sorts in O(n log n) time"))
+    outside = LensFactory(backend=Lens.Backend.EXTERNAL, name=external)
+    panel = PanelFactory(lenses=[*inside, outside], need=len(inside) + 1)
     proposal = submit(panel, CONTENT)
-    lens = panel.lenses.get()
-    run_lens(proposal.pk, lens.pk)
-    run_lens(proposal.pk, lens.pk)
+    evaluate_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    return proposal, outside
+
+
+def external_answers(proposal, lens, verdict="pass") -> None:
+    """The external lens's judgement arrives (the final step it enqueues is not run here)."""
+    judgement_record(
+        proposal_id=proposal.pk, lens=lens, verdict=verdict, rationale="Judged.", claims=[]
+    )
+
+
+def test_a_re_delivered_task_stores_each_judgement_once():
+    proposal, _ = awaiting_external(["pass"])
+    evaluate_proposal(proposal.pk)  # the broker hands the task back
     assert Judgement.objects.filter(proposal=proposal).count() == 1
     proposal.refresh_from_db()
     assert proposal.lenses_answered == 1
@@ -132,7 +154,7 @@ def test_running_a_lens_twice_stores_one_judgement():
 def test_running_the_final_step_twice_writes_one_decision():
     panel = three_lens_panel(["pass"], need=1)
     proposal = submit(panel, CONTENT)
-    run_lens(proposal.pk, panel.lenses.get().pk)
+    evaluate_proposal(proposal.pk)
     finalize_proposal(proposal.pk)
     finalize_proposal(proposal.pk)
     assert Decision.objects.filter(proposal=proposal).count() == 1
@@ -147,34 +169,37 @@ def test_running_the_final_step_twice_on_an_escalation_opens_one_escalation():
 
 
 def test_the_final_step_waits_until_every_lens_answered():
-    panel = three_lens_panel(["pass", "pass", "pass"])
-    proposal = submit(panel, CONTENT)
-    run_lens(proposal.pk, panel.lenses.first().pk)
+    proposal, _ = awaiting_external(["pass", "pass"])
     finalize_proposal(proposal.pk)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.EVALUATING
-    assert proposal.lenses_answered == 1
+    assert proposal.lenses_answered == 2
 
 
-def test_the_lens_that_answers_last_runs_the_final_step():
-    panel = three_lens_panel(["pass", "pass", "pass"])
-    proposal = submit(panel, CONTENT)
-    for lens in panel.lenses.all():
-        run_lens(proposal.pk, lens.pk)
+def test_the_lens_that_answers_last_has_the_final_step_run(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    proposal, outside = awaiting_external(["pass", "pass"])
+    # What a worker does with the final step the last answer enqueues: run it.
+    monkeypatch.setattr(finalize_proposal, "delay", finalize_proposal)
+    with django_capture_on_commit_callbacks(execute=True):
+        external_answers(proposal, outside)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.DECIDED
     assert proposal.decision.outcome == "approved"
 
 
-def test_the_first_lens_to_start_marks_the_proposal_evaluating():
-    panel = three_lens_panel(["pass", "pass", "pass"])
-    proposal = submit(panel, CONTENT)
+def test_the_proposals_task_marks_it_evaluating_once():
+    inside = LensFactory()
+    recorded(inside, CONTENT, judgement("pass"))
+    outside = LensFactory(backend=Lens.Backend.EXTERNAL)
+    proposal = submit(PanelFactory(lenses=[inside, outside], need=2), CONTENT)
     assert (proposal.status, proposal.evaluation_started_at) == (Proposal.Status.QUEUED, None)
-    run_lens(proposal.pk, panel.lenses.first().pk)
+    evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
     started = proposal.evaluation_started_at
     assert proposal.status == Proposal.Status.EVALUATING and started is not None
-    run_lens(proposal.pk, panel.lenses.last().pk)
+    evaluate_proposal(proposal.pk)  # the sweeper's, or a re-delivery
     proposal.refresh_from_db()
     assert proposal.evaluation_started_at == started
 
@@ -226,45 +251,41 @@ def test_one_task_runs_every_cpu_lens_inline_and_ends_the_proposal():
     assert proposal.judgements.count() == 3
 
 
-def test_a_re_delivered_lens_task_runs_the_final_step_its_first_delivery_never_reached(
-    monkeypatch,
-):
-    panel = three_lens_panel(["pass"], need=1)
-    proposal = submit(panel, CONTENT)
-    lens = panel.lenses.get()
-    with monkeypatch.context() as died:
-        # The worker died right after committing the last answer.
-        died.setattr("reviewapp.review.evaluation.tasks.proposal_finalize", lambda **kwargs: None)
-        run_lens(proposal.pk, lens.pk)
-    run_lens(proposal.pk, lens.pk)
+def test_a_re_delivered_task_runs_the_final_step_its_first_delivery_never_reached():
+    proposal, outside = awaiting_external(["pass"])
+    # The last answer's enqueued final step was lost (the broker restarted before it ran).
+    external_answers(proposal, outside)
+    evaluate_proposal(proposal.pk)  # the proposal's task, handed back by the broker
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.DECIDED
-    assert Judgement.objects.filter(proposal=proposal).count() == 1
+    assert Judgement.objects.filter(proposal=proposal).count() == 2
+
+
+def _answered_already(proposal, lens) -> None:
+    """`lens`'s answer recorded before the proposal's task was lost."""
+    answer = judgement_answer(lens=lens, verdict="pass", rationale="Reasoned.", claims=[])
+    lens_answers_record(proposal_id=proposal.pk, answers=[answer])
 
 
 def test_the_sweepers_evaluation_runs_the_cpu_lenses_yet_to_answer_and_ends_the_proposal():
     panel = three_lens_panel(["pass", "pass", "pass"])
     proposal = submit(panel, CONTENT)
-    first = panel.lenses.order_by("pk").first()
-    run_lens(proposal.pk, first.pk)
+    _answered_already(proposal, panel.lenses.order_by("pk").first())
     evaluate_proposal(proposal.pk, swept=True)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.DECIDED
     assert Judgement.objects.filter(proposal=proposal).count() == 3
 
 
-def test_the_sweepers_evaluation_hands_only_the_unanswered_llm_lenses_to_the_loop(
-    monkeypatch, openai_server
-):
+def test_the_sweepers_evaluation_hands_only_the_unanswered_llm_lenses_to_the_loop(monkeypatch):
     def llm_lens():
-        return LensFactory(backend=Lens.Backend.LLM, base_url=openai_server.base_url, model="m")
+        return LensFactory(backend=Lens.Backend.LLM, base_url="http://127.0.0.1:9/v1", model="m")
 
     answered, unanswered = llm_lens(), llm_lens()
-    openai_server.script([Answer(judgement("pass"))])
     cpu = LensFactory()
     recorded(cpu, CONTENT, judgement("pass"))
     proposal = submit(PanelFactory(lenses=[answered, unanswered, cpu], need=3), CONTENT)
-    run_lens(proposal.pk, answered.pk)
+    _answered_already(proposal, answered)
     handed = []
     monkeypatch.setattr(
         "reviewapp.review.evaluation.tasks.llm_loop.judge_in_background", handed.append
@@ -278,14 +299,10 @@ def test_the_sweepers_evaluation_hands_only_the_unanswered_llm_lenses_to_the_loo
     assert proposal.status == Proposal.Status.EVALUATING  # the final step waits for the loop
 
 
-def test_the_sweepers_evaluation_runs_the_final_step_once_every_lens_answered(monkeypatch):
-    panel = three_lens_panel(["pass"], need=1)
-    proposal = submit(panel, CONTENT)
-    lens = panel.lenses.get()
-    with monkeypatch.context() as died:
-        # A worker died between the last answer and the final step.
-        died.setattr("reviewapp.review.evaluation.tasks.proposal_finalize", lambda **kwargs: None)
-        run_lens(proposal.pk, lens.pk)
+def test_the_sweepers_evaluation_runs_the_final_step_once_every_lens_answered():
+    proposal, outside = awaiting_external(["pass"])
+    # A worker died between the last answer and the final step.
+    external_answers(proposal, outside)
     evaluate_proposal(proposal.pk, swept=True)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.DECIDED
@@ -293,11 +310,13 @@ def test_the_sweepers_evaluation_runs_the_final_step_once_every_lens_answered(mo
 
 
 def test_progress_counts_answered_lenses():
-    panel = three_lens_panel(["pass", "pass", "pass"])
-    proposal = submit(panel, CONTENT)
+    inside = [LensFactory(), LensFactory()]
+    for lens in inside:
+        recorded(lens, CONTENT, judgement("pass"))
+    outside = LensFactory(backend=Lens.Backend.EXTERNAL)
+    proposal = submit(PanelFactory(lenses=[*inside, outside], need=3), CONTENT)
     assert (proposal.lenses_answered, proposal.lenses_asked) == (0, 3)
-    for lens in panel.lenses.all()[:2]:
-        run_lens(proposal.pk, lens.pk)
+    evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
     assert (proposal.lenses_answered, proposal.lenses_asked) == (2, 3)
 

@@ -70,7 +70,8 @@ def test_a_recorded_model_answer_holding_nul_and_half_a_pair_is_stored():
     assert Claim.objects.get(judgement=stored).note == "n\ufffdte \ufffd"
 
 
-def test_an_llm_answer_holding_nul_is_stored(openai_server):
+@pytest.mark.django_db(transaction=True)
+def test_an_llm_answer_holding_nul_is_stored(openai_server, llm_loop):
     lens = LensFactory(
         backend=Lens.Backend.LLM, base_url=openai_server.base_url, model="m", timeout_seconds=5
     )

@@ -27,7 +27,7 @@ from html.parser import HTMLParser
 import pytest
 from django.test import Client
 
-from reviewapp.review.evaluation.tasks import run_lens
+from reviewapp.review.evaluation.tasks import evaluate_proposal
 from reviewapp.review.keys import server_signer
 from reviewapp.review.models import (
     CheckerConfig,
@@ -41,7 +41,7 @@ from reviewapp.review.models import (
 )
 from reviewapp.review.services.clients import api_client_create
 from reviewapp.review.services.escalations import escalation_decide
-from reviewapp.review.services.finalize import checker_evidence, proposal_finalize
+from reviewapp.review.services.finalize import checker_evidence
 from tests.factories import LensFactory, PanelFactory, ReviewerFactory, UserFactory, recorded
 from tests.security.routes import all_routes
 
@@ -229,8 +229,7 @@ def test_a_1mb_single_line_proposal_is_stored_verbatim_evaluated_and_rendered(db
     assert proposal.content == content
     assert proposal.content_sha256 == hashlib.sha256(content.encode()).hexdigest()
 
-    run_lens(proposal.pk, lens.pk)
-    proposal_finalize(proposal_id=proposal.pk)
+    evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
     assert proposal.status == "decided"
     claim = Claim.objects.get(judgement__proposal=proposal)
@@ -294,10 +293,7 @@ def test_a_regex_bomb_in_a_constraints_checker_is_decided_and_rejects(db):
         name="bomb", kind="constraints", settings={"mandate": BOMB}
     )
     proposal = bomb_proposal([checker])
-    for lens in proposal.panel.ordered_lenses():
-        run_lens(proposal.pk, lens.pk)
-
-    proposal_finalize(proposal_id=proposal.pk)
+    evaluate_proposal(proposal.pk)
 
     proposal.refresh_from_db()
     assert Evidence.objects.get(proposal=proposal).verdict == "fail"
@@ -314,10 +310,7 @@ def test_a_proposal_too_large_to_match_makes_a_constraints_checker_inconclusive(
         name="bomb", kind="constraints", settings={"mandate": BOMB}
     )
     proposal = bomb_proposal([checker])
-    for lens in proposal.panel.ordered_lenses():
-        run_lens(proposal.pk, lens.pk)
-
-    proposal_finalize(proposal_id=proposal.pk)
+    evaluate_proposal(proposal.pk)
 
     proposal.refresh_from_db()
     assert Evidence.objects.get(proposal=proposal).verdict == "inconclusive"
@@ -493,9 +486,7 @@ def xss_world(db):
     )
     assert response.status_code == 202, response.content
     proposal = Proposal.objects.get(pk=response.json()["id"])
-    for lens in lenses:
-        run_lens(proposal.pk, lens.pk)
-    proposal_finalize(proposal_id=proposal.pk)
+    evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
     assert proposal.status == "escalated"
     return {"proposal": proposal, "fields": fields, "token": token}

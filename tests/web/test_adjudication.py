@@ -224,6 +224,7 @@ def test_verify_reports_a_valid_signature(reviewer_client, reviewer, escalation)
     body = response.content.decode()
     assert 'data-verified="valid"' in body and decision.key_id in body
     assert "<html" not in body
+    assert "HX-Request" in response["Vary"]  # the page and its fragment share the URL
 
 
 def test_verify_is_computed_from_the_stored_bytes(reviewer_client, reviewer, escalation):

@@ -463,22 +463,19 @@ def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(open_as, re
     assert polls
 
 
-def test_progress_indicator_follows_a_running_proposal(open_as, reviewer, panel):
-    from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
-    from reviewapp.review.services.proposals import proposal_submit
-    from tests.factories import recorded
+def test_progress_indicator_follows_a_running_proposal(open_as, reviewer):
+    from reviewapp.review.evaluation.tasks import finalize_proposal
+    from tests.web.builders import awaiting_judges
 
     content = "The sky is blue. Water is wet."
-    first, second = panel.ordered_lenses()
-    recorded(first, content, judgement("pass", "The sky is blue."))
-    recorded(second, content, judgement("fail", "Water is wet."))
-    proposal, _ = proposal_submit(panel_name=panel.name, content=content, title="Running")
+    running = awaiting_judges(content, "pass", "The sky is blue.", title="Running")
+    proposal = running.proposal
     page = open_as(reviewer, f"/proposals/{proposal.pk}")
     assert "0 of 2 lenses answered" in page.locator("#progress").inner_text()
-    run_lens(proposal.pk, first.pk)
+    running.task_runs()
     page.wait_for_selector("#progress >> text=1 of 2 lenses answered", timeout=10_000)
-    run_lens(proposal.pk, second.pk)
-    finalize_proposal(proposal.pk)
+    running.external_answers("fail", "Water is wet.")
+    finalize_proposal(proposal.pk)  # the final step the last answer enqueued
     # Once final, the page reloads itself and shows the tally and the claim button.
     page.wait_for_selector("#claim-btn", timeout=10_000)
     assert page.locator("#progress").count() == 0

@@ -121,6 +121,7 @@ def test_inbox_polls_a_partial(reviewer_client, escalation):
     body = partial.content.decode()
     assert body.lstrip().startswith('<section id="inbox-results"')
     assert "<html" not in body and "Split verdict" in body
+    assert "HX-Request" in partial["Vary"]  # the page and its fragment share the URL
 
 
 def test_a_new_escalation_appears_in_the_polled_partial(reviewer_client, panel):

@@ -5,7 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from reviewapp.review.models import Claim, Proposal
+from reviewapp.review.models import Claim
 from reviewapp.review.services.proposals import proposal_submit
 
 from .builders import judgement, make_panel, mandate_checker, run_panel
@@ -143,16 +143,12 @@ def test_a_running_proposal_shows_a_polling_progress_indicator(reviewer_client, 
     assert "0 of 2 lenses answered" in content
 
 
-def test_progress_partial_reports_answered_lenses(reviewer_client, panel):
-    from reviewapp.review.evaluation.tasks import run_lens
-    from tests.factories import recorded
+def test_progress_partial_reports_answered_lenses(reviewer_client):
+    from tests.web.builders import awaiting_judges
 
-    content = "Half way there."
-    first = panel.ordered_lenses()[0]
-    recorded(first, content, judgement("pass"))
-    proposal, _ = proposal_submit(panel_name=panel.name, content=content)
-    Proposal.objects.filter(pk=proposal.pk).update(status="evaluating")
-    run_lens(proposal.pk, first.pk)
+    running = awaiting_judges("Half way there.", "pass", "Half way there.")
+    running.task_runs()
+    proposal, first = running.proposal, running.recorded
     response = reviewer_client.get(
         reverse("proposal_progress", args=[proposal.pk]), headers={"HX-Request": "true"}
     )
@@ -167,6 +163,7 @@ def test_progress_partial_reloads_the_page_once_final(reviewer_client, escalated
         reverse("proposal_progress", args=[escalated.pk]), headers={"HX-Request": "true"}
     )
     assert response.status_code == 204 and response["HX-Refresh"] == "true"
+    assert "HX-Request" in response["Vary"]  # a browser is redirected from the same URL
 
 
 def test_a_final_proposal_does_not_poll(reviewer_client, escalated):

@@ -3,10 +3,10 @@
 import itertools
 import json
 
-from reviewapp.review.evaluation.tasks import finalize_proposal, run_lens
+from reviewapp.review.evaluation.tasks import evaluate_proposal
 from reviewapp.review.models import ApiClient
 from reviewapp.review.services.clients import api_client_create
-from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
+from reviewapp.review.services.proposals import proposal_submit
 from reviewapp.webhooks.models import Endpoint, Event
 from reviewapp.webhooks.services import endpoint_create
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
@@ -41,10 +41,8 @@ def one_lens_panel(content: str, verdict: str = "pass", **panel_fields):
 
 
 def run_pipeline(proposal) -> None:
-    """Every lens, then the final step, in this process."""
-    for lens in lenses_to_run(proposal):
-        run_lens(proposal.pk, lens.pk)
-    finalize_proposal(proposal.pk)
+    """Every lens, then the final step, in this process: the proposal's task."""
+    evaluate_proposal(proposal.pk)
     proposal.refresh_from_db()
 
 

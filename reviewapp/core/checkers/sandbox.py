@@ -181,62 +181,25 @@ def _warn_if_partial(entered: frozenset[str]) -> None:
 def _exchange(proc: subprocess.Popen, stdin: bytes, timeout: float) -> tuple[str, str, bool]:
     """Feed stdin and collect bounded output until the jail exits or the deadline passes."""
     captured = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    pending = memoryview(stdin)
     deadline = time.monotonic() + timeout
-    timed_out = False
     with selectors.DefaultSelector() as selector:
         try:
             for stream in captured:
                 os.set_blocking(stream.fileno(), False)
                 selector.register(stream, selectors.EVENT_READ)
-            if pending:
+            if stdin:
                 os.set_blocking(proc.stdin.fileno(), False)
                 selector.register(proc.stdin, selectors.EVENT_WRITE)
             else:
                 proc.stdin.close()
-
-            while selector.get_map():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out = True
-                    break
-                for key, _ in selector.select(min(remaining, _POLL_SECONDS)):
-                    if key.fileobj is proc.stdin:
-                        try:
-                            pending = pending[os.write(proc.stdin.fileno(), pending[:65536]) :]
-                        except BlockingIOError:
-                            continue
-                        except BrokenPipeError:
-                            pending = pending[:0]  # the child stopped reading; that is its call
-                        if not pending:
-                            selector.unregister(proc.stdin)
-                            proc.stdin.close()
-                        continue
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        selector.unregister(key.fileobj)
-                        continue
-                    sink = captured[key.fileobj]
-                    # One byte past the limit is kept only to tell that it was passed.
-                    sink += chunk[: max(0, OUTPUT_LIMIT + 1 - len(sink))]
-
+            timed_out = _pump(proc, selector, captured, memoryview(stdin), deadline)
             if not timed_out:
                 try:
                     proc.wait(max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     timed_out = True
         finally:
-            if proc.poll() is None:
-                # The jail kills everything the command started, however it detached.
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(_KILL_GRACE_SECONDS)
-                except subprocess.TimeoutExpired:
-                    pass
-            _kill_group(proc.pid)
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                stream.close()
+            _reap(proc)
 
     def text(stream) -> str:
         data = captured[stream]
@@ -244,3 +207,45 @@ def _exchange(proc: subprocess.Popen, stdin: bytes, timeout: float) -> tuple[str
         return data[:OUTPUT_LIMIT].decode("utf-8", "replace").strip() + suffix
 
     return text(proc.stdout), text(proc.stderr), timed_out
+
+
+def _pump(proc, selector, captured: dict, pending: memoryview, deadline: float) -> bool:
+    """Write stdin and read both outputs, each kept to OUTPUT_LIMIT (and one byte more, to
+    tell it was passed), until every stream is done; True if the deadline came first."""
+    while selector.get_map():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return True
+        for key, _ in selector.select(min(remaining, _POLL_SECONDS)):
+            if key.fileobj is proc.stdin:
+                try:
+                    pending = pending[os.write(proc.stdin.fileno(), pending[:65536]) :]
+                except BlockingIOError:
+                    continue
+                except BrokenPipeError:
+                    pending = pending[:0]  # the child stopped reading; that is its call
+                if not pending:
+                    selector.unregister(proc.stdin)
+                    proc.stdin.close()
+                continue
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                selector.unregister(key.fileobj)
+                continue
+            sink = captured[key.fileobj]
+            sink += chunk[: max(0, OUTPUT_LIMIT + 1 - len(sink))]
+    return False
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """End the jail, and with it everything the command started however it detached."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(_KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
+    _kill_group(proc.pid)
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()

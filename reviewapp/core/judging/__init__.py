@@ -34,7 +34,6 @@ from reviewapp.core.judging.prompt import (
 from reviewapp.core.judging.transport import (
     RESPONSE_FORMATS,
     ChatTransport,
-    OpenAIChatTransport,
     PermanentTransportError,
     RateLimited,
     RecordedTransport,
@@ -56,7 +55,6 @@ __all__ = [
     "JudgeOutcome",
     "LensFailed",
     "MalformedJudgement",
-    "OpenAIChatTransport",
     "ParsedJudgement",
     "PermanentTransportError",
     "RateLimited",

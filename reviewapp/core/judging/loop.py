@@ -170,28 +170,27 @@ class _Caller:
         return jittered
 
 
+def _no_wait(seconds: float) -> None:
+    return None
+
+
 def run_judge(
     *,
     transport: ChatTransport,
-    sleep: Callable[[float], Any] | None = None,
+    sleep: Callable[[float], Any] = _no_wait,
     **loop: Any,
 ) -> JudgeOutcome:
     """Judge through a blocking transport; ``loop`` is ``judge_steps``'s arguments.
 
-    This driver runs in the caller's thread, so it never waits of its own
-    accord: a transient error whose retry needs a backoff fails the lens at
-    once, naming the error, unless the caller passes ``sleep`` — a replay
-    (``RecordedTransport``) has no server to wait for and passes one that
-    returns at once; a test may record the delays. LLM calls that should be
-    retried after a backoff go through ``llm_calls.run_judge_async``, which
-    defers the retry on an event loop instead.
+    The blocking transport is a replay's (``RecordedTransport``), which has no
+    server to wait for: each backoff goes to ``sleep``, which returns at once
+    unless a test records the delays. Live LLM calls go through
+    ``llm_calls.run_judge_async`` on the worker's event loop, which defers
+    each retry there instead of holding a thread.
     """
     steps = judge_steps(**loop)
     reply: str | None = None
     error: TransportError | None = None
-    last_error: TransportError | None = None
-    calls = 0
-    transcript: list[dict] = []
     while True:
         try:
             step = steps.throw(error) if error is not None else steps.send(reply)
@@ -199,24 +198,12 @@ def run_judge(
             return done.value
         reply = error = None
         if isinstance(step, Backoff):
-            if sleep is None:
-                raise LensFailed(
-                    f"transient transport error: {last_error}; not retried in process "
-                    f"(the retry would wait {step.seconds:.1f}s in this thread)",
-                    calls,
-                    transcript,
-                    kind=FailureKind.RATE_LIMITED
-                    if isinstance(last_error, RateLimited)
-                    else FailureKind.TRANSPORT_ERROR,
-                ) from last_error
             sleep(step.seconds)
             continue
-        calls += 1
-        transcript = step
         try:
             reply = transport.complete(step)
         except TransportError as exc:
-            error = last_error = exc
+            error = exc
 
 
 def judge_steps(
@@ -233,7 +220,13 @@ def judge_steps(
     backoff_cap: float = 8.0,
     rng: Callable[[], float] = random.random,
 ) -> Generator[list[dict] | Backoff, str, JudgeOutcome]:
-    """The judge loop as steps: yields messages to send (or a Backoff), returns the outcome."""
+    """The judge loop as steps: yields messages to send (or a Backoff), returns the outcome.
+
+    Longer than most, on purpose: one generator read top to bottom, whose state
+    is its budgets (the transport's, one repair, the requote rounds) and the
+    growing transcript; split, the pieces would hand all of it back and forth
+    through ``yield from``. ``_Caller`` already holds the transport's part.
+    """
     if transport_attempts < 1:
         raise ValueError("transport_attempts must be at least 1")
     messages = build_messages(

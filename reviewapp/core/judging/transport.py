@@ -1,6 +1,6 @@
-"""The chat-completions transports: the HTTP one, the recorded one, and their errors.
-
-httpx is used only by ``OpenAIChatTransport``.
+"""The chat-completions transports: what an HTTP request and answer hold and mean (the
+request body, the answer's text, the errors), the recorded transport that replays stored
+answers. The HTTP transport itself is the worker's LLM loop's (``core.llm_calls``).
 """
 
 from __future__ import annotations
@@ -8,12 +8,9 @@ from __future__ import annotations
 import email.utils
 import json
 import re
-import time
 from datetime import UTC, datetime
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from reviewapp.core.judging.prompt import JUDGEMENT_SCHEMA
 
@@ -90,7 +87,7 @@ def _parse_retry_after(value: str | None) -> float | None:
 def _request_body(
     *, model: str, messages: list[dict], temperature: float, response_format: str
 ) -> dict:
-    """The chat-completions request body, for the sync and the async transport alike.
+    """The chat-completions request body.
 
     ``response_format`` is the lens's mode: ``json_schema`` asks for the
     judgement's exact shape (strict structured output, where the endpoint has
@@ -110,72 +107,6 @@ def _request_body(
     elif response_format == "json_object":
         body["response_format"] = {"type": "json_object"}
     return body
-
-
-class OpenAIChatTransport:
-    """OpenAI-compatible ``/chat/completions`` over httpx, no retries of its own."""
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None,
-        temperature: float,
-        timeout: float,
-        client: httpx.Client | None = None,
-        response_format: str = "json_object",
-    ):
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
-        self.api_key = api_key
-        self.temperature = temperature
-        self.timeout = timeout
-        self.response_format = response_format
-        self._owns_client = client is None
-        self._client = client if client is not None else httpx.Client(timeout=timeout)
-
-    def close(self) -> None:
-        if self._owns_client:
-            self._client.close()
-
-    def __enter__(self) -> OpenAIChatTransport:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def complete(self, messages: list[dict]) -> str:
-        body = _request_body(
-            model=self.model,
-            messages=messages,
-            temperature=self.temperature,
-            response_format=self.response_format,
-        )
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        # httpx timeouts are per phase (each read may take `timeout`), so a server
-        # trickling bytes could stall us indefinitely; the deadline caps the body
-        # read at about two timeouts in total.
-        deadline = time.monotonic() + self.timeout
-        try:
-            with self._client.stream(
-                "POST", self.url, json=body, headers=headers, timeout=self.timeout
-            ) as response:
-                chunks = []
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    if time.monotonic() > deadline:
-                        raise TransientTransportError(
-                            f"response not complete within {self.timeout}s"
-                        )
-                payload = b"".join(chunks)
-        except httpx.TimeoutException as exc:
-            raise TransientTransportError(f"timed out: {error_text(exc)}") from exc
-        except httpx.TransportError as exc:
-            raise TransientTransportError(f"transport error: {error_text(exc)}") from exc
-        except httpx.HTTPError as exc:
-            raise PermanentTransportError(f"request failed: {error_text(exc)}") from exc
-
-        return _answer_of(response.status_code, response.headers.get("retry-after"), payload)
 
 
 def _answer_of(status: int, retry_after: str | None, payload: bytes) -> str:

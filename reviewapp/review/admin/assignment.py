@@ -46,7 +46,7 @@ class EscalationAssignmentAdmin(ReviewerChoicesMixin, admin.ModelAdmin):
     readonly_fields = ("proposal", "status", "reasons")
 
     def get_readonly_fields(self, request, obj=None):
-        if obj is not None and obj.status == Escalation.Status.RESOLVED:
+        if obj is not None and obj.is_resolved:
             return self.fields  # a decided escalation is no one's work any more
         return self.readonly_fields
 

@@ -205,30 +205,45 @@ def _cite_variants(cite: str) -> list[str]:
 
 
 def proposals() -> list[dict]:
-    """Forty-odd proposals, each with the recorded answer of every lens."""
-    out: list[dict] = []
-    reg_lenses = PANELS[0]["lenses"]
-    sup_lenses = PANELS[1]["lenses"]
+    """Forty-odd proposals, each with the recorded answer of every lens, numbered in turn."""
+    out = _regulatory(first=1)
+    out += _support(first=len(out) + 1)
+    return out + _house_style(first=len(out) + 1)
 
-    # Regulatory: unanimous pass → sign-off; split → no quorum; unanimous fail →
-    # rejected; a personal id in the text → the regex checker rejects.
-    reg_routes = [
-        ("pass", "pass", "pass"),
-        ("pass", "pass", "fail"),
-        ("fail", "fail", "fail"),
-        ("pass", "fail", "pass"),
-        ("pass", "pass", "pass"),
-    ]
-    n = 0
+
+def _proposal(ref: str, panel: str, title: str, content: str, thought: str, judgements) -> dict:
+    return {
+        "ref": ref,
+        "panel": panel,
+        "title": title,
+        "content": content,
+        "thought_process": thought,
+        "judgements": judgements,
+    }
+
+
+# Regulatory: unanimous pass → sign-off; split → no quorum; unanimous fail →
+# rejected; a personal id in the text → the regex checker rejects.
+REGULATORY_ROUTES = [
+    ("pass", "pass", "pass"),
+    ("pass", "pass", "fail"),
+    ("fail", "fail", "fail"),
+    ("pass", "fail", "pass"),
+    ("pass", "pass", "pass"),
+]
+
+
+def _regulatory(*, first: int) -> list[dict]:
+    out, n, lenses = [], first - 1, PANELS[0]["lenses"]
     for doc_i, (title, body, thought, cite_a, cite_b) in enumerate(REGULATORY_DOCS):
-        for route_i, verdicts in enumerate(reg_routes):
+        for route_i, verdicts in enumerate(REGULATORY_ROUTES):
             n += 1
             content = f"{body}\nRef. REG-{1000 + n}"
             if route_i == 4:
                 content += "\nContact: case officer 078-05-1120"
             variants = _cite_variants(cite_a)
             judgements = {}
-            for lens_i, (lens, verdict) in enumerate(zip(reg_lenses, verdicts, strict=True)):
+            for lens_i, (lens, verdict) in enumerate(zip(lenses, verdicts, strict=True)):
                 cites = [variants[(doc_i + lens_i + route_i) % len(variants)], cite_b]
                 if lens_i == 2:
                     cites.append("The regulation was repealed in 2024.")  # fabricated
@@ -236,28 +251,27 @@ def proposals() -> list[dict]:
                     cites.append(thought)  # quotes the reasoning trace
                 judgements[lens] = {"verdict": verdict, "cites": cites}
             out.append(
-                {
-                    "ref": f"demo-reg-{n:03d}",
-                    "panel": "regulatory",
-                    "title": title,
-                    "content": content,
-                    "thought_process": thought,
-                    "judgements": judgements,
-                }
+                _proposal(f"demo-reg-{n:03d}", "regulatory", title, content, thought, judgements)
             )
+    return out
 
-    # Support (2 of 3): approvals, a panel rejection, a mandate rejection, the
-    # legacy exporter timing out (inconclusive) and a lens that answers garbage.
-    sup_routes = [
-        ("approved", ("pass", "pass", "fail")),
-        ("approved", ("pass", "pass", "pass")),
-        ("panel_rejects", ("fail", "fail", "pass")),
-        ("mandate_rejects", ("pass", "pass", "pass")),
-        ("inconclusive", ("pass", "pass", "pass")),
-        ("lens_failed", ("pass", "fail", "garbage")),
-    ]
+
+# Support (2 of 3): approvals, a panel rejection, a mandate rejection, the
+# legacy exporter timing out (inconclusive) and a lens that answers garbage.
+SUPPORT_ROUTES = [
+    ("approved", ("pass", "pass", "fail")),
+    ("approved", ("pass", "pass", "pass")),
+    ("panel_rejects", ("fail", "fail", "pass")),
+    ("mandate_rejects", ("pass", "pass", "pass")),
+    ("inconclusive", ("pass", "pass", "pass")),
+    ("lens_failed", ("pass", "fail", "garbage")),
+]
+
+
+def _support(*, first: int) -> list[dict]:
+    out, n, lenses = [], first - 1, PANELS[1]["lenses"]
     for doc_i, (title, body, thought, cite_a, cite_b) in enumerate(SUPPORT_DOCS):
-        for route, verdicts in sup_routes:
+        for route, verdicts in SUPPORT_ROUTES:
             n += 1
             content = f"{body}\n\nTicket #{4000 + n}"
             if route == "mandate_rejects":
@@ -266,32 +280,23 @@ def proposals() -> list[dict]:
                 content += "\n(Attached via LEGACY-EXPORT.)"
             variants = _cite_variants(cite_a)
             judgements = {}
-            for lens_i, (lens, verdict) in enumerate(zip(sup_lenses, verdicts, strict=True)):
+            for lens_i, (lens, verdict) in enumerate(zip(lenses, verdicts, strict=True)):
                 cites = [variants[(doc_i + lens_i) % len(variants)], cite_b]
                 if lens_i == 1 and doc_i % 2 == 0:
                     cites.append("We apologise for any inconvenience caused.")  # fabricated
                 judgements[lens] = {"verdict": verdict, "cites": cites}
             out.append(
-                {
-                    "ref": f"demo-sup-{n:03d}",
-                    "panel": "support-answers",
-                    "title": title,
-                    "content": content,
-                    "thought_process": thought,
-                    "judgements": judgements,
-                }
+                _proposal(
+                    f"demo-sup-{n:03d}", "support-answers", title, content, thought, judgements
+                )
             )
-
-    for title, body in HOUSE_STYLE_DOCS:
-        n += 1
-        out.append(
-            {
-                "ref": f"demo-doc-{n:03d}",
-                "panel": "house-style",
-                "title": title,
-                "content": f"{body}\n\n— docs bot, run {n}",
-                "thought_process": "",
-                "judgements": {},
-            }
-        )
     return out
+
+
+def _house_style(*, first: int) -> list[dict]:
+    return [
+        _proposal(
+            f"demo-doc-{n:03d}", "house-style", title, f"{body}\n\n— docs bot, run {n}", "", {}
+        )
+        for n, (title, body) in enumerate(HOUSE_STYLE_DOCS, start=first)
+    ]

@@ -1,9 +1,9 @@
-"""Lens backends: each turns (lens, proposal) into a JudgeOutcome or raises LensFailed."""
+"""Lens backends run in process: each turns (lens, proposal) into a JudgeOutcome or raises
+LensFailed. LLM lenses are not judged here but on each worker process's LLM loop
+(``llm_loop``), which takes their chat options from ``chat_options``."""
 
 import json
-import threading
 
-import httpx
 from django.conf import settings
 
 from reviewapp.core import constraints as core_constraints
@@ -12,7 +12,6 @@ from reviewapp.core.judging import (
     FailureKind,
     JudgeOutcome,
     LensFailed,
-    OpenAIChatTransport,
     RecordedTransport,
     run_judge,
 )
@@ -20,26 +19,9 @@ from reviewapp.core.judging import (
 from ..models import Lens, Proposal, RecordedResponse
 from . import llm_keys
 
-# One blocking client per process and endpoint, reused by every call: building
-# one per call (it loads the CA bundle even for http://) cost 22.5 ms against
-# 0.53 ms. Only in-process runs use it (``run_lens``: tests, drills); the
-# pipeline's LLM calls and the admin's trials go through each worker process's
-# LLM loop (llm_loop/). In process a transient error is not retried
-# (``run_judge`` never waits in the caller's thread).
-_clients: dict[str, httpx.Client] = {}
-_clients_lock = threading.Lock()
-
-
-def _client_for(base_url: str) -> httpx.Client:
-    with _clients_lock:
-        client = _clients.get(base_url)
-        if client is None:
-            client = _clients[base_url] = httpx.Client()
-        return client
-
 
 def chat_options(lens: Lens) -> dict:
-    """What an LLM lens's chat transport takes from it, sync or async; raises LensFailed.
+    """What an LLM lens's chat transport takes from it; raises LensFailed.
 
     Its API key is read from the environment variable it names, if the
     server allows that variable (``llm_keys``).
@@ -61,7 +43,7 @@ def chat_options(lens: Lens) -> dict:
 def evaluate_lens(
     *, lens: Lens, proposal: Proposal, recorded: dict[int, list] | None = None
 ) -> JudgeOutcome:
-    """Judge `proposal` with `lens` here, blocking.
+    """Judge `proposal` with a CPU lens (constraints, recorded) here, at once.
 
     ``recorded``: the recorded lenses' responses by lens id, when the caller
     fetched several lenses' at once; otherwise they are read here.
@@ -71,10 +53,14 @@ def evaluate_lens(
         case Lens.Backend.CONSTRAINTS:
             return _evaluate_mandate(lens, proposal)
         case Lens.Backend.LLM:
-            with OpenAIChatTransport(
-                **chat_options(lens), client=_client_for(lens.base_url)
-            ) as transport:
-                return _judge(transport, lens, proposal, policy)
+            # A worker slot never waits on a model: only the LLM loop calls one.
+            raise LensFailed(
+                f"lens {lens.name!r} is an LLM lens: it is judged on the worker's LLM loop, "
+                "not in process",
+                0,
+                [],
+                kind=FailureKind.MISCONFIGURED,
+            )
         case Lens.Backend.RECORDED:
             if recorded is None:
                 row = RecordedResponse.objects.filter(
@@ -90,10 +76,8 @@ def evaluate_lens(
                     [],
                     kind=FailureKind.MISCONFIGURED,
                 )
-            # A replay has no server to wait for: its backoffs are not slept.
-            return _judge(
-                RecordedTransport(list(responses)), lens, proposal, policy, sleep=_no_wait
-            )
+            # A replay has no server to wait for: its backoffs are not slept (run_judge).
+            return _judge(RecordedTransport(list(responses)), lens, proposal, policy)
     raise LensFailed(
         f"lens {lens.name!r} has backend {lens.backend!r}, which the worker does not run",
         0,
@@ -102,16 +86,9 @@ def evaluate_lens(
     )
 
 
-def _no_wait(seconds: float) -> None:
-    return None
-
-
-def _judge(
-    transport, lens: Lens, proposal: Proposal, policy: GroundingPolicy, **options
-) -> JudgeOutcome:
+def _judge(transport, lens: Lens, proposal: Proposal, policy: GroundingPolicy) -> JudgeOutcome:
     return run_judge(
         transport=transport,
-        **options,
         instructions=lens.instructions,
         lens_name=lens.name,
         content=proposal.content,

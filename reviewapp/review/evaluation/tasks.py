@@ -33,7 +33,6 @@ from ..services.judgements import (
 from ..services.proposals import (
     external_lens_ids,
     proposal_begin_evaluation,
-    proposal_for_lens,
     proposal_touch,
     proposals_past_external_deadline,
     proposals_stuck,
@@ -83,7 +82,6 @@ def evaluate_proposal(
         proposal_begin_evaluation(proposal_id=proposal_id)
     llm_by_lens = {answer["lens"]: answer for answer in llm_answers or ()}
     todo = [by_id[i] for i in worker_lenses if i not in answered]
-    recorded = _recorded_responses(proposal, todo)
     # The answers computed or delivered here, recorded together: one lock, one commit.
     answers = [
         _answer(proposal, lens, answer_outcome(llm_by_lens[lens.pk]))
@@ -93,10 +91,27 @@ def evaluate_proposal(
     llm_pending = [
         lens for lens in todo if lens.backend == Lens.Backend.LLM and lens.pk not in llm_by_lens
     ]
-    out_of_time = None
-    for lens in todo:
-        if lens.backend == Lens.Backend.LLM:
-            continue
+    answers += _cpu_answers(proposal, [lens for lens in todo if lens.backend != Lens.Backend.LLM])
+    if llm_pending and llm_answers is None:
+        if answers:
+            lens_answers_record(proposal_id=proposal_id, answers=answers)
+        _hand_to_the_loop(proposal, llm_pending)
+        return
+    if not answers:
+        # Nothing left to answer here (a re-delivery): finish what a lost run began.
+        _final_step(proposal_id)
+        return
+    completes = proposal.lenses_answered + len(answers) >= proposal.lenses_asked
+    _record_and_finish(proposal, answers, completes=completes)
+
+
+def _cpu_answers(proposal: Proposal, lenses: list[Lens]) -> list[LensAnswer]:
+    """The CPU lenses' answers, judged here in turn. Once the task's soft time limit is
+    reached, this lens and the ones after it fail at once, so the proposal ends instead of
+    waiting for the sweeper."""
+    recorded = _recorded_responses(proposal, lenses)
+    answers, out_of_time = [], None
+    for lens in lenses:
         if out_of_time is not None:
             outcome = LensFailed(out_of_time, 0, [], kind=FailureKind.TIMEOUT)
         else:
@@ -105,32 +120,25 @@ def evaluate_proposal(
             except LensFailed as exc:
                 outcome = exc
             except SoftTimeLimitExceeded:
-                # The task's soft time limit: this lens and the ones after it
-                # fail now, so the proposal ends instead of waiting for the sweeper.
                 out_of_time = "the worker's time limit was reached before this lens answered"
                 outcome = LensFailed(out_of_time, 0, [], kind=FailureKind.TIMEOUT)
         answers.append(_answer(proposal, lens, outcome))
-    if llm_pending and llm_answers is None:
-        if answers:
-            lens_answers_record(proposal_id=proposal_id, answers=answers)
-        llm_loop.judge_in_background(
-            llm_loop.LlmJob(
-                proposal_id=proposal_id,
-                content=proposal.content,
-                thought_process=proposal.thought_process,
-                policy=GroundingPolicy(proposal.panel_snapshot["grounding_policy"]),
-                lenses=llm_pending,
-                finish_here=partial(_finish_llm_answers_here, proposal, llm_pending),
-                deliver=partial(_deliver_llm_answers, proposal_id),
-            )
+    return answers
+
+
+def _hand_to_the_loop(proposal: Proposal, lenses: list[Lens]) -> None:
+    """The LLM lenses go to this process's loop; their answers are recorded here or sent on."""
+    llm_loop.judge_in_background(
+        llm_loop.LlmJob(
+            proposal_id=proposal.pk,
+            content=proposal.content,
+            thought_process=proposal.thought_process,
+            policy=GroundingPolicy(proposal.panel_snapshot["grounding_policy"]),
+            lenses=lenses,
+            finish_here=partial(_finish_llm_answers_here, proposal, lenses),
+            deliver=partial(_deliver_llm_answers, proposal.pk),
         )
-        return
-    if not answers:
-        # Nothing left to answer here (a re-delivery): finish what a lost run began.
-        _final_step(proposal_id)
-        return
-    completes = proposal.lenses_answered + len(answers) >= proposal.lenses_asked
-    _record_and_finish(proposal, answers, completes=completes)
+    )
 
 
 def _record_and_finish(proposal: Proposal, answers: list[LensAnswer], *, completes: bool) -> None:
@@ -238,47 +246,6 @@ def _final_step(
             lens_answers_record(proposal_id=proposal_id, answers=answers)
         proposal_final_step_failed(proposal_id=proposal_id, error=f"{type(exc).__name__}: {exc}")
         raise
-
-
-@shared_task(name="reviewapp.review.tasks.run_lens")
-def run_lens(proposal_id: int, lens_id: int) -> None:
-    """Judge the proposal with one lens, here and now; the lens that answers last ends it.
-
-    The pipeline does not send this (submission sends ``evaluate_proposal``):
-    it re-runs a single lens in process, for drills and tests, and finishes a
-    proposal left in flight by an older release.
-    """
-    try:
-        lens = Lens.objects.get(pk=lens_id)
-    except Lens.DoesNotExist:
-        # Deleted since submission: it will never answer, so the proposal is
-        # escalated now, naming it, rather than waiting forever.
-        _final_step(proposal_id, deadline_passed=True)
-        return
-    proposal = proposal_for_lens(proposal_id=proposal_id, lens=lens)
-    if proposal is None:
-        # Final, or a re-delivered task whose lens answered: if the worker that
-        # recorded the last answer died before the final step, run it now.
-        _final_step(proposal_id)
-        return
-    try:
-        outcome = evaluate_lens(lens=lens, proposal=proposal)
-    except LensFailed as exc:
-        outcome = exc
-    except SoftTimeLimitExceeded:
-        outcome = LensFailed(
-            "the worker's time limit was reached before this lens answered",
-            0,
-            [],
-            kind=FailureKind.TIMEOUT,
-        )
-    counted = lens_answers_record(
-        proposal_id=proposal_id, answers=[_answer(proposal, lens, outcome)]
-    )
-    if counted is None:
-        _final_step(proposal_id)
-    elif counted.all_lenses_answered:
-        _final_step(proposal_id, loaded=proposal)
 
 
 @shared_task(name="reviewapp.review.tasks.finalize_proposal")

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from .decision import Decision
-from .escalation import Escalation
+from .escalation import Escalation, live_claim_q
 
 
 class Review(models.Model):
@@ -37,6 +37,12 @@ class Review(models.Model):
         return f"Review by {self.reviewer_name} on escalation {self.escalation_id}"
 
 
+class ReviewClaimQuerySet(models.QuerySet):
+    def live(self, now=None):
+        """Places still held at `now`: a place expires as a claim does (`claim_cutoff`)."""
+        return self.filter(live_claim_q(now))
+
+
 class ReviewClaim(models.Model):
     """One reviewer's hold on an escalation that needs several reviews: several
     people hold it at once, up to the reviews still needed, each once."""
@@ -48,6 +54,8 @@ class ReviewClaim(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_claims"
     )
     claimed_at = models.DateTimeField()
+
+    objects = ReviewClaimQuerySet.as_manager()
 
     class Meta:
         constraints = [

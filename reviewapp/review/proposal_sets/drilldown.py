@@ -5,9 +5,6 @@ each condition is written once, here or in `queries.PROPOSAL_SETS`, so the
 figure and the list cannot drift apart.
 """
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.db.models import (
     Case,
     CharField,
@@ -23,9 +20,9 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, NullIf
-from django.utils import timezone
 
 from reviewapp.review.models import Claim, Decision, Escalation, Judgement
+from reviewapp.review.models.escalation import expired_claim_q
 
 # --- reviewer workload ----------------------------------------------------------
 
@@ -50,22 +47,18 @@ def escalation_reviewer() -> Case:
     )
 
 
-def claim_cutoff():
-    """A claim taken before this has lapsed."""
-    return timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
+WORKLOAD_COLUMNS = ("open", "claimed", "expired", "resolved")
 
 
-def workload_columns(cutoff) -> dict[str, Q]:
-    """The workload table's columns, as filters on escalations."""
+def workload_columns(now=None) -> dict[str, Q]:
+    """The workload table's columns, as filters on escalations (`claimed` counts the
+    expired claims too, `expired` those alone)."""
     return {
         "open": Q(status=_STATUS.OPEN),
         "claimed": Q(status=_STATUS.CLAIMED),
-        "expired": Q(status=_STATUS.CLAIMED, claimed_at__lt=cutoff),
+        "expired": expired_claim_q(now),
         "resolved": Q(status=_STATUS.RESOLVED),
     }
-
-
-WORKLOAD_COLUMNS = tuple(workload_columns(None))
 
 
 def workload_q(*, column: str, reviewer: str) -> Q:
@@ -73,7 +66,7 @@ def workload_q(*, column: str, reviewer: str) -> Q:
     escalations = (
         Escalation.objects.filter(proposal=OuterRef("pk"))
         .annotate(reviewer=escalation_reviewer())
-        .filter(workload_columns(claim_cutoff())[column], reviewer=reviewer)
+        .filter(workload_columns()[column], reviewer=reviewer)
     )
     return Q(Exists(escalations))
 

@@ -52,6 +52,20 @@ def annotations_validate(
     whose verdict agrees with ``outcome``. Every problem is named at once.
     """
     problems: list[str] = []
+    claims, chosen = _marks_checked(proposal, marks or [], problems)
+    names, known = _tags_checked(tags or [], problems)
+    judgements = _wrong_reason_checked(proposal, outcome, wrong_reason or [], problems)
+    if problems:
+        raise AnnotationError(problems)
+    return Annotations(
+        marks=tuple((claims[i], chosen[i]) for i in sorted(chosen)),
+        tags=tuple(sorted({known[n] for n in names}, key=lambda t: t.name)),
+        wrong_reason=tuple(sorted(judgements.values(), key=lambda j: j.lens_name)),
+    )
+
+
+def _marks_checked(proposal: Proposal, marks, problems: list[str]):
+    """The proposal's grounded claims by id, and the mark chosen for each marked one."""
     claims = {
         c.pk: c
         for c in Claim.objects.filter(judgement__proposal=proposal, dropped=False).select_related(
@@ -60,7 +74,7 @@ def annotations_validate(
     }
     chosen: dict[int, str] = {}
     unknown_claims, bad_marks, repeated = [], [], []
-    for claim_id, mark in marks or []:
+    for claim_id, mark in marks:
         if isinstance(claim_id, bool) or not isinstance(claim_id, int) or claim_id not in claims:
             unknown_claims.append(str(claim_id))
         elif mark not in MARKS:
@@ -77,14 +91,22 @@ def annotations_validate(
         problems.append(f"mark must be one of {', '.join(MARKS)} ({'; '.join(bad_marks)})")
     if repeated:
         problems.append(f"claim(s) marked twice: {', '.join(repeated)}")
+    return claims, chosen
 
-    names = [str(t) for t in tags or []]
+
+def _tags_checked(tags, problems: list[str]):
+    """The tag names given, and the active tags among them by name."""
+    names = [str(t) for t in tags]
     known = {t.name: t for t in Tag.objects.filter(name__in=names, active=True)}
     unknown_tags = sorted({n for n in names if n not in known})
     if unknown_tags:
         problems.append(f"unknown tag(s): {', '.join(unknown_tags)}")
+    return names, known
 
-    lens_names = [str(n) for n in wrong_reason or []]
+
+def _wrong_reason_checked(proposal: Proposal, outcome: str, lens_names, problems: list[str]):
+    """The judgements named "right for the wrong reason", by lens name."""
+    lens_names = [str(n) for n in lens_names]
     found = Judgement.objects.filter(proposal=proposal, lens_name__in=lens_names)
     judgements = {j.lens_name: j for j in found}
     unknown_lenses = sorted({n for n in lens_names if n not in judgements})
@@ -98,13 +120,7 @@ def annotations_validate(
             "right for the wrong reason needs a verdict that matches the outcome; "
             f"not so for: {', '.join(disagreeing)}"
         )
-    if problems:
-        raise AnnotationError(problems)
-    return Annotations(
-        marks=tuple((claims[i], chosen[i]) for i in sorted(chosen)),
-        tags=tuple(sorted({known[n] for n in names}, key=lambda t: t.name)),
-        wrong_reason=tuple(sorted(judgements.values(), key=lambda j: j.lens_name)),
-    )
+    return judgements
 
 
 def annotations_payload(annotations: Annotations | None) -> dict:

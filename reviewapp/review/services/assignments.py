@@ -54,7 +54,7 @@ def escalation_assign(*, escalation: Escalation, user=None, group=None, by, note
             .select_related("assigned_user", "assigned_group")
             .get(pk=escalation.pk)
         )
-        if locked.status == Escalation.Status.RESOLVED:
+        if locked.is_resolved:
             raise AssignmentClosed(f"escalation {escalation.pk} is already decided")
         old = _names(locked.assigned_user, locked.assigned_group)
         locked.assigned_user = user

@@ -19,16 +19,11 @@ from .. import events
 from ..automatic import Ruling
 from ..keys import server_signer
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
-from ..search import escalation_search_vector
-from .assignments import escalation_assign_by_rules
+from .escalating import escalation_open
 
 AUDIT_PAYLOAD_TYPE = "reviewapp.audit/v1"
 # The draw; tests put a seeded random.Random here to make it repeatable.
 AUDIT_RANDOM = random.Random()
-
-
-def is_audit(escalation: Escalation) -> bool:
-    return Escalation.Reason.AUDIT in (escalation.reasons or [])
 
 
 def audit_open_maybe(
@@ -48,11 +43,10 @@ def audit_open_maybe(
         )
     if not audit_drawn(rate or 0, AUDIT_RANDOM.random):
         return None
-    escalation = Escalation.objects.create(
+    return escalation_open(
         proposal=proposal,
         reasons=[Escalation.Reason.AUDIT.value],
-        reviews_needed=1,  # one verdict, whatever the panel's reviews_needed
-        search=escalation_search_vector(proposal.pk),
+        terms={"reviews_needed": 1},  # one verdict and no deadline: the decision stands
         detail={
             "explanation": f"Audit: the system {decision.outcome} this proposal; "
             "a reviewer checks it (the decision stands).",
@@ -61,8 +55,6 @@ def audit_open_maybe(
             **({"guarantee": ruling.detail} if ruling and ruling.detail else {}),
         },
     )
-    escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
-    return escalation
 
 
 def audit_payload(
@@ -109,10 +101,7 @@ def audit_verdict_sign(
         )
     )
     with transaction.atomic(savepoint=False):
-        escalation.status = Escalation.Status.RESOLVED
-        escalation.resolved_at = timezone.now()
-        escalation.search = None
-        escalation.save(update_fields=["status", "resolved_at", "search"])
+        escalation.resolve()
         audit = DecisionAudit.objects.create(
             decision=decision,
             escalation=escalation,

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from .. import events
 from ..keys import server_signer
-from ..models import Decision, Escalation, Panel, Proposal, ReviewClaim
+from ..models import Decision, Escalation, Proposal, ReviewClaim
 from ..models.panel import OnDeadline
 from .decisions import decision_append
 
@@ -39,22 +39,6 @@ OUTCOME_OF = {
     OnDeadline.APPROVE: Decision.Outcome.APPROVED,
 }
 
-
-def escalation_terms(proposal: Proposal, now: datetime | None = None) -> dict:
-    """What a new escalation of `proposal` copies from its panel now: the reviews it needs
-    and, if the panel has a review deadline, when it falls due, what happens then and
-    when the people holding it are reminded. One query."""
-    reviews_needed, deadline, on_deadline, reminder = Panel.objects.values_list(
-        "reviews_needed", "review_deadline", "on_deadline", "deadline_reminder"
-    ).get(pk=proposal.panel_id)
-    terms = {"reviews_needed": reviews_needed}
-    if deadline is not None:
-        now = now or timezone.now()
-        terms["due_at"] = now + deadline
-        terms["on_deadline"] = on_deadline
-        if reminder is not None and reminder < deadline:
-            terms["remind_at"] = now + deadline - reminder
-    return terms
 
 
 def escalations_due_take(*, now: datetime, limit: int) -> list[int]:
@@ -68,7 +52,7 @@ def escalations_due_take(*, now: datetime, limit: int) -> list[int]:
         ids = list(
             Escalation.objects.select_for_update(skip_locked=True)
             .filter(
-                status__in=Escalation.WAITING,
+                status__in=Escalation.UNDECIDED,
                 due_at__lte=now,
                 expired_at__isnull=True,
             )
@@ -124,7 +108,7 @@ def _locked(ids: list[int], now: datetime, *, skip_locked: bool) -> list[Escalat
         .filter(
             pk__in=ids,
             expired_at__isnull=True,
-            status__in=Escalation.WAITING,
+            status__in=Escalation.UNDECIDED,
             due_at__lte=now,
         )
         .select_related("proposal")
@@ -219,7 +203,7 @@ def escalations_remind(*, now: datetime, limit: int) -> int:
         due = list(
             Escalation.objects.select_for_update(skip_locked=True)
             .filter(
-                status__in=Escalation.WAITING,
+                status__in=Escalation.UNDECIDED,
                 remind_at__lte=now,
                 reminded_at__isnull=True,
             )
@@ -239,7 +223,7 @@ def deadlines_overdue(*, now: datetime | None = None) -> dict:
     or its workers falling behind (`/healthz` reports it). How many, and the oldest."""
     now = now or timezone.now()
     late = Escalation.objects.filter(
-        status__in=Escalation.WAITING,
+        status__in=Escalation.UNDECIDED,
         expired_at__isnull=True,
         due_at__lt=now - timedelta(seconds=settings.REVIEWAPP_DEADLINE_LATE_SECONDS),
     )

@@ -1,13 +1,11 @@
 """Human adjudication of escalated proposals."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from reviewapp.core.blank import shows_nothing
@@ -15,8 +13,9 @@ from reviewapp.core.blank import shows_nothing
 from .. import events
 from ..access import may_reconcile, may_sign_decisions
 from ..models import Decision, DecisionAudit, Escalation, Proposal, ReviewClaim
+from ..models.escalation import claim_ttl
 from .annotations import Annotations, annotations_payload, annotations_validate
-from .audits import audit_verdict_sign, is_audit
+from .audits import audit_verdict_sign
 from .decisions import decision_append
 from .reviews import review_create, reviews_named
 
@@ -60,14 +59,6 @@ def _ensure_may_sign(user) -> None:
         raise NotAReviewer("only members of the reviewers group can claim and decide escalations")
 
 
-def _claim_expiry_cutoff():
-    return timezone.now() - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
-
-
-def _holder_name(escalation: Escalation) -> str:
-    return escalation.claimed_by.get_username() if escalation.claimed_by else "someone"
-
-
 def escalation_claim(*, escalation_id: int, user) -> Escalation:
     """Claim an escalation for `user`. Exactly one of two simultaneous claimers wins.
 
@@ -84,20 +75,15 @@ def escalation_claim(*, escalation_id: int, user) -> Escalation:
     with transaction.atomic():  # the claim and its outbox row commit together
         won = (
             Escalation.objects.filter(pk=escalation_id)
-            .filter(
-                Q(status=Escalation.Status.OPEN)
-                | Q(status=Escalation.Status.CLAIMED, claimed_by=user)
-                | Q(status=Escalation.Status.CLAIMED, claimed_at__lt=_claim_expiry_cutoff())
-            )
-            .exclude(on_deadline__in=Escalation.FALLBACK_ACTIONS, due_at__lte=now)
-            .update(status=Escalation.Status.CLAIMED, claimed_by=user, claimed_at=now)
+            .claimable_by(user, now)
+            .update(**Escalation.held_values(user, now))
         )
         escalation = Escalation.objects.select_related("claimed_by").get(pk=escalation_id)
         if won:
             events.escalation_claimed.send(sender=Escalation, escalation=escalation, user=user)
     if not won:
         _refuse_closed(escalation, now)
-        raise ClaimHeldByOther(_holder_name(escalation))
+        raise ClaimHeldByOther(escalation.holder_name())
     return escalation
 
 
@@ -107,17 +93,13 @@ def _review_claim(escalation_id: int, user) -> Escalation:
         # people hold it than reviews are still needed.
         escalation = Escalation.objects.select_for_update().get(pk=escalation_id)
         _refuse_closed(escalation, timezone.now())
-        if escalation.status == Escalation.Status.RECONCILE:
+        if escalation.awaits_reconciler:
             raise EscalationClosed(f"escalation {escalation_id} waits for a reconciler")
         if escalation.reviews.filter(reviewer=user).exists():
             raise AlreadyReviewed(f"{user.get_username()} already reviewed it")
-        others = list(
-            escalation.review_claims.filter(claimed_at__gte=_claim_expiry_cutoff())
-            .exclude(user=user)
-            .select_related("user")
-        )
-        if len(others) + escalation.reviews.count() >= escalation.reviews_needed:
-            raise ClaimHeldByOther(", ".join(c.user.get_username() for c in others) or "reviewers")
+        places = escalation.review_places(user)
+        if not places.free:
+            raise ClaimHeldByOther(", ".join(places.holders) or "reviewers")
         ReviewClaim.objects.update_or_create(
             escalation=escalation, user=user, defaults={"claimed_at": timezone.now()}
         )
@@ -128,7 +110,7 @@ def _review_claim(escalation_id: int, user) -> Escalation:
 def _refuse_closed(escalation: Escalation, now) -> None:
     """Raise what a reviewer acting on an escalation no one may decide now is told:
     decided, withdrawn by its submitter, or past a deadline its fallback decides."""
-    if escalation.status == Escalation.Status.RESOLVED:
+    if escalation.is_resolved:
         if escalation.expired_at is not None:  # by its fallback
             raise deadline_refusal(escalation)
         raise EscalationClosed(f"escalation {escalation.pk} is already decided")
@@ -147,7 +129,7 @@ def escalation_release(*, escalation_id: int, user) -> bool:
     with transaction.atomic():  # the release and its outbox row commit together
         released = Escalation.objects.filter(
             pk=escalation_id, status=Escalation.Status.CLAIMED, claimed_by=user
-        ).update(status=Escalation.Status.OPEN, claimed_by=None, claimed_at=None)
+        ).update(**Escalation.unheld_values())
         if released:
             escalation = Escalation.objects.get(pk=escalation_id)
             events.escalation_released.send(sender=Escalation, escalation=escalation, user=user)
@@ -176,14 +158,11 @@ def escalation_reassign(*, escalation_id: int, to_user, by_user, note: str = "")
             .get(pk=escalation_id)
         )
         _refuse_closed(escalation, timezone.now())
-        if escalation.status == Escalation.Status.RECONCILE:
+        if escalation.awaits_reconciler:
             # A claim would end the reconcile: with every review in, no one could decide it.
             raise AwaitingReconciler(f"escalation {escalation_id} waits for a reconciler")
         previous = escalation.claimed_by.get_username() if escalation.claimed_by else None
-        escalation.status = Escalation.Status.CLAIMED
-        escalation.claimed_by = to_user
-        escalation.claimed_at = timezone.now()
-        escalation.save(update_fields=["status", "claimed_by", "claimed_at"])
+        escalation.hold(to_user, timezone.now())
         events.escalation_reassigned.send(
             sender=Escalation, escalation=escalation, by=by_user, previous=previous, note=note
         )
@@ -198,15 +177,12 @@ def escalation_claim_extend(*, escalation_id: int, user) -> datetime | None:
     never revived by a late heartbeat.
     """
     now = timezone.now()
-    renewed = ReviewClaim.objects.filter(
-        escalation_id=escalation_id, user=user, claimed_at__gte=_claim_expiry_cutoff()
-    ).update(claimed_at=now) or Escalation.objects.filter(
-        pk=escalation_id,
-        status=Escalation.Status.CLAIMED,
-        claimed_by=user,
-        claimed_at__gte=_claim_expiry_cutoff(),
-    ).update(claimed_at=now)
-    return now + timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES) if renewed else None
+    renewed = ReviewClaim.objects.live(now).filter(escalation_id=escalation_id, user=user).update(
+        claimed_at=now
+    ) or Escalation.objects.held(now).filter(pk=escalation_id, claimed_by=user).update(
+        claimed_at=now
+    )
+    return now + claim_ttl() if renewed else None
 
 
 @dataclass(frozen=True)
@@ -288,12 +264,7 @@ def escalation_review(
     says, signed as a ``DecisionAudit`` (services.audits): the automatic
     decision it audits stands.
     """
-    if user is not None:  # a `review` token has no user; its scope was checked
-        _ensure_may_sign(user)
-    if shows_nothing(rationale):
-        raise ValueError("a rationale is required")
-    if outcome not in Decision.Outcome.values:
-        raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")
+    _check_verdict(user, outcome, rationale)
     with transaction.atomic():
         # Row lock: reviewers submitting at once are serialised here, so the
         # count of reviews each one sees is final and only one signs the
@@ -304,7 +275,6 @@ def escalation_review(
         # The clock is read under the lock the deadline worker takes too: from `due_at`
         # on, the fallback decides, whoever holds the claim.
         _refuse_closed(escalation, timezone.now())
-        needed = escalation.reviews_needed
         # Checked where each flow has passed its permission and claim checks.
         annotated = partial(
             annotations_validate,
@@ -314,49 +284,57 @@ def escalation_review(
             tags=tags,
             wrong_reason=wrong_reason,
         )
-        if escalation.status == Escalation.Status.RECONCILE:
-            if not may_reconcile(user):
-                raise NotAReconciler(
-                    "the reviewers disagree: only a member of the reconcilers group can decide"
-                )
-            reviews = list(escalation.reviews.order_by("id"))
-            if any(r.reviewer_id == user.pk for r in reviews):
-                # A party to the disagreement would settle it their own way.
-                raise NotAReconciler(
-                    "you gave one of the disagreeing reviews: another reconciler decides"
-                )
-            decision = _resolve(
-                escalation,
-                outcome,
-                rationale,
-                user,
-                decided_by_name,
-                reviews=reviews,
-                annotations=annotated(),
-            )
-            return ReviewResult("decided", len(reviews), needed, decision)
-        if needed <= 1 or is_audit(escalation):
-            claim_live = (
-                escalation.status == Escalation.Status.CLAIMED
-                and escalation.claimed_at >= _claim_expiry_cutoff()
-            )
-            if claim_live and (user is None or escalation.claimed_by_id != user.pk):
-                raise ClaimHeldByOther(_holder_name(escalation))
-            if is_audit(escalation):
-                # The machine's decision stands: the verdict is signed beside it.
-                audit = audit_verdict_sign(
-                    escalation=escalation,
-                    outcome=outcome,
-                    rationale=rationale,
-                    user=user,
-                    decided_by_name=decided_by_name,
-                )
-                return ReviewResult("decided", 1, 1, audit)
-            decision = _resolve(
-                escalation, outcome, rationale, user, decided_by_name, annotations=annotated()
-            )
-            return ReviewResult("decided", 1, 1, decision)
-        return _review(escalation, outcome, rationale, user, decided_by_name, annotated)
+        # Who may give this verdict and what it becomes: the escalation's state says.
+        if escalation.awaits_reconciler:
+            flow = _reconcile
+        elif escalation.takes_one_verdict:
+            flow = _one_verdict
+        else:
+            flow = _review
+        return flow(escalation, outcome, rationale, user, decided_by_name, annotated)
+
+
+def _check_verdict(user, outcome: str, rationale: str) -> None:
+    if user is not None:  # a `review` token has no user; its scope was checked
+        _ensure_may_sign(user)
+    if shows_nothing(rationale):
+        raise ValueError("a rationale is required")
+    if outcome not in Decision.Outcome.values:
+        raise ValueError(f"outcome must be one of {', '.join(Decision.Outcome.values)}")
+
+
+def _reconcile(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
+    """A reconciler's decision on reviews that disagree, naming each of them."""
+    if not may_reconcile(user):
+        raise NotAReconciler(
+            "the reviewers disagree: only a member of the reconcilers group can decide"
+        )
+    reviews = list(escalation.reviews.order_by("id"))
+    if any(r.reviewer_id == user.pk for r in reviews):
+        # A party to the disagreement would settle it their own way.
+        raise NotAReconciler("you gave one of the disagreeing reviews: another reconciler decides")
+    decision = _resolve(
+        escalation, outcome, rationale, user, name, reviews=reviews, annotations=annotated()
+    )
+    return ReviewResult("decided", len(reviews), escalation.reviews_needed, decision)
+
+
+def _one_verdict(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
+    """The decision (or, for an audit, the verdict signed beside the machine's decision
+    that stands), unless someone else holds a live claim."""
+    if escalation.held_by_other(user):
+        raise ClaimHeldByOther(escalation.holder_name())
+    if escalation.is_audit:
+        audit = audit_verdict_sign(
+            escalation=escalation,
+            outcome=outcome,
+            rationale=rationale,
+            user=user,
+            decided_by_name=name,
+        )
+        return ReviewResult("decided", 1, 1, audit)
+    decision = _resolve(escalation, outcome, rationale, user, name, annotations=annotated())
+    return ReviewResult("decided", 1, 1, decision)
 
 
 def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResult:
@@ -367,16 +345,11 @@ def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResu
         )
     if escalation.reviews.filter(reviewer=user).exists():
         raise AlreadyReviewed(f"{name} already reviewed escalation {escalation.pk}")
-    held_by_others = [
-        c.user.get_username()
-        for c in escalation.review_claims.filter(claimed_at__gte=_claim_expiry_cutoff())
-        .exclude(user=user)
-        .select_related("user")
-    ]
+    places = escalation.review_places(user)
     mine = escalation.review_claims.filter(user=user).exists()
-    if not mine and len(held_by_others) + escalation.reviews.count() >= escalation.reviews_needed:
+    if not mine and not places.free:
         # Every place left is held by someone else: the last review is theirs to give.
-        raise ClaimHeldByOther(", ".join(held_by_others))
+        raise ClaimHeldByOther(", ".join(places.holders))
     annotations = annotated()
     review_create(
         escalation=escalation,
@@ -405,11 +378,7 @@ def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResu
             annotations=annotations,
         )
         return ReviewResult("decided", len(reviews), needed, decision)
-    escalation.status = Escalation.Status.RECONCILE
-    escalation.reasons = [*escalation.reasons, Escalation.Reason.REVIEWERS_DISAGREE.value]
-    escalation.claimed_by = None
-    escalation.claimed_at = None
-    escalation.save(update_fields=["status", "reasons", "claimed_by", "claimed_at"])
+    escalation.to_reconcile()
     events.reviews_disagreed.send(sender=Escalation, escalation=escalation)
     return ReviewResult("reconcile", len(reviews), needed)
 
@@ -417,10 +386,7 @@ def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResu
 def _claims_end(escalation: Escalation, user) -> None:
     """A reviewer who gave their review holds the escalation no more."""
     if escalation.claimed_by_id == user.pk:
-        escalation.status = Escalation.Status.OPEN
-        escalation.claimed_by = None
-        escalation.claimed_at = None
-        escalation.save(update_fields=["status", "claimed_by", "claimed_at"])
+        escalation.unhold()
 
 
 def _resolve(
@@ -433,10 +399,7 @@ def _resolve(
     reviews=None,
     annotations: Annotations | None = None,
 ) -> Decision:
-    escalation.status = Escalation.Status.RESOLVED
-    escalation.resolved_at = timezone.now()
-    escalation.search = None  # only open escalations are searched
-    escalation.save(update_fields=["status", "resolved_at", "search"])
+    escalation.resolve()
     Proposal.objects.filter(pk=escalation.proposal_id).update(
         status=Proposal.Status.DECIDED, updated_at=timezone.now()
     )

@@ -11,12 +11,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .. import events
-from ..final_notice import proposal_final_notify
 from ..models import Escalation, Proposal
-from ..search import escalation_search_vector
-from .assignments import escalation_assign_by_rules
-from .deadlines import escalation_terms
+from .escalating import escalation_announce, escalation_open
 
 ERROR_LIMIT = 2000
 
@@ -57,11 +53,9 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
         if proposal.is_final:
             return None
         last_error = proposal.final_step_error or "no error was recorded (the worker was lost)"
-        escalation = Escalation.objects.create(
+        escalation = escalation_open(
             proposal=proposal,
             reasons=[Escalation.Reason.FINAL_STEP_FAILED.value],
-            **escalation_terms(proposal),
-            search=escalation_search_vector(proposal.pk),
             detail={
                 "explanation": (
                     f"The final step (checkers, tally, routing) did not finish after {attempts} "
@@ -71,10 +65,8 @@ def proposal_escalate_final_step(*, proposal_id: int, attempts: int) -> Escalati
                 "inconclusive_checkers": [],
             },
         )
-        escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
         proposal.status = Proposal.Status.ESCALATED
         proposal.finalized_at = timezone.now()
         proposal.save(update_fields=["status", "finalized_at", "updated_at"])
-        events.proposal_escalated.send(sender=Escalation, escalation=escalation)  # commits with it
-        proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
+        escalation_announce(escalation=escalation)
     return escalation

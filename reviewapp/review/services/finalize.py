@@ -1,6 +1,7 @@
 """The final step: run checkers, tally the panel, route to a decision or a human."""
 
 import base64
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Value
@@ -14,16 +15,12 @@ from reviewapp.core.routing import Route, below_guarantee, route
 from reviewapp.core.signing import Signer
 from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
 
-from .. import events
 from ..automatic import Ruling, automatic_outcome_ruling
-from ..final_notice import proposal_final_notify
 from ..keys import server_signer
-from ..models import CheckerConfig, Escalation, Evidence, Judgement, Lens, LensFailure, Proposal
-from ..search import escalation_search_vector
-from .assignments import escalation_assign_by_rules
+from ..models import CheckerConfig, Evidence, Judgement, Lens, LensFailure, Proposal
 from .audits import audit_open_maybe
-from .deadlines import escalation_terms
 from .decisions import decision_append
+from .escalating import escalation_announce, escalation_open
 from .in_flight import gone_from_snapshot
 from .judgements import LensAnswer, answered_lens_ids, answers_write, proposal_lock_counter
 
@@ -100,12 +97,20 @@ def proposal_finalize(
 ) -> Proposal | None:
     """Route a proposal whose lenses have all answered (or whose deadline passed).
 
-    Idempotent: a proposal already decided or escalated is left alone, so a
-    re-delivered final step writes nothing. Evidence, the outcome and their
-    ledger entries are written in one transaction under the proposal's row
-    lock, so a proposal has evidence exactly when it is final. `loaded` is the
-    proposal as the caller already read it (content, snapshot); whether it is
-    final and fully answered is read again under the lock.
+    Its steps, in order: run the checkers (`_run_checkers`, before the lock);
+    then under the proposal's row lock, in one transaction, write the answers
+    that complete the panel (`_write_answers`; past the deadline, those never
+    given are failures, `_record_missing_lenses`), read them all back
+    (`_panel_answers`), tally them (`_tally`), store the checkers' evidence
+    (`_store_evidence`), route (`_route`), ask the guarantee about an outcome the
+    panel's vote decided alone (`_ruled`), and escalate (`_escalate`) or decide
+    (`_decide`), each of which writes its ledger entries and records what
+    follows it (the escalation's announcement; the decision's audit draw).
+
+    Idempotent: a proposal already final is left alone, so a re-delivered final
+    step writes nothing. A proposal has evidence exactly when it is final.
+    `loaded` is the proposal as the caller read it (content, snapshot); whether
+    it is final and fully answered is read again under the lock.
 
     `answers` are lens answers the caller has just computed and expects to
     complete the panel: they are written under the same lock, in the same
@@ -117,121 +122,189 @@ def proposal_finalize(
         return None
     if not (loaded or proposal.all_lenses_answered or deadline_passed):
         return None
-    snapshot = proposal.panel_snapshot
     signer = server_signer()
     # Checkers run before the row lock is taken: a command checker may take
     # seconds, and nothing else may wait on this proposal meanwhile.
-    checkers = CheckerConfig.objects.in_bulk([c["id"] for c in snapshot["checkers"]])
-    # A checker deleted since submission is never skipped: it counts as inconclusive, by name.
-    gone_checkers = [c["name"] for c in snapshot["checkers"] if c["id"] not in checkers]
-    checked = [
-        (checker, checker_evidence(proposal=proposal, checker=checker, signer=signer))
-        for checker in checkers.values()
-    ]
-
+    checked = _run_checkers(proposal, signer)
     with transaction.atomic():
         locked = proposal_lock_counter(proposal_id)
         if locked.is_final:
             return None
         # Answered before this step: none means the answers written here are all there are.
         answered_before = locked.lenses_answered
-        written = answers_write(locked, list(answers)) if answers else []
-        if not (locked.all_lenses_answered or deadline_passed):
-            if written:
-                locked.save(update_fields=["lenses_answered", "updated_at"])
-            return None
+        written = _write_answers(locked, answers, deadline_passed)
+        if written is None:
+            return None  # the panel still waits
         proposal.lenses_answered = locked.lenses_answered
         if deadline_passed:
             _record_missing_lenses(proposal)
-        if answered_before == 0 and written and not deadline_passed:
-            judgements, failed = _answers_of(written)
-        else:
-            judgements, failed = _answers(proposal_id)
-        if len(judgements) + len(failed) < len(snapshot["lenses"]):
-            # Only a lens deleted since submission leaves no answer: it failed, by name.
-            failed = sorted({*failed, *gone_from_snapshot(snapshot)[0]})
-        quorum = Quorum(snapshot["need"], [entry["name"] for entry in snapshot["lenses"]])
-        outcome = quorum.tally([(name, Verdict(verdict)) for name, _, verdict in judgements])
-        evidence = Evidence.objects.bulk_create(
-            sorted(
-                (_evidence_row(proposal, checker, e) for checker, e in checked),
-                key=lambda row: row.checker_name,
-            )
-        )
-        proposal.tally = _tally_dict(quorum, outcome)
-        checker_verdicts = [core_checkers.CheckVerdict(e.verdict) for e in evidence] + [
-            core_checkers.CheckVerdict.INCONCLUSIVE for _ in gone_checkers
-        ]
-        decided = route(
-            checker_verdicts=checker_verdicts,
-            panel=outcome,
-            failed_lenses=failed,
-            requires_sign_off=snapshot["requires_sign_off"],
-        )
-        decided, ruling = _ruled(proposal, decided, outcome, failed, checker_verdicts)
+        judgements, failed = _panel_answers(proposal, written, answered_before, deadline_passed)
+        proposal.tally, outcome = _tally(proposal.panel_snapshot, judgements)
+        evidence = _store_evidence(proposal, checked)
+        verdicts = _checker_verdicts(checked, evidence)
+        decided = _route(proposal.panel_snapshot, verdicts, outcome, failed)
+        decided, ruling = _ruled(proposal, decided, outcome, failed, verdicts)
         proposal.finalized_at = timezone.now()
         if decided.escalates:
-            escalation = Escalation.objects.create(
-                proposal=proposal,
-                reasons=list(decided.reasons),
-                **escalation_terms(proposal),
-                search=escalation_search_vector(proposal.pk),
-                detail={
-                    "explanation": decided.explanation,
-                    "failed_lenses": failed,
-                    "inconclusive_checkers": [
-                        {"checker": e.checker_name, "reason": e.reason}
-                        for e in evidence
-                        if e.verdict == core_checkers.CheckVerdict.INCONCLUSIVE
-                    ]
-                    + [
-                        {"checker": name, "reason": "deleted after submission; it never ran"}
-                        for name in gone_checkers
-                    ],
-                    **({"guarantee": ruling.detail} if ruling and ruling.hold else {}),
-                },
-            )
-            escalation_assign_by_rules(escalation=escalation, panel_id=proposal.panel_id)
-            proposal.status = Proposal.Status.ESCALATED
+            _escalate(proposal, decided, checked, evidence, failed, ruling)
         else:
-            proposal.status = Proposal.Status.DECIDED
-        proposal.save(
-            update_fields=["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
-        )
-        if decided.escalates:
-            if evidence:  # else ledger_append takes no lock
-                check_foreign_keys_now()
-            ledger_append(evidence_entry(row) for row in evidence)
-            # The outbox row commits with the escalation.
-            events.proposal_escalated.send(sender=Escalation, escalation=escalation)
-            proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
-        else:
-            decision = decision_append(
-                proposal=proposal,
-                outcome=decided.outcome,
-                basis="system",
-                rationale=decided.explanation,
-                signer=signer,
-                evidence=evidence,
-                lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
-                evidence_is_new=True,
-            )
-            audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
+            _decide(proposal, decided, signer, evidence, judgements, ruling)
     return proposal
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """The checkers' signed evidence, not yet stored, and those deleted since submission."""
+
+    evidence: list[tuple[CheckerConfig, core_checkers.Evidence]]
+    gone: list[str]  # names: each counts as inconclusive, never as skipped
+
+
+def _run_checkers(proposal: Proposal, signer: Signer) -> _Checked:
+    snapshot = proposal.panel_snapshot
+    checkers = CheckerConfig.objects.in_bulk([c["id"] for c in snapshot["checkers"]])
+    return _Checked(
+        evidence=[
+            (checker, checker_evidence(proposal=proposal, checker=checker, signer=signer))
+            for checker in checkers.values()
+        ],
+        gone=[c["name"] for c in snapshot["checkers"] if c["id"] not in checkers],
+    )
+
+
+def _write_answers(
+    locked: Proposal, answers: list[LensAnswer], deadline_passed: bool
+) -> list[Judgement | LensFailure] | None:
+    """Write the answers that complete the panel; None if it still waits (they are kept)."""
+    written = answers_write(locked, list(answers)) if answers else []
+    if not (locked.all_lenses_answered or deadline_passed):
+        if written:
+            locked.save(update_fields=["lenses_answered", "updated_at"])
+        return None
+    return written
+
+
+def _panel_answers(
+    proposal: Proposal,
+    written: list[Judgement | LensFailure],
+    answered_before: int,
+    deadline_passed: bool,
+) -> "Answers":
+    """Every lens's answer: those just written if they are all there are, else as stored.
+
+    A lens deleted since submission left no answer: it failed, by name.
+    """
+    if answered_before == 0 and written and not deadline_passed:
+        judgements, failed = _answers_of(written)
+    else:
+        judgements, failed = _answers(proposal.pk)
+    snapshot = proposal.panel_snapshot
+    if len(judgements) + len(failed) < len(snapshot["lenses"]):
+        failed = sorted({*failed, *gone_from_snapshot(snapshot)[0]})
+    return judgements, failed
+
+
+def _tally(snapshot: dict, judgements) -> tuple[dict, Reached | NoQuorum]:
+    """The panel's quorum over the judgements: the tally as stored, and its outcome."""
+    quorum = Quorum(snapshot["need"], [entry["name"] for entry in snapshot["lenses"]])
+    outcome = quorum.tally([(name, Verdict(verdict)) for name, _, verdict in judgements])
+    return _tally_dict(quorum, outcome), outcome
+
+
+def _store_evidence(proposal: Proposal, checked: _Checked) -> list[Evidence]:
+    return Evidence.objects.bulk_create(
+        sorted(
+            (_evidence_row(proposal, checker, e) for checker, e in checked.evidence),
+            key=lambda row: row.checker_name,
+        )
+    )
+
+
+def _checker_verdicts(checked: _Checked, evidence) -> list[core_checkers.CheckVerdict]:
+    """Each checker's verdict; one deleted since submission counts as inconclusive."""
+    return [core_checkers.CheckVerdict(e.verdict) for e in evidence] + [
+        core_checkers.CheckVerdict.INCONCLUSIVE for _ in checked.gone
+    ]
+
+
+def _route(snapshot: dict, verdicts, outcome, failed: list[str]) -> Route:
+    """Decided or escalated, and why (core.routing)."""
+    return route(
+        checker_verdicts=verdicts,
+        panel=outcome,
+        failed_lenses=failed,
+        requires_sign_off=snapshot["requires_sign_off"],
+    )
+
+
 def _ruled(
-    proposal: Proposal, decided: Route, outcome, failed: list[str], checker_verdicts
+    proposal: Proposal, decided: Route, outcome, failed: list[str], verdicts
 ) -> tuple[Route, Ruling | None]:
     """The table's last row: an outcome the panel's vote decided alone is asked of the
-    apps above review (the guarantee), which may hold it for a person."""
+    apps above review (the guarantee, review/automatic.py), which may hold it for a
+    person; its ruling also says at what rate to audit it."""
     pattern = vote_pattern(
-        routed=decided, panel=outcome, failed_lenses=failed, checker_verdicts=checker_verdicts
+        routed=decided, panel=outcome, failed_lenses=failed, checker_verdicts=verdicts
     )
     ruling = automatic_outcome_ruling(proposal=proposal, pattern=pattern) if pattern else None
     if ruling is not None and ruling.hold:
         return below_guarantee(ruling.explanation), ruling
     return decided, ruling
+
+
+_FINAL_FIELDS = ["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
+
+
+def _escalate(
+    proposal: Proposal, decided, checked: _Checked, evidence, failed, ruling: Ruling | None
+) -> None:
+    """Hand the proposal to people: the escalation says why; the evidence enters the
+    ledger; the escalation is announced."""
+    escalation = escalation_open(
+        proposal=proposal,
+        reasons=list(decided.reasons),
+        detail={
+            "explanation": decided.explanation,
+            "failed_lenses": failed,
+            "inconclusive_checkers": [
+                {"checker": e.checker_name, "reason": e.reason}
+                for e in evidence
+                if e.verdict == core_checkers.CheckVerdict.INCONCLUSIVE
+            ]
+            + [
+                {"checker": name, "reason": "deleted after submission; it never ran"}
+                for name in checked.gone
+            ],
+            # Held by the guarantee: the pattern, its figures and the would-be outcome.
+            **({"guarantee": ruling.detail} if ruling and ruling.hold else {}),
+        },
+    )
+    proposal.status = Proposal.Status.ESCALATED
+    proposal.save(update_fields=_FINAL_FIELDS)
+    if evidence:  # else ledger_append takes no lock
+        check_foreign_keys_now()
+    ledger_append(evidence_entry(row) for row in evidence)
+    escalation_announce(escalation=escalation)
+
+
+def _decide(
+    proposal: Proposal, decided, signer: Signer, evidence, judgements, ruling: Ruling | None
+) -> None:
+    """The system's signed decision, chained with its evidence in the ledger; then the
+    audit draw that may follow it."""
+    proposal.status = Proposal.Status.DECIDED
+    proposal.save(update_fields=_FINAL_FIELDS)
+    decision = decision_append(
+        proposal=proposal,
+        outcome=decided.outcome,
+        basis="system",
+        rationale=decided.explanation,
+        signer=signer,
+        evidence=evidence,
+        lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
+        evidence_is_new=True,
+    )
+    audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
 
 
 # (lens_name, lens_version, verdict) of each judgement, and the names of failed lenses.

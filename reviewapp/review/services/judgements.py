@@ -261,13 +261,9 @@ def judgement_record(
     raw_response: str = "",
     attempts: int = 1,
     requote_rounds: int = 0,
-    enqueue_final_step: bool = True,
 ) -> Judgement | None:
-    """Store one lens's judgement; None if the lens already answered or the proposal is final.
-
-    `judgement.proposal.all_lenses_answered` tells the caller whether this was
-    the last answer. With `enqueue_final_step` the last answer enqueues the
-    final step; a worker that runs it right away passes False.
+    """Store one lens's judgement (an external lens's); None if the lens already answered or
+    the proposal is final. The last answer enqueues the final step.
     """
     answer = judgement_answer(
         lens=lens,
@@ -279,22 +275,7 @@ def judgement_record(
         attempts=attempts,
         requote_rounds=requote_rounds,
     )
-    recorded = _record_answers(proposal_id, [answer], enqueue_final_step=enqueue_final_step)
-    return recorded[1][0] if recorded else None
-
-
-def lens_failure_record(
-    *,
-    proposal_id: int,
-    lens: Lens,
-    error: str,
-    attempts: int,
-    kind: FailureKind,
-    enqueue_final_step: bool = True,
-) -> LensFailure | None:
-    """Record that a lens never answered; None if it had already answered or failed."""
-    answer = lens_failure_answer(lens=lens, error=error, attempts=attempts, kind=kind)
-    recorded = _record_answers(proposal_id, [answer], enqueue_final_step=enqueue_final_step)
+    recorded = _record_answers(proposal_id, [answer], enqueue_final_step=True)
     return recorded[1][0] if recorded else None
 
 

@@ -20,6 +20,32 @@ def panel_quorum_error(*, need: int, lenses: list[Lens]) -> str | None:
 
 
 @transaction.atomic
+def _refuse_bad_settings(*, need, lenses, reviews_needed, priority, audit_rate) -> None:
+    """A ValidationError naming the field, for what `core.quorum` or the ranges refuse."""
+    refusal = panel_quorum_error(need=need, lenses=lenses)
+    if refusal:
+        raise ValidationError({"need": refusal})
+    if not 1 <= reviews_needed <= MAX_REVIEWS_NEEDED:
+        raise ValidationError(
+            {"reviews_needed": f"reviews_needed must be 1 to {MAX_REVIEWS_NEEDED}"}
+        )
+    if priority is not None and not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValidationError(
+            {"priority": f"the priority is a whole number from {-MAX_PRIORITY} to {MAX_PRIORITY}"}
+        )
+    if audit_rate is not None and not 0 <= audit_rate <= 100:
+        raise ValidationError({"audit_rate": "the audit rate is a percentage, 0 to 100"})
+
+
+def _members_set(panel: Panel, lenses: list[Lens], checkers) -> None:
+    """The panel's lenses, in order, and its checkers, as given."""
+    panel.panel_lenses.all().delete()
+    PanelLens.objects.bulk_create(
+        PanelLens(panel=panel, lens=lens, position=i) for i, lens in enumerate(lenses)
+    )
+    panel.checkers.set(checkers)
+
+
 def panel_configure(
     *,
     name: str,
@@ -42,19 +68,13 @@ def panel_configure(
     how proposals are judged, so no new version. A priority change is audited
     with `by` as its actor (None: "system").
     """
-    refusal = panel_quorum_error(need=need, lenses=lenses)
-    if refusal:
-        raise ValidationError({"need": refusal})
-    if not 1 <= reviews_needed <= MAX_REVIEWS_NEEDED:
-        raise ValidationError(
-            {"reviews_needed": f"reviews_needed must be 1 to {MAX_REVIEWS_NEEDED}"}
-        )
-    if priority is not None and not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
-        raise ValidationError(
-            {"priority": f"the priority is a whole number from {-MAX_PRIORITY} to {MAX_PRIORITY}"}
-        )
-    if audit_rate is not None and not 0 <= audit_rate <= 100:
-        raise ValidationError({"audit_rate": "the audit rate is a percentage, 0 to 100"})
+    _refuse_bad_settings(
+        need=need,
+        lenses=lenses,
+        reviews_needed=reviews_needed,
+        priority=priority,
+        audit_rate=audit_rate,
+    )
     panel = Panel.objects.select_for_update().filter(name=name).first() or Panel(name=name)
     changed = panel.pk is None or (
         panel.need != need
@@ -79,11 +99,7 @@ def panel_configure(
     if changed and panel.pk:
         panel.version += 1
     panel.save()
-    panel.panel_lenses.all().delete()
-    PanelLens.objects.bulk_create(
-        PanelLens(panel=panel, lens=lens, position=i) for i, lens in enumerate(lenses)
-    )
-    panel.checkers.set(checkers)
+    _members_set(panel, lenses, checkers)
     if old_priority is not None and old_priority != panel.priority:  # a change only
         events.panel_priority_changed.send(sender=Panel, panel=panel, by=by, old=old_priority)
     return panel

@@ -12,7 +12,7 @@ from reviewapp.core.signing import canonical_json
 
 from .. import events
 from ..models import ApiClient, AwaitedLens, Lens, Panel, Proposal
-from .judgements import answered_lens_ids, lens_has_answered
+from .judgements import answered_lens_ids
 
 
 class SubmissionConflict(Exception):
@@ -96,40 +96,19 @@ def proposal_submit(
         Quorum(snapshot["need"], [entry["name"] for entry in snapshot["lenses"]])
     except QuorumError as exc:
         raise PanelUnavailable(f"{panel_name}: {exc}") from exc
-    worker_lenses = worker_lens_ids(snapshot)
-    now = timezone.now()
     try:
-        with transaction.atomic():
-            proposal = Proposal.objects.create(
-                panel=panel,
-                panel_version=panel.version,
-                panel_snapshot=snapshot,
-                client=client,
-                submitted_by=submitted_by,
-                title=title,
-                content=content,
-                thought_process=thought_process,
-                metadata=metadata,
-                external_ref=external_ref,
-                content_sha256=hashlib.sha256(content.encode()).hexdigest(),
-                request_sha256=request_sha256,
-                lenses_asked=len(snapshot["lenses"]),
-                # With no lens for the worker to run, evaluation has begun:
-                # the external lenses are already being waited for.
-                status=Proposal.Status.QUEUED if worker_lenses else Proposal.Status.EVALUATING,
-                evaluation_started_at=None if worker_lenses else now,
-                external_deadline_at=_external_deadline(snapshot, now),
-            )
-            # As rows, so "which proposals may this client judge" is a join.
-            AwaitedLens.objects.bulk_create(
-                AwaitedLens(proposal=proposal, lens_id=lens_id)
-                for lens_id in external_lens_ids(snapshot)
-            )
-            events.proposal_submitted.send(sender=Proposal, proposal=proposal)  # commits with it
-            # robust: the proposal is stored either way; if the broker is down
-            # the client still gets its 202 and the sweeper enqueues it later.
-            if worker_lenses:
-                transaction.on_commit(lambda: _enqueue_evaluation(proposal.pk), robust=True)
+        proposal = _proposal_create(
+            panel=panel,
+            snapshot=snapshot,
+            client=client,
+            submitted_by=submitted_by,
+            title=title,
+            content=content,
+            thought_process=thought_process,
+            metadata=metadata,
+            external_ref=external_ref,
+            request_sha256=request_sha256,
+        )
     except IntegrityError:
         # Two identical submissions raced past the lookup; the unique
         # constraint let exactly one in.
@@ -138,6 +117,38 @@ def proposal_submit(
             raise
         return _same_or_conflict(existing, request_sha256), False
     return proposal, True
+
+
+def _proposal_create(*, panel: Panel, snapshot: dict, **fields) -> Proposal:
+    """The proposal with its frozen panel and the external lenses it awaits, in one
+    transaction that also tells who listens; its evaluation is enqueued after commit."""
+    worker_lenses = worker_lens_ids(snapshot)
+    now = timezone.now()
+    with transaction.atomic():
+        proposal = Proposal.objects.create(
+            panel=panel,
+            panel_version=panel.version,
+            panel_snapshot=snapshot,
+            content_sha256=hashlib.sha256(fields["content"].encode()).hexdigest(),
+            lenses_asked=len(snapshot["lenses"]),
+            # With no lens for the worker to run, evaluation has begun:
+            # the external lenses are already being waited for.
+            status=Proposal.Status.QUEUED if worker_lenses else Proposal.Status.EVALUATING,
+            evaluation_started_at=None if worker_lenses else now,
+            external_deadline_at=_external_deadline(snapshot, now),
+            **fields,
+        )
+        # As rows, so "which proposals may this client judge" is a join.
+        AwaitedLens.objects.bulk_create(
+            AwaitedLens(proposal=proposal, lens_id=lens_id)
+            for lens_id in external_lens_ids(snapshot)
+        )
+        events.proposal_submitted.send(sender=Proposal, proposal=proposal)  # commits with it
+        # robust: the proposal is stored either way; if the broker is down
+        # the client still gets its 202 and the sweeper enqueues it later.
+        if worker_lenses:
+            transaction.on_commit(lambda: _enqueue_evaluation(proposal.pk), robust=True)
+    return proposal
 
 
 def _existing_submission(client, external_ref):
@@ -184,31 +195,6 @@ def proposal_begin_evaluation(*, proposal_id: int) -> None:
     Proposal.objects.filter(pk=proposal_id, status=Proposal.Status.QUEUED).update(
         status=Proposal.Status.EVALUATING, evaluation_started_at=now, updated_at=now
     )
-
-
-def proposal_for_lens(*, proposal_id: int, lens: Lens) -> Proposal | None:
-    """The proposal for `lens` to judge, or None: gone, final, or (LLM lenses) already answered.
-
-    A queued proposal is marked evaluating: a worker has started on it. The
-    answered check only saves paying for an LLM call twice on a re-delivered
-    task, so cheap lenses skip it; the exact check is taken again under the
-    row lock when the answer is recorded.
-    """
-    try:
-        proposal = Proposal.objects.get(pk=proposal_id)
-    except Proposal.DoesNotExist:
-        return None
-    if proposal.is_final:
-        return None
-    if (
-        lens.backend == Lens.Backend.LLM
-        and proposal.lenses_answered
-        and lens_has_answered(proposal_id, lens.pk)
-    ):
-        return None
-    if proposal.status == Proposal.Status.QUEUED:
-        proposal_begin_evaluation(proposal_id=proposal_id)
-    return proposal
 
 
 def proposals_past_external_deadline() -> list[int]:

@@ -4,7 +4,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -89,17 +88,6 @@ def reviews_named(reviews: list[Review]) -> list[dict]:
     ]
 
 
-def reviews_visible_to(escalation: Escalation, user, *, may_reconcile: bool) -> bool:
-    """Blind review: others' reviews show once `user` has given theirs, the escalation
-    is decided, or it waits for reconciliation and `user` may reconcile it. A reconciler
-    reviews too, so before then they are as blind as anyone."""
-    if escalation.status == Escalation.Status.RESOLVED:
-        return True
-    if may_reconcile and escalation.status == Escalation.Status.RECONCILE:
-        return True
-    return user is not None and escalation.reviews.filter(reviewer=user).exists()
-
-
 @dataclass(frozen=True)
 class ReviewerProgress:
     username: str
@@ -142,24 +130,44 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
         "today": (counted(Review.objects, "reviewer", today), counted(solo, "decided_by", today)),
         "week": (counted(Review.objects, "reviewer", week), counted(solo, "decided_by", week)),
     }
-    cutoff = now - timedelta(minutes=settings.REVIEWAPP_CLAIM_TTL_MINUTES)
-    holding = Counter(
-        Escalation.objects.filter(
-            status=Escalation.Status.CLAIMED, claimed_by__in=ids, claimed_at__gte=cutoff
-        ).values_list("claimed_by", flat=True)
-    ) + Counter(
-        ReviewClaim.objects.filter(user__in=ids, claimed_at__gte=cutoff).values_list(
-            "user", flat=True
+    holding = _holding(ids, now)
+    assigned = _assigned(ids)
+    judged, agreed = _agreement(ids)
+    return [
+        ReviewerProgress(
+            username=u.get_username(),
+            today=sum(c.get(u.pk, 0) for c in counts["today"]),
+            week=sum(c.get(u.pk, 0) for c in counts["week"]),
+            holding=holding[u.pk],
+            assigned=assigned.get(u.pk, 0),
+            agreed=agreed[u.pk],
+            judged=judged[u.pk],
         )
-    )
-    assigned = dict(
-        Escalation.objects.filter(assigned_user__in=ids)
-        .exclude(status=Escalation.Status.RESOLVED)
+        for u in users
+    ]
+
+
+def _holding(ids: list[int], now) -> Counter:
+    """Escalations each user holds now: one claim, or a place among several reviews."""
+    return Counter(
+        Escalation.objects.held(now).filter(claimed_by__in=ids).values_list("claimed_by", flat=True)
+    ) + Counter(ReviewClaim.objects.live(now).filter(user__in=ids).values_list("user", flat=True))
+
+
+def _assigned(ids: list[int]) -> dict[int, int]:
+    """Undecided escalations assigned to each user by name."""
+    return dict(
+        Escalation.objects.undecided()
+        .filter(assigned_user__in=ids)
         .order_by()
         .values_list("assigned_user")
         .annotate(n=Count("id"))
     )
-    # Counted in the database: a reviewer's decided reviews grow without bound.
+
+
+def _agreement(ids: list[int]) -> tuple[Counter, Counter]:
+    """Per user, their reviews on decided escalations, and those the decision agrees with.
+    Counted in the database: a reviewer's decided reviews grow without bound."""
     decided = {
         row["reviewer"]: row
         for row in Review.objects.filter(
@@ -174,15 +182,4 @@ def reviewer_progress(*, users) -> list[ReviewerProgress]:
     }
     judged = Counter({user: row["judged"] for user, row in decided.items()})
     agreed = Counter({user: row["agreed"] for user, row in decided.items()})
-    return [
-        ReviewerProgress(
-            username=u.get_username(),
-            today=sum(c.get(u.pk, 0) for c in counts["today"]),
-            week=sum(c.get(u.pk, 0) for c in counts["week"]),
-            holding=holding[u.pk],
-            assigned=assigned.get(u.pk, 0),
-            agreed=agreed[u.pk],
-            judged=judged[u.pk],
-        )
-        for u in users
-    ]
+    return judged, agreed

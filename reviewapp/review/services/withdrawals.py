@@ -32,7 +32,7 @@ def proposal_withdraw(*, proposal_id: int, client: ApiClient) -> Proposal:
             if status == Proposal.Status.ESCALATED:
                 escalation = (
                     Escalation.objects.select_for_update()
-                    .filter(proposal_id=proposal_id, status__in=Escalation.WAITING)
+                    .filter(proposal_id=proposal_id, status__in=Escalation.UNDECIDED)
                     .first()
                 )
             proposal = Proposal.objects.select_for_update().get(pk=proposal_id)

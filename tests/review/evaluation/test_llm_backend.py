@@ -1,4 +1,5 @@
-"""The `llm` backend against a real OpenAI-compatible server on loopback."""
+"""The `llm` backend against a real OpenAI-compatible server on loopback, through the
+production path: the proposal's task hands its LLM lens to the process's LLM loop."""
 
 import pytest
 
@@ -7,13 +8,14 @@ from tests.core.openai_stub import Answer, HttpError
 from tests.factories import LensFactory, PanelFactory
 from tests.review.helpers import evaluate_in_process, judgement, submit
 
-pytestmark = pytest.mark.django_db
+# The loop's threads read and write on connections of their own.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 CONTENT = "Paris is the capital of France. It has 2.1 million inhabitants."
 
 
 @pytest.fixture
-def llm_panel(openai_server, settings):
+def llm_panel(openai_server, settings, llm_loop):
     settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS = 3
     lens = LensFactory(
         backend=Lens.Backend.LLM,
@@ -39,15 +41,14 @@ def test_an_llm_lens_judges_through_the_chat_completions_protocol(
     assert CONTENT in request.body["messages"][-1]["content"]
 
 
-def test_in_process_a_server_error_is_a_lens_failure_not_a_sleep(llm_panel, openai_server):
-    # Retries wait on the worker process's LLM loop (tests/core/test_llm_calls.py);
-    # run_lens judges in the caller's thread, which never sleeps on a backoff.
+def test_a_server_error_is_retried_on_the_loop_and_the_lens_answers(llm_panel, openai_server):
+    # The retry waits out its backoff (at most a second here) on the loop, not in a worker.
     openai_server.script([HttpError(503), Answer(judgement("pass"))])
     proposal = evaluate_in_process(submit(llm_panel, CONTENT))
-    failure = LensFailure.objects.get(proposal=proposal)
-    assert failure.attempts == 1 and "not retried in process" in failure.error
-    assert len(openai_server.requests) == 1
-    assert proposal.escalations.get().reasons == ["no_quorum", "lens_failed"]
+    assert len(openai_server.requests) == 2
+    assert not LensFailure.objects.filter(proposal=proposal).exists()
+    assert proposal.judgements.get().attempts == 2
+    assert proposal.decision.outcome == "approved"
 
 
 def test_an_unresolvable_cite_is_sent_back_for_requoting(llm_panel, openai_server):
@@ -109,7 +110,7 @@ def test_the_allowlist_setting_admits_other_names(llm_panel, openai_server, monk
     assert openai_server.requests[0].authorization == "Bearer sk-team"
 
 
-def test_calls_in_process_reuse_one_client_and_connection_per_endpoint(llm_panel, openai_server):
+def test_the_loop_reuses_one_session_and_connection_per_endpoint(llm_panel, openai_server):
     openai_server.script([Answer(judgement("pass")), Answer(judgement("pass"))])
     evaluate_in_process(submit(llm_panel, CONTENT))
     evaluate_in_process(submit(llm_panel, CONTENT + " Again."))

@@ -44,7 +44,10 @@ def test_a_new_llm_lens_asks_for_strict_structured_output():
         ("text", None),
     ],
 )
-def test_each_response_format_is_sent_as_the_lens_says_and_judges(openai_server, mode, sent):
+@pytest.mark.django_db(transaction=True)
+def test_each_response_format_is_sent_as_the_lens_says_and_judges(
+    openai_server, llm_loop, mode, sent
+):
     openai_server.script([Answer(PASS)])
     proposal = evaluate_in_process(submit(llm_panel(openai_server, mode), CONTENT))
     assert openai_server.requests[0].body.get("response_format") == sent
@@ -58,7 +61,10 @@ def test_the_schema_is_strict_every_property_required_and_no_others():
         assert sorted(shape["required"]) == sorted(shape["properties"])
 
 
-def test_a_server_that_rejects_the_format_is_a_clear_lens_error_not_a_retry_loop(openai_server):
+@pytest.mark.django_db(transaction=True)
+def test_a_server_that_rejects_the_format_is_a_clear_lens_error_not_a_retry_loop(
+    openai_server, llm_loop
+):
     openai_server.script(
         [HttpError(400, '{"error": {"message": "response_format json_schema is not supported"}}')]
         * 4

@@ -6,7 +6,6 @@ from reviewapp.celery import app
 from reviewapp.review.evaluation.tasks import (
     evaluate_proposal,
     finalize_proposal,
-    run_lens,
     sweep_stuck_proposals,
 )
 
@@ -15,13 +14,12 @@ from reviewapp.review.evaluation.tasks import (
 ROUTED_NAMES = {
     "reviewapp.review.tasks.evaluate_proposal",
     "reviewapp.review.tasks.finalize_proposal",
-    "reviewapp.review.tasks.run_lens",
     "reviewapp.review.tasks.sweep_stuck_proposals",
 }
 
 
 def test_the_review_tasks_are_named_as_before_they_moved():
-    tasks = (evaluate_proposal, finalize_proposal, run_lens, sweep_stuck_proposals)
+    tasks = (evaluate_proposal, finalize_proposal, sweep_stuck_proposals)
     assert {task.name for task in tasks} == ROUTED_NAMES
 
 
