@@ -29,6 +29,7 @@ from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     DeadlinePassed,
     EscalationClosed,
+    deadline_refusal,
     escalation_claim,
     escalation_claim_extend,
     escalation_release,
@@ -309,6 +310,9 @@ def escalation_decide_view(request, pk: int):
     state = escalation.standing(request.user)
     if state.resolved:
         return _refused(request, escalation, "This escalation is already decided.")
+    if state.past_deadline:
+        # What they wrote stays in the form (`_refused` renders it back).
+        return _refused(request, escalation, _sentence(deadline_refusal(escalation)), status=409)
     if not state.can_decide:
         error, status = _why_not_yours(state)
         return _refused(request, escalation, error, status=status)
