@@ -374,12 +374,15 @@ CELERY_BEAT_SCHEDULE = {
 # broker is Redis, otherwise a file cache under VAR_DIR that every local
 # process sees.
 CACHE_URL = _read(env.str, "CACHE_URL", default="")
+# What every key reviewapp writes to Redis starts with (the cache, the LLM endpoints'
+# limits): instances, or test processes, sharing one Redis database keep theirs apart.
+REVIEWAPP_REDIS_KEY_PREFIX = _read(env.str, "REVIEWAPP_REDIS_KEY_PREFIX", default="reviewapp")
 if CACHE_URL or CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": CACHE_URL or CELERY_BROKER_URL,
-            "KEY_PREFIX": "reviewapp",
+            "KEY_PREFIX": REVIEWAPP_REDIS_KEY_PREFIX,
         }
     }
 else:

@@ -23,6 +23,37 @@ def pytest_configure(config):
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(CLIENT_SRC), inherited)))
 
 
+# Fixtures from plugins that start something a fast lane leaves out, and the mark each
+# gives; our own fixtures say theirs with @marks (below).
+PLUGIN_FIXTURE_MARKS = {"live_server": ("live_server",)}
+
+
+def marks(*names: str):
+    """Every test that uses the decorated fixture, directly or not, gets these marks."""
+
+    def decorate(function):
+        function.test_marks = names
+        return function
+
+    return decorate
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test by the fixtures it uses, so no test that starts a worker, a browser
+    or a server escapes `-m "not worker and not browser"` by missing a hand-written mark."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        found: set[str] = set()
+        for name in item.fixturenames:
+            found.update(PLUGIN_FIXTURE_MARKS.get(name, ()))
+            for fixturedef in info.name2fixturedefs.get(name, ()):
+                found.update(getattr(fixturedef.func, "test_marks", ()))
+        for name in sorted(found - {mark.name for mark in item.iter_markers()}):
+            item.add_marker(name)
+
+
 @pytest.fixture
 def openai_server():
     """A real OpenAI-compatible HTTP server on loopback, driven by a script."""
@@ -37,6 +68,7 @@ def _purge_broker() -> None:
 
 
 @pytest.fixture
+@marks("worker")
 def start_worker(transactional_db):
     """Start real Celery worker processes against the test database and broker."""
     started: list[WorkerProcess] = []
@@ -97,9 +129,10 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
+@marks("browser")
 def chromium():
-    """Headless Chromium for one test module."""
+    """Headless Chromium, one for the whole run (each test opens contexts of its own)."""
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API runs an event loop in this thread; the ORM calls a
