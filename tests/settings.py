@@ -15,6 +15,10 @@ os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret-" + "0123456789" * 
 # One directory per test run (SQLite file, embedded broker, keys), inherited by
 # the worker processes a run starts, so parallel runs never share state.
 os.environ.setdefault("REVIEWAPP_VAR_DIR", str(_var / f"run-{os.getpid()}"))
+if XDIST_WORKER and Path(os.environ["REVIEWAPP_VAR_DIR"]).name != XDIST_WORKER:
+    # xdist's workers inherit the controller's directory (or the one given): each takes a
+    # folder of its own in it, for its SQLite file, embedded broker, keys and beat schedule.
+    os.environ["REVIEWAPP_VAR_DIR"] = str(Path(os.environ["REVIEWAPP_VAR_DIR"]) / XDIST_WORKER)
 # On a shared Redis (CI's /15, a developer's own db) each xdist worker keeps keys of its
 # own: rate-limit counts, endpoint limits and the cache under one prefix, the broker's
 # queues under another (below), so a worker never counts, reads or purges another's.
