@@ -54,6 +54,41 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(name)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_keepdb,
+    django_db_modify_db_settings,  # xdist's suffix on the database's name
+):
+    """pytest-django's, with the database copied from a migrated template when there is one
+    (tests/support/db_template.py)."""
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _get_databases_for_setup
+
+    from tests.support import db_template
+
+    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
+    verbosity = request.config.option.verbose
+
+    def set_up(keepdb: bool):
+        return setup_databases(
+            verbosity=verbosity,
+            interactive=False,
+            aliases=aliases,
+            serialized_aliases=serialized_aliases,
+            keepdb=keepdb,
+        )
+
+    with django_db_blocker.unblock():
+        config = set_up(True) if django_db_keepdb else db_template.set_up(set_up)
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            teardown_databases(config, verbosity=verbosity)
+
+
 @pytest.fixture
 def openai_server():
     """A real OpenAI-compatible HTTP server on loopback, driven by a script."""
@@ -140,10 +175,14 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 @marks("browser")
 def chromium():
-    """Headless Chromium, one for the whole run (each test opens contexts of its own)."""
+    """Headless Chromium for one test module.
+
+    Not one for the whole run: Playwright's sync API keeps an event loop running in
+    this thread while it is started, and the tests after it that call asyncio.run()
+    (the async client, MCP) would fail."""
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API runs an event loop in this thread; the ORM calls a

@@ -446,7 +446,9 @@ SHOW_TAB = """() => {
 }"""
 
 
-def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(open_as, reviewer, panel):
+def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(
+    open_as, reviewer, panel, settings
+):
     page = open_as(reviewer, "/")
     page.wait_for_selector("text=Nothing is waiting")
     polls = []
@@ -456,7 +458,7 @@ def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(open_as, re
     )
     page.evaluate(HIDE_TAB)
     split_panel_proposal(panel, title="Arrived while hidden")
-    page.wait_for_timeout(6_000)  # longer than the 5 s poll interval
+    page.wait_for_timeout(3_000 * settings.REVIEWAPP_INBOX_POLL_SECONDS)  # three intervals
     assert polls == []
     page.evaluate(SHOW_TAB)
     page.wait_for_selector("#inbox-results >> text=Arrived while hidden", timeout=4_000)
