@@ -5,7 +5,7 @@ VENV := .venv
 PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3) python3; do \
 	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v "$$p"; break; }; done)
 
-.PHONY: run token test lint clean
+.PHONY: run token test test-fast lint clean
 
 # The client package installs beside the server: the server checks signatures with its
 # offline verifier (reviewapp_client.verify), and it brings the `reviewapp-verify` command.
@@ -26,8 +26,19 @@ token: $(VENV)/.installed
 	@test -n "$(NAME)" -a -n "$(SCOPES)" || { echo 'usage: make -s token NAME=my-agent SCOPES=submit,read' >&2; exit 2; }
 	@DEBUG=$${DEBUG:-true} $(VENV)/bin/python manage.py create_api_token "$(NAME)" --scopes "$(SCOPES)"
 
+# The suite spreads over processes (pytest-xdist): most of it waits on workers, browsers
+# and servers rather than on the CPU. Each process has its own database, var directory
+# and Redis keys (tests/settings.py); a module that shares a browser or a server for all
+# its tests runs in one of them (--dist loadgroup, tests/conftest.py).
+PYTEST_WORKERS ?= 4
+PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
+
 test: $(VENV)/.installed
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+
+# Everything but the tests that start a Celery worker, drive Chromium or serve on a socket.
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/pytest $(PYTEST_XDIST) -m "not worker and not browser and not live_server" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check reviewapp tests benchmarks clients

@@ -61,9 +61,10 @@ def start_rundev(tmp_path, **settings):
                 process.wait()
 
 
-@pytest.fixture
-def rundev(tmp_path):
-    yield from start_rundev(tmp_path)
+@pytest.fixture(scope="module")
+def rundev(tmp_path_factory):
+    """One `make run` for the tests that only look at it and use it (about 20 s to start)."""
+    yield from start_rundev(tmp_path_factory.mktemp("rundev"))
 
 
 def production_like(**extra) -> dict[str, str]:
