@@ -30,15 +30,18 @@ token: $(VENV)/.installed
 # and servers rather than on the CPU. Each process has its own database, var directory
 # and Redis keys (tests/settings.py); a module that shares a browser or a server for all
 # its tests runs in one of them (--dist loadgroup, tests/conftest.py).
+# Bytecode caches are written even where the environment turns them off: every test
+# process, and every worker or manage.py it starts, would otherwise compile the app and
+# rewrite each test module's asserts again (half of a process's collection time).
 PYTEST_WORKERS ?= 4
-PYTEST_XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test: $(VENV)/.installed
-	$(VENV)/bin/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 # Everything but the tests that start a Celery worker, drive Chromium or serve on a socket.
 test-fast: $(VENV)/.installed
-	$(VENV)/bin/pytest $(PYTEST_XDIST) -m "not worker and not browser and not live_server" $(PYTEST_ARGS)
+	$(PYTEST) -m "not worker and not browser and not live_server" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check reviewapp tests benchmarks clients
