@@ -124,8 +124,10 @@ def start_worker(transactional_db):
 
     _purge_broker()
     yield start
+    for worker in started:  # all at once: each takes seconds to finish and exit
+        worker.signal_stop()
     for worker in started:
-        worker.stop()
+        worker.wait_stopped()
 
 
 @pytest.fixture

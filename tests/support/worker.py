@@ -110,12 +110,18 @@ class WorkerProcess:
         Signalled with its pool children at once (the whole group), the children
         die first and the main process waits out its own timeout for them.
         """
+        self.signal_stop()
+        self.wait_stopped(timeout)
+
+    def signal_stop(self) -> None:
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
+
+    def wait_stopped(self, timeout: float = 20.0) -> None:
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
         self.kill()  # whatever outlived the warm shutdown, pool children included
 
     def _close(self) -> None:
