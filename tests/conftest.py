@@ -104,7 +104,13 @@ def django_db_setup(
     yield
     if not django_db_keepdb:
         with django_db_blocker.unblock():
-            teardown_databases(config, verbosity=verbosity)
+            try:
+                db_template.close_other_sessions()
+                teardown_databases(config, verbosity=verbosity)
+            except Exception as exc:  # as pytest-django: the run's verdict stands
+                request.node.warn(
+                    pytest.PytestWarning(f"Error when trying to teardown test databases: {exc!r}")
+                )
 
 
 @pytest.fixture
@@ -154,6 +160,16 @@ def rate_window(time_machine):
 
     now = time.time()
     time_machine.move_to(now - now % WINDOW_SECONDS + WINDOW_SECONDS, tick=True)
+
+
+@pytest.fixture
+def fast_polls(settings):
+    """Pages that refresh themselves do so every second (5 s and 2 s by default), for a
+    browser test that waits for a refresh. Only there: elsewhere a page swapped under a
+    test every second would pull elements from under its clicks."""
+    settings.REVIEWAPP_INBOX_POLL_SECONDS = 1
+    settings.REVIEWAPP_PROGRESS_POLL_SECONDS = 1
+    return settings
 
 
 @pytest.fixture

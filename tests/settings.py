@@ -33,9 +33,6 @@ os.environ.setdefault("CSRF_COOKIE_SECURE", "false")
 os.environ.setdefault("ALLOWED_HOSTS", "localhost,127.0.0.1,testserver")
 # Test receivers listen on loopback over http://, as under DEBUG.
 os.environ.setdefault("REVIEWAPP_WEBHOOK_ALLOW_LOCAL", "true")
-# Pages refresh every second (5 s and 2 s in production): browser tests wait for a refresh.
-os.environ.setdefault("REVIEWAPP_INBOX_POLL_SECONDS", "1")
-os.environ.setdefault("REVIEWAPP_PROGRESS_POLL_SECONDS", "1")
 
 from reviewapp.settings import *  # noqa: E402,F403
 from reviewapp.settings import (  # noqa: E402

@@ -150,3 +150,15 @@ def _pg_template_name(key: str, name: str) -> str:
     # Shared by the run's xdist workers (test_<name>_gw0, _gw1, …): one migrates, all copy.
     # Another run's test database has another name, and templates of its own.
     return f"{re.sub(r'_gw[0-9]+$', '', name)}_tmpl_{key}"
+
+
+def close_other_sessions() -> None:
+    """End what is still connected to the test database before it is dropped: a live
+    server's request threads keep their connections (CONN_MAX_AGE) until collected."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
