@@ -26,15 +26,14 @@ token: $(VENV)/.installed
 	@test -n "$(NAME)" -a -n "$(SCOPES)" || { echo 'usage: make -s token NAME=my-agent SCOPES=submit,read' >&2; exit 2; }
 	@DEBUG=$${DEBUG:-true} $(VENV)/bin/python manage.py create_api_token "$(NAME)" --scopes "$(SCOPES)"
 
-# The suite spreads over processes (pytest-xdist): most of it waits on workers, browsers
+# The suite spreads over processes (pytest-xdist): much of it waits on workers, browsers
 # and servers rather than on the CPU. Each process has its own database, var directory
-# and Redis keys (tests/settings.py); a module that shares a browser or a server for all
-# its tests runs in one of them (--dist loadgroup, tests/conftest.py).
+# and Redis keys (tests/settings.py), so no test needs to share one with another.
 # Bytecode caches are written even where the environment turns them off: every test
 # process, and every worker or manage.py it starts, would otherwise compile the app and
 # rewrite each test module's asserts again (half of a process's collection time).
 PYTEST_WORKERS ?= 4
-PYTEST := env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -n $(PYTEST_WORKERS)
 
 test: $(VENV)/.installed
 	$(PYTEST) $(PYTEST_ARGS)

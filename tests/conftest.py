@@ -48,28 +48,19 @@ def marks(*names: str):
     return decorate
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_itemcollected(item):
     """Mark each test by the fixtures it uses, so no test that starts a worker, a browser
-    or a server escapes `-m "not worker and not browser"` by missing a hand-written mark.
-
-    A test module whose fixtures live for the whole module (a browser, a `make run`)
-    runs in one xdist worker (`--dist loadgroup`), which starts them once, not once
-    in each worker its tests were spread over."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        found: set[str] = set()
-        module_scoped = False
-        for name in item.fixturenames:
-            found.update(PLUGIN_FIXTURE_MARKS.get(name, ()))
-            for fixturedef in info.name2fixturedefs.get(name, ()):
-                found.update(getattr(fixturedef.func, "test_marks", ()))
-                module_scoped = module_scoped or fixturedef.scope == "module"
-        for name in sorted(found - {mark.name for mark in item.iter_markers()}):
-            item.add_marker(name)
-        if module_scoped and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    or a server escapes `-m "not worker and not browser"` by missing a hand-written mark."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return
+    found: set[str] = set()
+    for name in item.fixturenames:
+        found.update(PLUGIN_FIXTURE_MARKS.get(name, ()))
+        for fixturedef in info.name2fixturedefs.get(name, ()):
+            found.update(getattr(fixturedef.func, "test_marks", ()))
+    for name in sorted(found - {mark.name for mark in item.iter_markers()}):
+        item.add_marker(name)
 
 
 @pytest.fixture(scope="session")
