@@ -8,6 +8,7 @@ would drop the text. The browser also keeps a draft per escalation (app.js).
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError
@@ -46,7 +47,6 @@ from .presenters import (
 )
 from .queue import queue_next, queue_params
 
-PROGRESS_POLL_SECONDS = 2
 # While the reviewer types, the page renews the claim at most this often.
 HEARTBEAT_SECONDS = 60
 
@@ -149,7 +149,7 @@ def _proposal_page(request, proposal: Proposal, *, status: int = 200, **adjudica
         "tally_text": tally_text(proposal.tally),
         "tally_outcome": tally_outcome(proposal.tally),
         "running": not proposal.is_final,
-        "poll_seconds": PROGRESS_POLL_SECONDS,
+        "poll_seconds": settings.REVIEWAPP_PROGRESS_POLL_SECONDS,
         "progress": _progress(proposal, judgements, failures),
         "drifting_judges": drifting_judges(judgements),
     }
@@ -198,7 +198,7 @@ def proposal_progress(request, pk: int):
         {
             "proposal": proposal,
             "progress": _progress(proposal, judgements, failures),
-            "poll_seconds": PROGRESS_POLL_SECONDS,
+            "poll_seconds": settings.REVIEWAPP_PROGRESS_POLL_SECONDS,
             "running": True,
         },
     )
