@@ -6,7 +6,7 @@ VENV := .venv
 PYTHON ?= $(shell for p in python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) python3.13 python3.14 $(wildcard $(HOME)/.pyenv/versions/3.1[3-9]*/bin/python3) python3; do \
 	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v "$$p"; break; }; done)
 
-.PHONY: run token test lint clean
+.PHONY: run token test test-fast lint clean
 
 # Exactly what CI tested: every third-party package at its pinned version and hash
 # (requirements/test.txt, a pip-tools lock), then this checkout's two packages, the
@@ -32,8 +32,23 @@ token: $(VENV)/.installed
 	@test -n "$(NAME)" -a -n "$(SCOPES)" || { echo 'usage: make -s token NAME=my-agent SCOPES=submit,read' >&2; exit 2; }
 	@DEBUG=$${DEBUG:-true} $(VENV)/bin/python manage.py create_api_token "$(NAME)" --scopes "$(SCOPES)"
 
+# The suite spreads over processes (pytest-xdist): much of it waits on workers, browsers
+# and servers rather than on the CPU. Each process has its own database, var directory
+# and Redis keys (tests/settings.py), so no test needs to share one with another. The
+# tests that share an expensive module fixture (a browser, a `make run`, a venv: see
+# `shared_by_module` in tests/conftest.py) run in one process (`--dist loadgroup`).
+# Bytecode caches are written even where the environment turns them off: every test
+# process, and every worker or manage.py it starts, would otherwise compile the app and
+# rewrite each test module's asserts again (half of a process's collection time).
+PYTEST_WORKERS ?= 4
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
 test: $(VENV)/.installed
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
+
+# Everything but the tests that start a Celery worker, drive Chromium or serve on a socket.
+test-fast: $(VENV)/.installed
+	$(PYTEST) -m "not worker and not browser and not live_server" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check reviewapp tests benchmarks clients

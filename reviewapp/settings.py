@@ -303,6 +303,12 @@ REVIEWAPP_CHECKER_HIDE = _read(env.list, "REVIEWAPP_CHECKER_HIDE", default=[])
 REVIEWAPP_CHECKER_READABLE = _read(env.list, "REVIEWAPP_CHECKER_READABLE", default=[])
 
 REVIEWAPP_CLAIM_TTL_MINUTES = _read(env.int, "REVIEWAPP_CLAIM_TTL_MINUTES", default=30)
+# How often an open inbox, and a proposal's progress while it runs, refresh themselves.
+REVIEWAPP_INBOX_POLL_SECONDS = _read(env.int, "REVIEWAPP_INBOX_POLL_SECONDS", default=5)
+REVIEWAPP_PROGRESS_POLL_SECONDS = _read(env.int, "REVIEWAPP_PROGRESS_POLL_SECONDS", default=2)
+for _name in ("REVIEWAPP_INBOX_POLL_SECONDS", "REVIEWAPP_PROGRESS_POLL_SECONDS"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be 1 or more (seconds).")
 # A proposal still queued or evaluating this long after its last change is re-enqueued.
 REVIEWAPP_STUCK_AFTER_SECONDS = _read(env.int, "REVIEWAPP_STUCK_AFTER_SECONDS", default=120)
 REVIEWAPP_SWEEP_EVERY_SECONDS = _read(env.float, "REVIEWAPP_SWEEP_EVERY_SECONDS", default=30.0)
@@ -381,12 +387,15 @@ CELERY_BEAT_SCHEDULE["deadlines-sweep"] = {
 # broker is Redis, otherwise a file cache under VAR_DIR that every local
 # process sees.
 CACHE_URL = _read(env.str, "CACHE_URL", default="")
+# What every key reviewapp writes to Redis starts with (the cache, the LLM endpoints'
+# limits); the tests give each of their processes its own (tests/settings.py).
+REVIEWAPP_REDIS_KEY_PREFIX = "reviewapp"
 if CACHE_URL or CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": CACHE_URL or CELERY_BROKER_URL,
-            "KEY_PREFIX": "reviewapp",
+            "KEY_PREFIX": REVIEWAPP_REDIS_KEY_PREFIX,
         }
     }
 else:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import shared_by_module
 from tests.support.processes import interrupt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,9 +57,11 @@ def start_rundev(tmp_path, **settings):
         interrupt(process, grace=30)
 
 
-@pytest.fixture
-def rundev(tmp_path):
-    yield from start_rundev(tmp_path)
+@pytest.fixture(scope="module")
+@shared_by_module
+def rundev(tmp_path_factory):
+    """One `make run` for the tests that only look at it and use it (about 20 s to start)."""
+    yield from start_rundev(tmp_path_factory.mktemp("rundev"))
 
 
 def production_like(**extra) -> dict[str, str]:

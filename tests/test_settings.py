@@ -178,3 +178,16 @@ def test_ledger_witnesses_load_as_vkey_and_url_pairs():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == repr([(vkey, "https://w.example/submit")])
+
+
+def test_a_poll_interval_under_a_second_is_refused_naming_the_variable():
+    result = _load_settings(REVIEWAPP_INBOX_POLL_SECONDS="0")
+    assert result.returncode != 0
+    assert "REVIEWAPP_INBOX_POLL_SECONDS must be 1 or more (seconds)." in result.stderr
+
+
+def test_the_poll_intervals_default_to_five_and_two_seconds():
+    shown = "from django.conf import settings as s; "
+    shown += "print(s.REVIEWAPP_INBOX_POLL_SECONDS, s.REVIEWAPP_PROGRESS_POLL_SECONDS)"
+    result = _load_settings(shown)
+    assert result.stdout.split() == ["5", "2"], result.stderr

@@ -8,6 +8,7 @@ would drop the text. The browser also keeps a draft per escalation (app.js).
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError
@@ -29,6 +30,7 @@ from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     DeadlinePassed,
     EscalationClosed,
+    deadline_refusal,
     escalation_claim,
     escalation_claim_extend,
     escalation_release,
@@ -45,7 +47,6 @@ from .presenters import (
 )
 from .queue import queue_next, queue_params
 
-PROGRESS_POLL_SECONDS = 2
 # While the reviewer types, the page renews the claim at most this often.
 HEARTBEAT_SECONDS = 60
 
@@ -148,7 +149,7 @@ def _proposal_page(request, proposal: Proposal, *, status: int = 200, **adjudica
         "tally_text": tally_text(proposal.tally),
         "tally_outcome": tally_outcome(proposal.tally),
         "running": not proposal.is_final,
-        "poll_seconds": PROGRESS_POLL_SECONDS,
+        "poll_seconds": settings.REVIEWAPP_PROGRESS_POLL_SECONDS,
         "progress": _progress(proposal, judgements, failures),
         "drifting_judges": drifting_judges(judgements),
     }
@@ -197,7 +198,7 @@ def proposal_progress(request, pk: int):
         {
             "proposal": proposal,
             "progress": _progress(proposal, judgements, failures),
-            "poll_seconds": PROGRESS_POLL_SECONDS,
+            "poll_seconds": settings.REVIEWAPP_PROGRESS_POLL_SECONDS,
             "running": True,
         },
     )
@@ -309,6 +310,9 @@ def escalation_decide_view(request, pk: int):
     state = escalation.standing(request.user)
     if state.resolved:
         return _refused(request, escalation, "This escalation is already decided.")
+    if state.past_deadline:
+        # What they wrote stays in the form (`_refused` renders it back).
+        return _refused(request, escalation, _sentence(deadline_refusal(escalation)), status=409)
     if not state.can_decide:
         error, status = _why_not_yours(state)
         return _refused(request, escalation, error, status=status)

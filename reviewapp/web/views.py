@@ -7,6 +7,7 @@ taken in one aggregate.
 
 from datetime import date
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
@@ -36,7 +37,6 @@ INBOX_PAGE_SIZE = 25
 # Audits shown below the default list; the "Audit" filter lists them all.
 INBOX_AUDITS_SHOWN = 10
 LIST_PAGE_SIZE = 50
-INBOX_POLL_SECONDS = 5
 # Columns a list never shows; a 1 MB proposal must not be read to list its title.
 PROPOSAL_HEAVY = ("content", "thought_process", "panel_snapshot", "metadata")
 
@@ -110,7 +110,7 @@ def inbox(request):
         "listed_over": listed.over,
         "count_limit": f"{inbox_queries.COUNT_LIMIT:,}",
         "page_query": _query_without(request, "page"),
-        "poll_seconds": INBOX_POLL_SECONDS,
+        "poll_seconds": settings.REVIEWAPP_INBOX_POLL_SECONDS,
     }
     status = 400 if filters.search.error else 200
     if request.htmx:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from reviewapp.ledger import services
+from tests.conftest import shared_by_module
 from tests.ledger.helpers import (
     Witness,
     decide,
@@ -39,6 +40,7 @@ def _client_requirements() -> list[str]:
 
 
 @pytest.fixture(scope="module")
+@shared_by_module
 def alone(tmp_path_factory) -> Path:
     """A venv holding the client package and its dependencies, and nothing else (built once
     for the module: it is only read)."""

@@ -9,6 +9,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.conftest import marks
 from tests.webhooks.helpers import api_client
 
 
@@ -42,6 +43,7 @@ class LiveServer:
 
 
 @pytest.fixture
+@marks("live_server")
 def server(transactional_db):
     # Transactional: the server's threads must see the rows a test writes.
     with LiveServer() as live:

@@ -1,7 +1,5 @@
 """MCP tool calls and REST requests spend one rate limit per token (reviewapp/mcp/auth.py)."""
 
-import time
-
 import pytest
 from django.test import Client
 
@@ -12,11 +10,9 @@ LIMIT = 3
 
 
 @pytest.fixture
-def limited(settings):
+def limited(settings, rate_window):
+    # rate_window: a window boundary inside the test would reset the count.
     settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE = LIMIT
-    # A window boundary inside the test would reset the count; start well inside one.
-    if time.time() % 60 > 45:
-        time.sleep(60 - time.time() % 60 + 0.1)
 
 
 def rest_get(server, token: str):

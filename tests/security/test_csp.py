@@ -79,9 +79,9 @@ def test_reviewer_pages_run_under_the_policy_without_a_violation(open_as, site):
 
 
 @pytest.mark.browser
-def test_the_inbox_still_polls_under_the_policy(open_as, site):
+def test_the_inbox_still_polls_under_the_policy(open_as, site, fast_polls):
     page, _, console = _open(open_as, ReviewerFactory(username="rita"), reverse("inbox"))
-    with page.expect_request(lambda r: r.headers.get("hx-request") == "true", timeout=12_000):
+    with page.expect_request(lambda r: r.headers.get("hx-request") == "true", timeout=10_000):
         pass
     assert _violations(page, console) == []
 

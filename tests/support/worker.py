@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,40 +66,68 @@ class WorkerProcess:
             args += ["--beat", "--schedule", str(schedule)]
         self.log_path = ROOT / "var" / "test" / f"worker-{time.monotonic_ns()}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._ready = threading.Event()
         self.process = subprocess.Popen(
             args,
             cwd=ROOT,
             env=env,
-            stdout=self._log,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        # The worker's output, copied to its log as it comes; "ready." sets the event.
+        self._copier = threading.Thread(target=self._copy_output, daemon=True)
+        self._copier.start()
+
+    def _copy_output(self) -> None:
+        with open(self.log_path, "wb") as log:
+            for line in self.process.stdout:
+                log.write(line)
+                log.flush()
+                if b"ready." in line:
+                    self._ready.set()
+        self._ready.set()  # the output ended: the process is gone; wait_ready says so
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"worker exited early:\n{self.log()}")
-            if b"ready." in self.log_path.read_bytes():
-                return
-            time.sleep(0.1)
-        raise TimeoutError(f"worker not ready after {timeout}s:\n{self.log()}")
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"worker not ready after {timeout}s:\n{self.log()}")
+        if self.process.poll() is not None:
+            raise RuntimeError(f"worker exited early:\n{self.log()}")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-5000:]
 
     def kill(self) -> None:
-        """SIGKILL the whole process group: the main process and its pool children."""
+        """SIGKILL the whole process group: the main process and its pool children (drills)."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
+        self._close()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 20.0) -> None:
+        """Warm shutdown, as a deployment's SIGTERM does: to the main process alone.
+
+        Signalled with its pool children at once (the whole group), the children
+        die first and the main process waits out its own timeout for them.
+        """
+        self.signal_stop()
+        self.wait_stopped(timeout)
+
+    def signal_stop(self) -> None:
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._log.close()
+            os.kill(self.process.pid, signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float = 20.0) -> None:
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()  # whatever outlived the warm shutdown, pool children included
+
+    def _close(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # orphans of a main process gone
+        except ProcessLookupError:
+            pass
+        self._copier.join(10)
+        self.process.stdout.close()

@@ -430,7 +430,7 @@ def test_shortcuts_are_ignored_while_typing(open_as, reviewer, escalation):
     assert page.evaluate("() => document.activeElement.id") == "rationale"
 
 
-def test_inbox_refreshes_itself_when_an_escalation_arrives(open_as, reviewer, panel):
+def test_inbox_refreshes_itself_when_an_escalation_arrives(open_as, reviewer, panel, fast_polls):
     page = open_as(reviewer, "/")
     page.wait_for_selector("text=Nothing is waiting")
     split_panel_proposal(panel, title="Arrived later")
@@ -446,7 +446,9 @@ SHOW_TAB = """() => {
 }"""
 
 
-def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(open_as, reviewer, panel):
+def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(
+    open_as, reviewer, panel, fast_polls
+):
     page = open_as(reviewer, "/")
     page.wait_for_selector("text=Nothing is waiting")
     polls = []
@@ -456,14 +458,14 @@ def test_a_hidden_inbox_stops_polling_and_refreshes_when_shown_again(open_as, re
     )
     page.evaluate(HIDE_TAB)
     split_panel_proposal(panel, title="Arrived while hidden")
-    page.wait_for_timeout(6_000)  # longer than the 5 s poll interval
+    page.wait_for_timeout(3_000 * fast_polls.REVIEWAPP_INBOX_POLL_SECONDS)  # three intervals
     assert polls == []
     page.evaluate(SHOW_TAB)
     page.wait_for_selector("#inbox-results >> text=Arrived while hidden", timeout=4_000)
     assert polls
 
 
-def test_progress_indicator_follows_a_running_proposal(open_as, reviewer):
+def test_progress_indicator_follows_a_running_proposal(open_as, reviewer, fast_polls):
     from reviewapp.review.evaluation.tasks import finalize_proposal
     from tests.web.builders import awaiting_judges
 

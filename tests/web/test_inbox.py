@@ -113,9 +113,10 @@ def test_sign_off_escalation_is_counted(reviewer_client):
     assert 'data-count="sign_off">1<' in content and 'badge--sign_off">Sign-off<' in content
 
 
-def test_inbox_polls_a_partial(reviewer_client, escalation):
+def test_inbox_polls_a_partial_as_often_as_configured(reviewer_client, escalation, settings):
+    settings.REVIEWAPP_INBOX_POLL_SECONDS = 7
     page = reviewer_client.get(reverse("inbox")).content.decode()
-    assert 'hx-trigger="poll" data-poll="5"' in page
+    assert 'hx-trigger="poll" data-poll="7"' in page
     assert 'id="inbox-results"' in page
     partial = reviewer_client.get(reverse("inbox"), headers={"HX-Request": "true"})
     body = partial.content.decode()

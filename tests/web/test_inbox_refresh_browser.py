@@ -22,7 +22,9 @@ READER = """() => ({
 })"""
 
 
-def test_a_refresh_keeps_the_scroll_position_the_selection_and_the_focus(open_as, reviewer, panel):
+def test_a_refresh_keeps_the_scroll_position_the_selection_and_the_focus(
+    open_as, reviewer, panel, fast_polls
+):
     for i in range(20):
         split_panel_proposal(
             panel, content=f"{i}. The sky is blue. Water is wet.", title=f"Item {i}"

@@ -1,7 +1,7 @@
 """Deliveries through real Celery workers: sent after commit, retried, and never lost.
 
 Each test starts its worker with short retry delays and timeouts in its
-environment. The Redis outage test runs its own redis-server on port 6388,
+environment. The Redis outage test runs its own redis-server on a free port,
 never the shared one.
 """
 
@@ -23,6 +23,7 @@ from reviewapp.webhooks.events import webhook_record_ping
 from reviewapp.webhooks.models import Delivery
 from tests.api.conftest import Api
 from tests.conftest import wait_for
+from tests.settings import BROKER_KEY_PREFIX
 
 from .helpers import api_client, one_lens_panel, submitted_and_decided, subscribe
 from .receiver import Hang, Receiver, Reply, Slow
@@ -36,7 +37,6 @@ FAST_RETRIES = {
     "REVIEWAPP_WEBHOOK_LEASE_SECONDS": "4",
     "REVIEWAPP_WEBHOOK_SWEEP_EVERY_SECONDS": "1",
 }
-PRIVATE_REDIS_PORT = 6388
 
 
 @pytest.fixture
@@ -139,20 +139,35 @@ class PrivateRedis:
 @pytest.fixture
 def private_broker():
     """This process sends its tasks to a redis-server of its own, which the test may stop."""
-    redis = PrivateRedis(PRIVATE_REDIS_PORT)
+    with socket.socket() as probe:  # a free port now; concurrent runs each find their own
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    redis = PrivateRedis(port)
     redis.start()
     conf = celery_app.conf
-    previous = conf.broker_url, conf.broker_write_url, conf.broker_transport
+    previous = (
+        conf.broker_url,
+        conf.broker_write_url,
+        conf.broker_transport,
+        conf.broker_transport_options,
+    )
 
     def point_at(settings):
-        # All three: which a send reads depends on how the broker was configured
-        # (the embedded broker names its transport class).
-        conf.broker_url, conf.broker_write_url, conf.broker_transport = settings
+        # All of them: which a send reads depends on how the broker was configured
+        # (the embedded broker names its transport class and its folders).
+        (
+            conf.broker_url,
+            conf.broker_write_url,
+            conf.broker_transport,
+            conf.broker_transport_options,
+        ) = settings
         # Drop the pooled connections and producers made for the previous broker.
         celery_app._pool = None
         celery_app.amqp._producer_pool = None
 
-    point_at((redis.url, redis.url, None))
+    # The keys' prefix the worker's settings give a Redis broker (tests/settings.py).
+    options = {"global_keyprefix": BROKER_KEY_PREFIX} if BROKER_KEY_PREFIX else {}
+    point_at((redis.url, redis.url, None, options))
     yield redis
     point_at(previous)
     redis.stop()
@@ -165,7 +180,7 @@ def test_a_decision_made_while_redis_is_down_is_delivered_once_it_is_back(
     private_broker.stop()
     proposal = submitted_and_decided(endpoint.client)  # commits; sending after commit fails
     failed = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert any("_record.<locals>" in m and "6388" in m for m in failed), failed
+    assert any("_record.<locals>" in m and str(private_broker.port) in m for m in failed), failed
     delivery = Delivery.objects.get()
     assert delivery.status == "pending" and delivery.attempts == 0
     time.sleep(0.5)

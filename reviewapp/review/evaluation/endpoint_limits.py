@@ -189,7 +189,8 @@ class RedisLimits:
 
     @staticmethod
     def _keys(endpoint: str) -> list[str]:
-        return [f"reviewapp:llm:{endpoint}:{name}" for name in _REDIS_KEYS]
+        prefix = settings.REVIEWAPP_REDIS_KEY_PREFIX
+        return [f"{prefix}:llm:{endpoint}:{name}" for name in _REDIS_KEYS]
 
     async def try_acquire(
         self,

@@ -52,7 +52,9 @@ def task_waiting() -> bool:
         if on_redis:
             # Normal priority (0) is the queue's own name; other steps are
             # lists of their own (kombu.transport.redis, Channel._q_for_pri).
-            return _redis(url).llen(queue) > 0
+            # kombu writes every key under the broker's global_keyprefix, if one is set.
+            prefix = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("global_keyprefix", "")
+            return _redis(url).llen(prefix + queue) > 0
         # The embedded broker: one file per message, named "<ms>_<uuid>.<queue>.msg".
         suffix = f".{queue}.msg"
         with os.scandir(where) as entries:
