@@ -1,4 +1,4 @@
-"""Each lens against the reviewers at volume: 1,000,000 judgements, 100,000 human decisions.
+"""Agreement with the reviewers at volume: 1,000,000 judgements, 100,000 human decisions.
 
 Run:  .venv/bin/python benchmarks/agreement.py [--judgements 1000000] [--decisions 100000]
                                                [--requests 200]
@@ -15,10 +15,18 @@ cited claim of each lens (one mark in four "incorrect"). The human labels
 and their daily sums are then written by `labels_rebuild` (the same statements
 a backfill runs), and VACUUM ANALYZE.
 
+A third panel, `bench-guarantee` (the first panel's five lenses, need 3, a
+guarantee of 95 % at 95 % confidence), gets the guarantee's counters as the
+decisions would leave them: the human labels split over its nine vote
+patterns (summing to `--decisions`), each pattern's standing computed by the
+service that computes it after a label, and a day's rows per pattern (one per
+shard) for every day of the year counting its automatic and held decisions.
+
 1. Query counts, in-process with CaptureQueriesContext, of the API's
-   `GET /api/lenses/{name}/agreement` and the dashboard's per-lens page
-   (`/dashboard/lenses`, the same section the dashboard shows), before the
-   load (no decisions) and after it. They must be equal.
+   `GET /api/lenses/{name}/agreement`, the dashboard's per-lens page
+   (`/dashboard/lenses`, the same section the dashboard shows) and
+   `GET /api/panels/bench-guarantee/guarantee`, before the load (no
+   decisions) and after it. They must be equal.
 2. Server time: each answered `--requests` times in this process through
    Django's full request handling (middleware, session or token auth,
    rendering), all time and over a 90-day window; p50/p95/max.
@@ -64,6 +72,12 @@ def _days_ago(days_sql: str, hours: int = 0) -> str:
     if _vendor() == "postgresql":
         return f"(NOW() - ({days_sql}) * INTERVAL '1 day' + INTERVAL '{hours} hours')"
     return f"datetime('now', '-' || ({days_sql}) || ' days', '+{hours} hours')"
+
+
+def _day_ago(days_sql: str) -> str:
+    if _vendor() == "postgresql":
+        return f"(CURRENT_DATE - ({days_sql}))"
+    return f"date('now', '-' || ({days_sql}) || ' days')"
 
 
 def _json(sql: str) -> str:
@@ -112,7 +126,9 @@ def _reset_sequences(*models) -> None:
 
 
 def setup_lenses() -> list:
-    """Two panels of five recorded lenses; returns the ten lenses in panel order."""
+    """Two panels of five recorded lenses, and the guaranteed panel made of the first's;
+    returns the ten lenses in panel order."""
+    from reviewapp.guarantee.configure import guarantee_configure
     from reviewapp.review.models import Lens, Panel, PanelLens
 
     lenses = []
@@ -122,7 +138,81 @@ def setup_lenses() -> list:
             lens = Lens.objects.create(name=f"bench-lens-{p}-{k}", backend=Lens.Backend.RECORDED)
             PanelLens.objects.create(panel=panel, lens=lens, position=k)
             lenses.append(lens)
+    guaranteed = Panel.objects.create(name=GUARANTEED_PANEL, need=GUARANTEED_NEED)
+    for k, lens in enumerate(lenses[:PER_PANEL]):
+        PanelLens.objects.create(panel=guaranteed, lens=lens, position=k)
+    guarantee_configure(
+        panel=guaranteed, target=0.95, confidence=0.95, audit_focus="nearest", actor="bench"
+    )
     return lenses
+
+
+GUARANTEED_PANEL = "bench-guarantee"
+GUARANTEED_NEED = 3
+# Each vote pattern's share of the decisions and of the labels, and how often its
+# reviewers agree: unanimous patterns are common and right, bare majorities rarer and less so.
+PATTERN_MIX = {
+    "approved:5p0f0m:unchecked": (0.40, 0.995),
+    "approved:4p1f0m:unchecked": (0.15, 0.98),
+    "approved:3p2f0m:unchecked": (0.05, 0.90),
+    "rejected:0p5f0m:unchecked": (0.20, 0.99),
+    "rejected:1p4f0m:unchecked": (0.10, 0.97),
+    "rejected:2p3f0m:unchecked": (0.04, 0.85),
+    "rejected:0p4f1m:unchecked": (0.03, 0.96),
+    "rejected:1p3f1m:unchecked": (0.02, 0.90),
+    "rejected:0p3f2m:unchecked": (0.01, 0.80),
+}
+DAYS = 364
+
+
+def load_guarantee(*, judgements: int, decisions: int) -> None:
+    """The guaranteed panel's counters as `decisions` labels and the year's decisions leave
+    them: the labels per pattern, each standing computed by the service, a day row per
+    pattern per day."""
+    from django.db import transaction
+
+    from reviewapp.core.guarantee.configuration import configuration_key
+    from reviewapp.guarantee.evidence import guarantee_locked, standings_refresh
+    from reviewapp.guarantee.models import SHARDS, PatternDay, PatternEvidence
+    from reviewapp.review.models import Panel
+    from reviewapp.review.services.proposals import panel_snapshot
+
+    panel = Panel.objects.get(name=GUARANTEED_PANEL)
+    configuration = configuration_key(panel_snapshot(panel))
+    PatternEvidence.objects.bulk_create(
+        PatternEvidence(
+            panel=panel,
+            configuration=configuration,
+            pattern=pattern,
+            need=GUARANTEED_NEED,
+            labels=round(decisions * share),
+            agreed=round(decisions * share * agreement),
+            audited=round(decisions * share / 10),
+        )
+        for pattern, (share, agreement) in PATTERN_MIX.items()
+    )
+    with transaction.atomic():
+        standings_refresh(guarantee=guarantee_locked(panel.pk))
+    # Row i: pattern i % 9, shard (i / 9) % SHARDS, day i / (9 × SHARDS).
+    per_row = judgements // PER_PANEL // DAYS / SHARDS
+    patterns = list(PATTERN_MIX)
+    key_case = "CASE i % 9 " + " ".join(f"WHEN {n} THEN '{k}'" for n, k in enumerate(patterns))
+    share_case = "CASE i % 9 " + " ".join(
+        f"WHEN {n} THEN {PATTERN_MIX[k][0]}" for n, k in enumerate(patterns)
+    )
+    _insert(
+        PatternDay,
+        len(patterns) * SHARDS * DAYS,
+        {
+            "panel_id": str(panel.pk),
+            "configuration": f"'{configuration}'",
+            "pattern": f"{key_case} END",
+            "day": _day_ago(f"(i - 1) / {9 * SHARDS}"),
+            "shard": f"((i - 1) / 9) % {SHARDS}",
+            "automatic": f"CAST({per_row} * ({share_case} END) * 0.9 AS INTEGER)",
+            "held": f"CAST({per_row} * ({share_case} END) * 0.1 AS INTEGER)",
+        },
+    )
 
 
 def load(*, judgements: int, decisions: int, lenses: list) -> None:
@@ -298,6 +388,7 @@ def _targets(lens_name: str) -> dict[str, tuple[str, dict]]:
         "API agreement, 90 days": (f"/api/lenses/{lens_name}/agreement", {"since": since}),
         "per-lens table, all time": ("/dashboard/lenses", {}),
         "per-lens table, 90 days": ("/dashboard/lenses", {"since": since}),
+        "API guarantee, 9 patterns": (f"/api/panels/{GUARANTEED_PANEL}/guarantee", {}),
     }
 
 
@@ -362,7 +453,7 @@ def main() -> int:
     s.django_setup(env)
     s.migrate()
     s.collectstatic()
-    s.heading("Lenses against the reviewers")
+    s.heading("Lenses and the guarantee against the reviewers")
     s.line("load average", s.load_average())
     lenses = setup_lenses()
     browser, api = clients()
@@ -370,6 +461,7 @@ def main() -> int:
 
     started = time.perf_counter()
     load(judgements=args.judgements, decisions=args.decisions, lenses=lenses)
+    load_guarantee(judgements=args.judgements, decisions=args.decisions)
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -377,7 +469,9 @@ def main() -> int:
     from reviewapp.calibration.models import HumanLabel, LensLabel
     from reviewapp.review.models import Judgement
 
-    s.line("load + labels_rebuild + VACUUM", f"{time.perf_counter() - started:.1f} s")
+    s.line(
+        "load + labels_rebuild + guarantee + VACUUM", f"{time.perf_counter() - started:.1f} s"
+    )
     s.line(
         "rows",
         f"{Judgement.objects.count():,} judgements, {HumanLabel.objects.count():,} human "

@@ -321,12 +321,18 @@ def claim_out(claim: Claim) -> dict:
 
 
 def panels_open() -> QuerySet[Panel]:
-    """The panels a submission may name (active ones), with what `panel_out` reads."""
-    return Panel.objects.filter(active=True).prefetch_related("panel_lenses__lens", "checkers")
+    """The panels a submission may name (active ones), with what `panel_out` reads (the
+    guarantee joined in: no query more)."""
+    return (
+        Panel.objects.filter(active=True)
+        .select_related("guarantee")
+        .prefetch_related("panel_lenses__lens", "checkers")
+    )
 
 
 def panel_out(panel: Panel) -> dict:
-    """A panel as an agent chooses one: what judges it, what it needs, and its review deadline."""
+    """A panel as an agent chooses one: what judges it, what it needs, its review deadline,
+    and the guarantee it gives (null without one)."""
     deadline = panel.review_deadline
     return {
         "name": panel.name,
@@ -342,4 +348,13 @@ def panel_out(panel: Panel) -> dict:
         "external_deadline_seconds": panel.external_deadline_seconds,
         "review_deadline_seconds": int(deadline.total_seconds()) if deadline else None,
         "on_deadline": panel.on_deadline if deadline else None,
+        "guarantee": _guarantee_part(panel),
     }
+
+
+def _guarantee_part(panel: Panel) -> dict | None:
+    # The guarantee app's row, by its reverse one-to-one: absent, or without a target, is off.
+    guarantee = getattr(panel, "guarantee", None)
+    if guarantee is None or guarantee.target is None:
+        return None
+    return {"target": guarantee.target, "confidence": guarantee.confidence}

@@ -121,6 +121,7 @@ INSTALLED_APPS = [
     "reviewapp.webhooks",
     "reviewapp.calibration",
     "reviewapp.replay",
+    "reviewapp.guarantee",
     "reviewapp.notifications",
 ]
 

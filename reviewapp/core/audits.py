@@ -3,7 +3,7 @@
 from collections.abc import Callable
 
 
-def audit_drawn(rate_percent: int, draw: Callable[[], float]) -> bool:
+def audit_drawn(rate_percent: float, draw: Callable[[], float]) -> bool:
     """Whether this decision is audited, at `rate_percent` (0–100) of decisions.
 
     `draw` gives a float in [0, 1) (``random.Random().random``); injected so a

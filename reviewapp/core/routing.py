@@ -7,10 +7,16 @@
 | all pass                    | no quorum    | escalated                                |
 | all pass                    | reached fail | rejected                                 |
 | all pass                    | reached pass | approved, or escalated for sign-off      |
+| all pass                    | reached      | escalated, if the panel's guarantee does |
+|                             |              | not (yet) trust its vote pattern         |
 
 A lens that never answered is a missing judgement, not an abstention: when one
 is missing the machines may still reject (a rejection never commits anything),
 but they may not approve, so the proposal goes to a human naming the lens.
+
+The last row is asked of the panel's guarantee by the final step once `route`
+gives an outcome the panel's vote decided (`core.guarantee.patterns`): the
+table itself knows nothing of human labels.
 """
 
 from collections.abc import Iterable
@@ -23,6 +29,7 @@ NO_QUORUM = "no_quorum"
 INCONCLUSIVE = "inconclusive"
 LENS_FAILED = "lens_failed"
 SIGN_OFF = "sign_off"
+BELOW_GUARANTEE = "below_guarantee"
 
 APPROVED = "approved"
 REJECTED = "rejected"
@@ -64,3 +71,8 @@ def route(
     if requires_sign_off:
         return Route(None, "the panel asks for sign-off", (SIGN_OFF,))
     return Route(APPROVED, "the panel reached pass and every checker passed")
+
+
+def below_guarantee(explanation: str) -> Route:
+    """The table's last row: an outcome the guarantee does not trust goes to a person."""
+    return Route(None, explanation, (BELOW_GUARANTEE,))

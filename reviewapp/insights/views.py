@@ -10,12 +10,13 @@ from datetime import date, timedelta
 
 from django import forms
 from django.db.models import Count, Q
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from reviewapp.guarantee.queries import guarantee_figures
 from reviewapp.review.models import DecisionAudit, Panel
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.proposal_sets import drilldown
@@ -451,7 +452,12 @@ def _dashboard_template(request) -> str:
 @vary_on_headers("HX-Request")
 @reviewer_required
 def dashboard(request):
-    panels = list(Panel.objects.only("id", "name").order_by("name"))
+    # With each panel's guarantee settings, in the same query: the section lists them.
+    panels = list(
+        Panel.objects.select_related("guarantee")
+        .only("id", "name", "guarantee__target", "guarantee__confidence")
+        .order_by("name")
+    )
     form = DashboardFilters(request.GET or None, panels=panels)
     if request.GET and not form.is_valid():
         # Figures for some other range than the one asked for would be read as
@@ -481,6 +487,9 @@ def dashboard(request):
         "panels": panels,
         "scope": scope,
         "scope_panel": next((p for p in panels if p.pk == scope.panel_id), None),
+        "guaranteed_panels": [
+            p for p in panels if getattr(p, "guarantee", None) and p.guarantee.enabled
+        ],
         "insights": data,
         "totals": totals,
         "total_links": _total_links(scope),
@@ -527,3 +536,27 @@ def lens_agreement(request):
         since=form.cleaned_data["since"], until=form.cleaned_data["until"], panel_id=None
     )
     return render(request, "insights/lens_agreement.html", {"form": form, "calibration": data})
+
+
+class GuaranteeFilter(forms.Form):
+    panel = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+
+
+@require_GET
+# The same URL answers with a fragment or the whole page: caches must keep them apart.
+@vary_on_headers("HX-Request")
+@reviewer_required
+def panel_guarantee(request):
+    """A panel's guarantee: its promise and each vote pattern's evidence (the dashboard
+    loads it with htmx as a fragment; without, it is a page of its own)."""
+    form = GuaranteeFilter(request.GET)
+    if not form.is_valid():
+        return render(request, "insights/guarantee.html", {"form": form}, status=400)
+    panel = get_object_or_404(Panel, pk=form.cleaned_data["panel"])
+    # The dashboard loads the section alone; a page restored from the server after it
+    # fell out of htmx's history cache is the whole page.
+    fragment = request.htmx and not request.htmx.history_restore_request
+    template = "insights/guarantee.html#body" if fragment else "insights/guarantee.html"
+    return render(
+        request, template, {"form": form, "panel": panel, "figures": guarantee_figures(panel)}
+    )

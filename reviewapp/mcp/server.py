@@ -154,8 +154,9 @@ async def wait_for_review(
 async def list_panels() -> dict[str, Any]:
     """The panels a review may be requested from ("panels"): name, description, how many
     lens verdicts must agree ("need"), their lenses and checkers, and how long an
-    escalation may wait for a person ("review_deadline_seconds", null: no deadline) and
-    what happens then ("on_deadline": "reject", "approve" or "keep_open")."""
+    escalation may wait for a person ("review_deadline_seconds", null: no deadline),
+    what happens then ("on_deadline": "reject", "approve" or "keep_open"), and the
+    guarantee it gives ("guarantee": target and confidence, or null)."""
     await calling_client_id(None)
     return {"panels": await in_db(tools.panel_list)}
 

@@ -13,6 +13,11 @@ with `transaction.on_commit` itself.
 
 Each signal's `sender` is the model class named first; the keyword arguments
 and who listens are listed with it.
+
+One more signal asks rather than tells, so it lives with its answer's shape:
+`automatic_outcome_asked` (review/automatic.py), by which the final step asks
+whether an outcome the panel's vote decided may stand without a person (the
+guarantee answers).
 """
 
 from django.dispatch import Signal
@@ -48,17 +53,19 @@ decision_appended = Signal()
 """A decision was signed and entered the ledger (sender `Decision`; `decision`,
 `prepared`: the dict filled at `decision_preparing`), under the chain-head lock.
 
-Heard by webhooks (`proposal.decided`) and calibration (a reviewer's decision is
+Heard by webhooks (`proposal.decided`), calibration (a reviewer's decision is
 the human label each lens on the proposal is measured against; a system decision
-writes none).
+writes none) and guarantee (a reviewer's decision on a proposal it held is a
+label of its vote pattern).
 """
 
 audit_verdict_signed = Signal()
 """A reviewer's verdict on an automatic decision was signed (sender
 `DecisionAudit`; `audit`). The decision stands either way.
 
-Heard by webhooks (`decision.disputed`, when the verdict differs) and
-calibration (the verdict is a human label).
+Heard by webhooks (`decision.disputed`, when the verdict differs), calibration
+(the verdict is a human label) and guarantee (a label of the decision's vote
+pattern, when it ruled on the decision).
 """
 
 # -- escalations ---------------------------------------------------------------

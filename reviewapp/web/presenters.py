@@ -14,6 +14,7 @@ from django.core.cache import cache
 
 from reviewapp.core.cite import EVAL_THOUGHT_LIMIT
 from reviewapp.core.near_miss import NearMisses
+from reviewapp.guarantee.explain import held_explanation, held_summary
 from reviewapp.review.models import Claim, Escalation, Judgement, LensFailure, Proposal
 
 REASON_LABELS = {
@@ -23,6 +24,7 @@ REASON_LABELS = {
     Escalation.Reason.SIGN_OFF: "Sign-off",
     Escalation.Reason.REVIEWERS_DISAGREE: "Reviewers disagree",
     Escalation.Reason.AUDIT: "Audit",
+    Escalation.Reason.BELOW_GUARANTEE: "Below guarantee",
 }
 OUTCOME_LABELS = {
     "no_quorum": "no quorum",
@@ -55,6 +57,15 @@ def reason_badges(reasons) -> list[dict]:
         {"code": code, "label": REASON_LABELS.get(code, str(code).replace("_", " "))}
         for code in reasons or []
     ]
+
+
+def guarantee_line(escalation: Escalation) -> str:
+    """For the inbox row of a proposal held by the guarantee: what the machine would have
+    done and the figures of its vote pattern ("" for any other escalation)."""
+    held = (escalation.detail or {}).get("guarantee")
+    if Escalation.Reason.BELOW_GUARANTEE not in (escalation.reasons or []) or not held:
+        return ""
+    return held_summary(held)
 
 
 def _names(names) -> str:
@@ -95,6 +106,8 @@ def escalation_reasons(escalation: Escalation, tally: dict | None) -> list[dict]
             ) + "."
         elif code == Escalation.Reason.SIGN_OFF:
             text = "The panel reached pass, and this panel asks a person to sign off every pass."
+        elif code == Escalation.Reason.BELOW_GUARANTEE and detail.get("guarantee"):
+            text = held_explanation(detail["guarantee"])
         elif code == Escalation.Reason.REVIEWERS_DISAGREE:
             text = (
                 f"The {escalation.reviews_needed} reviews disagree: "

@@ -27,6 +27,7 @@ from . import inbox as inbox_queries
 from .inbox import inbox_audits, inbox_counts, inbox_filters, inbox_page_rows
 from .presenters import (
     REASON_LABELS,
+    guarantee_line,
     reason_badges,
     tally_outcome,
     tally_text,
@@ -136,6 +137,7 @@ def _inbox_page(request, filters, listed, now):
     page.object_list = [by_id[pk] for pk in page.object_list if pk in by_id]
     for escalation in page.object_list:
         escalation.badges = reason_badges(escalation.reasons)
+        escalation.guarantee_line = guarantee_line(escalation)
         escalation.tally_text = tally_text(escalation.proposal.tally)
         escalation.tally_outcome = tally_outcome(escalation.proposal.tally)
         escalation.claim = escalation.standing(request.user, now, places=False)

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
-from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Proposal
+from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Panel, Proposal
 from reviewapp.review.services.visibility import (
     client_may_see,
     lens_agreement_readers,
@@ -250,6 +250,23 @@ def webhook_record_lens_drift(*, lens: Lens, event_type: str, data: dict) -> Non
     endpoints = [e for e in subscribed if e.client_id in readers]
     lens_part = {"id": lens.pk, "name": lens.name, "version": lens.version}
     _record(event_type, {"lens": lens_part, **data}, endpoints, proposal=None)
+
+
+def webhook_record_panel_guarantee(*, panel: Panel, data: dict) -> None:
+    """A vote pattern of `panel` gained or lost its guarantee's trust (once per change).
+
+    Heard by the subscribed endpoints whose client may read the panel's guarantee
+    (GET /api/panels/{name}/guarantee): its figures sum every client's proposals.
+    """
+    endpoints = [e for e in _subscribed(Event.PANEL_GUARANTEE) if sees_everything(e.client)]
+    if not endpoints:
+        return
+    panel_part = {
+        "id": panel.pk,
+        "name": panel.name,
+        "url": reverse("api:panel_guarantee", args=[panel.name]),
+    }
+    _record(Event.PANEL_GUARANTEE, {"panel": panel_part, **data}, endpoints, proposal=None)
 
 
 def webhook_record_ping(*, endpoint: Endpoint) -> Delivery:

@@ -23,6 +23,8 @@ class Event(models.TextChoices):
     LENS_DRIFT = "lens.drift"
     LENS_RECOVERED = "lens.recovered"
     DECISION_DISPUTED = "decision.disputed"
+    # A vote pattern of a panel gained or lost the guarantee's trust.
+    PANEL_GUARANTEE = "panel.guarantee"
 
 
 # Sent by `POST /api/webhooks/{id}/test`; not subscribable.

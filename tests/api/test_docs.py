@@ -25,6 +25,7 @@ def test_openapi_schema_documents_every_endpoint_and_bearer_auth(db):
         "/api/webhooks/{endpoint_id}/test",
         "/api/lenses/{name}/agreement",
         "/api/panels",
+        "/api/panels/{name}/guarantee",
     }
     assert {"type": "http", "scheme": "bearer"} in schema["components"]["securitySchemes"].values()
 

@@ -4,6 +4,7 @@ import pytest
 
 from benchmarks import agreement
 from reviewapp.calibration.models import HumanLabel, LensLabel
+from reviewapp.guarantee.models import SHARDS, PatternDay
 from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Judgement
 
 pytestmark = pytest.mark.django_db
@@ -15,6 +16,7 @@ def loaded():
     browser, api = agreement.clients()
     before = agreement.query_counts(lenses[0].name, browser, api)
     agreement.load(judgements=500, decisions=20, lenses=lenses)
+    agreement.load_guarantee(judgements=500, decisions=20)
     return lenses, browser, api, before
 
 
@@ -53,3 +55,13 @@ def test_the_api_counts_the_claims_the_load_marked(loaded):
     assert sum(b["claims_marked"] * (b["claims_marked_incorrect"] or 0) for b in bodies) == (
         pytest.approx(incorrect)
     )
+
+
+def test_the_guarantee_counts_what_the_load_wrote(loaded):
+    _, _, api, _ = loaded
+    body = api.get(f"/api/panels/{agreement.GUARANTEED_PANEL}/guarantee").json()
+    assert len(body["patterns"]) == len(agreement.PATTERN_MIX) == 9
+    assert sum(p["labels"] for p in body["patterns"]) == pytest.approx(20, abs=5)
+    days = PatternDay.objects.filter(panel__name=agreement.GUARANTEED_PANEL)
+    assert days.count() == 9 * SHARDS * agreement.DAYS
+    assert body["overall"]["decisions"] == sum(d.automatic for d in days)

@@ -230,3 +230,31 @@ def test_the_async_client_lists_panels_too(live_server, token):
             return await agent.list_panels()
 
     assert [p.name for p in asyncio.run(listed())] == ["house"]
+
+
+def test_panels_and_a_guarantee_come_back_typed(live_server, token, reviewer_token, panel):
+    from reviewapp_client import Guarantee, GuaranteeSummary
+
+    from tests.guarantee.builders import guaranteed
+
+    guaranteed(panel, target=0.9)
+    with Client(live_server.url, token) as agent, Client(live_server.url, reviewer_token) as ops:
+        [listed] = [p for p in agent.list_panels() if p.name == panel.name]
+        assert listed.guarantee == GuaranteeSummary(target=0.9, confidence=0.95)
+        assert [lens.name for lens in listed.lenses] == [panel.ordered_lenses()[0].name]
+        guarantee = ops.get_guarantee(panel.name)
+        assert isinstance(guarantee, Guarantee) and guarantee.enabled
+        assert guarantee.promise.startswith("With 95 % confidence, at least 90 %")
+        assert {p.outcome for p in guarantee.patterns} == {"approved", "rejected"}
+        assert all(p.routed == "human" for p in guarantee.patterns)
+        # The figures count every client's proposals: a submitting agent reads none.
+        with pytest.raises(NotFoundError, match="read:all"):
+            agent.get_guarantee(panel.name)
+
+
+def test_async_client_reads_a_guarantee(live_server, reviewer_token, panel):
+    async def read():
+        async with AsyncClient(live_server.url, reviewer_token) as ops:
+            return await ops.get_guarantee(panel.name)
+
+    assert asyncio.run(read()).enabled is False

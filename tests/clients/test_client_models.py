@@ -35,6 +35,11 @@ READERS = {
     "ReviewStatusOut": models.ReviewStatus,
     "WebhookOut": models.Webhook,
     "WebhookCreatedOut": models.Webhook,
+    "GuaranteeSummaryOut": models.GuaranteeSummary,
+    "GuaranteeOut": models.Guarantee,
+    "PatternOut": models.GuaranteePattern,
+    "ConfigurationOut": models.GuaranteeConfiguration,
+    "OverallOut": models.GuaranteeOverall,
 }
 
 

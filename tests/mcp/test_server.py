@@ -283,6 +283,17 @@ def test_list_panels_names_the_active_panels_and_their_lenses(server, agent):
     assert [p["name"] for p in panels] == [panel.name]
     assert panels[0]["need"] == 1
     assert panels[0]["lenses"] == [{"name": "style", "backend": "recorded"}]
+    assert panels[0]["guarantee"] is None
+
+
+def test_list_panels_says_the_guarantee_a_panel_gives(server, agent):
+    from tests.guarantee.builders import guaranteed
+
+    guaranteed(PanelFactory(name="house", need=1, lenses=[LensFactory()]), target=0.9)
+
+    [panel] = call(server, agent[1], "list_panels").structured_content["panels"]
+
+    assert panel["guarantee"] == {"target": 0.9, "confidence": 0.95}
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from reviewapp.audit.services import audit_change
 from reviewapp.calibration.admin import panel_calibration_html
 from reviewapp.core.quorum import allowed_needs_text
+from reviewapp.guarantee.admin import panel_guarantee_html
 
 from ..models import Panel, PanelLens, Proposal
 from ..services.panel_versions import (
@@ -55,7 +56,12 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
     )
     list_filter = ("active", "grounding_policy", "requires_sign_off")
     search_fields = ("name", "description")
-    readonly_fields = ("version", "judged_configurations", "lenses_against_reviewers")
+    readonly_fields = (
+        "version",
+        "judged_configurations",
+        "lenses_against_reviewers",
+        "guarantee_figures",
+    )
     fieldsets = (
         (
             None,
@@ -100,6 +106,7 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
         ("Audits", {"fields": ("audit_rate",)}),
         ("Configurations proposals were judged with", {"fields": ("judged_configurations",)}),
         ("Lenses against the reviewers", {"fields": ("lenses_against_reviewers",)}),
+        ("What the guarantee promises, and its evidence", {"fields": ("guarantee_figures",)}),
     )
 
     # The change form asks this endpoint, as you edit, whether the need and the
@@ -169,6 +176,12 @@ class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):
         if obj is None or obj.pk is None:
             return "—"
         return panel_calibration_html(obj)
+
+    @admin.display(description="Vote patterns")
+    def guarantee_figures(self, obj):
+        if obj is None or obj.pk is None:
+            return "—"
+        return panel_guarantee_html(obj)
 
     @admin.display(description="Judged with")
     def judged_configurations(self, obj):

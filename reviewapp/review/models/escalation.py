@@ -97,6 +97,8 @@ class Escalation(models.Model):
         FINAL_STEP_FAILED = "final_step_failed", "Final step kept failing"
         REVIEWERS_DISAGREE = "reviewers_disagree", "Reviewers disagree"
         AUDIT = "audit", "Audit of an automatic decision"
+        # The panel's vote decided, but its guarantee does not (yet) trust that vote pattern.
+        BELOW_GUARANTEE = "below_guarantee", "Below the panel's guarantee"
 
     class Status(models.TextChoices):
         OPEN = "open"

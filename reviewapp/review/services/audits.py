@@ -16,6 +16,7 @@ from reviewapp.core.blank import shows_nothing
 from reviewapp.core.signing import Signer, sha256_hex
 
 from .. import events
+from ..automatic import Ruling
 from ..keys import server_signer
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
 from .escalating import escalation_open
@@ -25,12 +26,21 @@ AUDIT_PAYLOAD_TYPE = "reviewapp.audit/v1"
 AUDIT_RANDOM = random.Random()
 
 
-def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | None:
-    """After an automatic decision, open an audit escalation at the panel's audit rate.
+def audit_open_maybe(
+    *, proposal: Proposal, decision: Decision, ruling: Ruling | None = None
+) -> Escalation | None:
+    """After an automatic decision, open an audit escalation at the panel's audit rate,
+    or at the rate the decision's `ruling` gives (the guarantee may spend the same budget
+    unevenly across vote patterns).
 
     Call inside the decision's transaction: the audit exists exactly when its draw was won.
     """
-    rate = Panel.objects.filter(pk=proposal.panel_id).values_list("audit_rate", flat=True).first()
+    if ruling is not None and ruling.audit_percent is not None:
+        rate = ruling.audit_percent
+    else:
+        rate = (
+            Panel.objects.filter(pk=proposal.panel_id).values_list("audit_rate", flat=True).first()
+        )
     if not audit_drawn(rate or 0, AUDIT_RANDOM.random):
         return None
     return escalation_open(
@@ -41,6 +51,8 @@ def audit_open_maybe(*, proposal: Proposal, decision: Decision) -> Escalation | 
             "explanation": f"Audit: the system {decision.outcome} this proposal; "
             "a reviewer checks it (the decision stands).",
             "decision": decision.pk,
+            # Which vote pattern's evidence the verdict is (when a guarantee ruled on it).
+            **({"guarantee": ruling.detail} if ruling and ruling.detail else {}),
         },
     )
 

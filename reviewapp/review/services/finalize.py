@@ -8,12 +8,14 @@ from django.db.models import Value
 from django.utils import timezone
 
 from reviewapp.core import checkers as core_checkers
+from reviewapp.core.guarantee.patterns import vote_pattern
 from reviewapp.core.judging import FailureKind
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
-from reviewapp.core.routing import route
+from reviewapp.core.routing import Route, below_guarantee, route
 from reviewapp.core.signing import Signer
 from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
 
+from ..automatic import Ruling, automatic_outcome_ruling
 from ..keys import server_signer
 from ..models import CheckerConfig, Evidence, Judgement, Lens, LensFailure, Proposal
 from .audits import audit_open_maybe
@@ -100,7 +102,8 @@ def proposal_finalize(
     that complete the panel (`_write_answers`; past the deadline, those never
     given are failures, `_record_missing_lenses`), read them all back
     (`_panel_answers`), tally them (`_tally`), store the checkers' evidence
-    (`_store_evidence`), route (`_route`), and escalate (`_escalate`) or decide
+    (`_store_evidence`), route (`_route`), ask the guarantee about an outcome the
+    panel's vote decided alone (`_ruled`), and escalate (`_escalate`) or decide
     (`_decide`), each of which writes its ledger entries and records what
     follows it (the escalation's announcement; the decision's audit draw).
 
@@ -138,12 +141,14 @@ def proposal_finalize(
         judgements, failed = _panel_answers(proposal, written, answered_before, deadline_passed)
         proposal.tally, outcome = _tally(proposal.panel_snapshot, judgements)
         evidence = _store_evidence(proposal, checked)
-        decided = _route(proposal.panel_snapshot, checked, evidence, outcome, failed)
+        verdicts = _checker_verdicts(checked, evidence)
+        decided = _route(proposal.panel_snapshot, verdicts, outcome, failed)
+        decided, ruling = _ruled(proposal, decided, outcome, failed, verdicts)
         proposal.finalized_at = timezone.now()
         if decided.escalates:
-            _escalate(proposal, decided, checked, evidence, failed)
+            _escalate(proposal, decided, checked, evidence, failed, ruling)
         else:
-            _decide(proposal, decided, signer, evidence, judgements)
+            _decide(proposal, decided, signer, evidence, judgements, ruling)
     return proposal
 
 
@@ -215,22 +220,44 @@ def _store_evidence(proposal: Proposal, checked: _Checked) -> list[Evidence]:
     )
 
 
-def _route(snapshot: dict, checked: _Checked, evidence, outcome, failed: list[str]):
-    """Decided or escalated, and why (core.routing): a checker deleted since submission
-    counts as inconclusive."""
+def _checker_verdicts(checked: _Checked, evidence) -> list[core_checkers.CheckVerdict]:
+    """Each checker's verdict; one deleted since submission counts as inconclusive."""
+    return [core_checkers.CheckVerdict(e.verdict) for e in evidence] + [
+        core_checkers.CheckVerdict.INCONCLUSIVE for _ in checked.gone
+    ]
+
+
+def _route(snapshot: dict, verdicts, outcome, failed: list[str]) -> Route:
+    """Decided or escalated, and why (core.routing)."""
     return route(
-        checker_verdicts=[core_checkers.CheckVerdict(e.verdict) for e in evidence]
-        + [core_checkers.CheckVerdict.INCONCLUSIVE for _ in checked.gone],
+        checker_verdicts=verdicts,
         panel=outcome,
         failed_lenses=failed,
         requires_sign_off=snapshot["requires_sign_off"],
     )
 
 
+def _ruled(
+    proposal: Proposal, decided: Route, outcome, failed: list[str], verdicts
+) -> tuple[Route, Ruling | None]:
+    """The table's last row: an outcome the panel's vote decided alone is asked of the
+    apps above review (the guarantee, review/automatic.py), which may hold it for a
+    person; its ruling also says at what rate to audit it."""
+    pattern = vote_pattern(
+        routed=decided, panel=outcome, failed_lenses=failed, checker_verdicts=verdicts
+    )
+    ruling = automatic_outcome_ruling(proposal=proposal, pattern=pattern) if pattern else None
+    if ruling is not None and ruling.hold:
+        return below_guarantee(ruling.explanation), ruling
+    return decided, ruling
+
+
 _FINAL_FIELDS = ["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
 
 
-def _escalate(proposal: Proposal, decided, checked: _Checked, evidence, failed) -> None:
+def _escalate(
+    proposal: Proposal, decided, checked: _Checked, evidence, failed, ruling: Ruling | None
+) -> None:
     """Hand the proposal to people: the escalation says why; the evidence enters the
     ledger; the escalation is announced."""
     escalation = escalation_open(
@@ -248,6 +275,8 @@ def _escalate(proposal: Proposal, decided, checked: _Checked, evidence, failed) 
                 {"checker": name, "reason": "deleted after submission; it never ran"}
                 for name in checked.gone
             ],
+            # Held by the guarantee: the pattern, its figures and the would-be outcome.
+            **({"guarantee": ruling.detail} if ruling and ruling.hold else {}),
         },
     )
     proposal.status = Proposal.Status.ESCALATED
@@ -258,7 +287,9 @@ def _escalate(proposal: Proposal, decided, checked: _Checked, evidence, failed) 
     escalation_announce(escalation=escalation)
 
 
-def _decide(proposal: Proposal, decided, signer: Signer, evidence, judgements) -> None:
+def _decide(
+    proposal: Proposal, decided, signer: Signer, evidence, judgements, ruling: Ruling | None
+) -> None:
     """The system's signed decision, chained with its evidence in the ledger; then the
     audit draw that may follow it."""
     proposal.status = Proposal.Status.DECIDED
@@ -273,7 +304,7 @@ def _decide(proposal: Proposal, decided, signer: Signer, evidence, judgements) -
         lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
         evidence_is_new=True,
     )
-    audit_open_maybe(proposal=proposal, decision=decision)
+    audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
 
 
 # (lens_name, lens_version, verdict) of each judgement, and the names of failed lenses.

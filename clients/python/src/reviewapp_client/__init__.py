@@ -20,6 +20,12 @@ from .errors import (
     UnprocessableEntityError,
     WaitTimeout,
 )
+from .guarantee import (
+    Guarantee,
+    GuaranteeConfiguration,
+    GuaranteeOverall,
+    GuaranteePattern,
+)
 from .models import (
     FINAL,
     Anchor,
@@ -30,6 +36,7 @@ from .models import (
     EscalationBrief,
     Evidence,
     Fallback,
+    GuaranteeSummary,
     InconclusiveChecker,
     Judgement,
     LensFailure,
@@ -75,6 +82,11 @@ __all__ = [
     "EscalationBrief",
     "Evidence",
     "Fallback",
+    "Guarantee",
+    "GuaranteeConfiguration",
+    "GuaranteeOverall",
+    "GuaranteePattern",
+    "GuaranteeSummary",
     "InconclusiveChecker",
     "InternalServerError",
     "Judgement",

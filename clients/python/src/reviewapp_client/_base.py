@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 import httpx
 
@@ -27,6 +28,7 @@ from .errors import (
     WaitTimeout,
     status_error_class,
 )
+from .guarantee import Guarantee
 from .models import (
     FINAL,
     Decision,
@@ -363,6 +365,12 @@ class Core:
             lambda a: items(_object(a), "items", Panel.from_api, at="panels"),
             idempotent=True,
         )
+
+    def get_guarantee(self, panel: str) -> Request[Guarantee]:
+        if not isinstance(panel, str) or not panel:
+            raise ValueError(f"a panel is named by a non-empty string, not {panel!r}")
+        path = f"/api/panels/{quote(panel, safe='')}/guarantee"
+        return Request("GET", path, lambda a: Guarantee.from_api(_object(a)), idempotent=True)
 
     def list_webhooks(self) -> Request[list[Webhook]]:
         return Request(

@@ -12,6 +12,7 @@ import httpx
 
 from ._base import Answer, Core, Request, Retry
 from .errors import ReviewappError
+from .guarantee import Guarantee
 from .models import (
     FINAL,
     Decision,
@@ -269,8 +270,13 @@ class Client:
 
     def list_panels(self, *, timeout: float | None = None) -> list[Panel]:
         """The panels a proposal may be submitted to: lenses, quorum, and how long an
-        escalation may wait for a person (`review_deadline_seconds`, `on_deadline`)."""
+        escalation may wait for a person (`review_deadline_seconds`, `on_deadline`), and
+        the guarantee each gives (`guarantee`)."""
         return self._send(self._core.list_panels(), timeout)
+
+    def get_guarantee(self, panel: str, *, timeout: float | None = None) -> Guarantee:
+        """A panel's guarantee and the evidence per vote pattern (needs `read:all`)."""
+        return self._send(self._core.get_guarantee(panel), timeout)
 
     def list_webhooks(self, *, timeout: float | None = None) -> list[Webhook]:
         return self._send(self._core.list_webhooks(), timeout)

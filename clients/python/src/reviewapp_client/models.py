@@ -567,9 +567,28 @@ class PanelLens:
         return cls(name=req(data, "name", str, at=at), backend=req(data, "backend", str, at=at))
 
 
+def _share(data: Mapping[str, Any], key: str, *, at: str, nullable: bool = False) -> float | None:
+    """A number from 0 to 1 (JSON may write 1.0 as 1)."""
+    value = req(data, key, int, float, *((type(None),) if nullable else ()), at=at)
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class GuaranteeSummary:
+    """What a panel promises: at least `target` of its automatic decisions match what a
+    reviewer would decide, with `confidence`."""
+
+    target: float
+    confidence: float
+
+    @classmethod
+    def from_api(cls, data: Mapping, at: str) -> GuaranteeSummary:
+        return cls(_share(data, "target", at=at), _share(data, "confidence", at=at))
+
+
 @dataclass(frozen=True)
 class Panel:
-    """A panel a proposal may be submitted to."""
+    """A panel a proposal may be submitted to; `guarantee` is None when it gives none."""
 
     name: str
     description: str
@@ -583,9 +602,11 @@ class Panel:
     # a fallback decision signed by the server; "keep_open"); None: no deadline.
     review_deadline_seconds: int | None = None
     on_deadline: str | None = None
+    guarantee: GuaranteeSummary | None = None
 
     @classmethod
     def from_api(cls, data: Mapping, at: str = "panel") -> Panel:
+        guarantee = opt(data, "guarantee", dict, at=at)
         return cls(
             name=req(data, "name", str, at=at),
             description=req(data, "description", str, at=at),
@@ -599,6 +620,9 @@ class Panel:
             external_deadline_seconds=req(data, "external_deadline_seconds", int, at=at),
             review_deadline_seconds=opt(data, "review_deadline_seconds", int, at=at),
             on_deadline=opt(data, "on_deadline", str, at=at),
+            guarantee=(
+                GuaranteeSummary.from_api(guarantee, f"{at}.guarantee") if guarantee else None
+            ),
         )
 
 
