@@ -208,12 +208,20 @@ def build_server() -> MCPServer:
                 "(payload, signature, key_id, prev_hash, hash, ...)."
             ),
         ],
+        content: Annotated[
+            str | None,
+            Field(
+                description="The text you are about to act on: its SHA-256 must be the "
+                "content_sha256 the decision signed (an approval binds what was approved)."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Check a signed decision: its Ed25519 signature against this server's trusted keys,
-        its hash, and that its readable fields say what the signed bytes say. "valid" is
-        the answer; "problem" says what failed."""
+        its hash, that every field it carries (and each review it carries) says what the
+        signed bytes say, and with `content` that it is the text that was decided. "valid"
+        is the answer; "problem" says what failed."""
         await calling_client_id(None)
-        return await in_db(tools.decision_verify, decision)
+        return await in_db(tools.decision_verify, decision, content)
 
     return server
 

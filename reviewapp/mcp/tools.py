@@ -5,11 +5,14 @@ caller may not see is "not found" exactly like one that does not exist, and a
 service's refusal comes back as a tool error saying why.
 """
 
+import json
+
 from django.urls import reverse
 from mcp.server.mcpserver.exceptions import ToolError
 
-# The offline verifier's check of one decision as the API serves it; its only import here.
+# The offline verifier's check of one decision as the API serves it, and of its content.
 from reviewapp_client.verify.export import check_api_decisions
+from reviewapp_client.verify.ledger import content_problem
 
 from reviewapp.core.cite import ClaimInput
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
@@ -239,7 +242,10 @@ def judgement_submit(
     return judgement_out(judgement)
 
 
-def decision_verify(decision: dict) -> dict:
-    """A decision object (as get_review returns it) checked against this server's trust anchors."""
+def decision_verify(decision: dict, content: str | None = None) -> dict:
+    """A decision object (as get_review returns it) checked against this server's trust
+    anchors, and with `content` against the text an agent is about to act on."""
     [(_, problem)] = check_api_decisions([decision], trusted_keys())
+    if problem is None and content is not None:
+        problem = content_problem(json.loads(decision["payload"]), content)
     return {"valid": problem is None, "problem": problem}

@@ -28,6 +28,7 @@ from reviewapp.review.services.escalations import (
     AlreadyReviewed,
     ClaimHeldByOther,
     EscalationClosed,
+    ReviewUnverified,
     escalation_claim,
     escalation_claim_extend,
     escalation_release,
@@ -347,6 +348,8 @@ def escalation_decide_view(request, pk: int):
         return _refused(request, escalation, "This escalation is already decided.")
     except AlreadyReviewed:
         return _refused(request, escalation, "You already reviewed this escalation.")
+    except ReviewUnverified as exc:
+        return _refused(request, escalation, str(exc), status=409)
     except PermissionDenied as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=403)
     except AnnotationError as exc:

@@ -76,7 +76,7 @@ def test_an_untouched_export_verifies(exported):
 def test_the_export_layout(exported):
     objects = read_jsonl(exported)
     header, entries, checkpoint = objects[0], objects[1:-1], objects[-1]
-    assert header["format"] == "reviewapp.ledger-export/1"
+    assert header["format"] == "reviewapp.ledger-export/2"
     assert (header["start"], header["tree_size"], header["frontier"]) == (0, 6, [])
     # Every trusted key, the server's own among them (a reused var dir may hold retired ones).
     assert header["keys"] == [
