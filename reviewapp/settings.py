@@ -339,10 +339,14 @@ REVIEWAPP_LLM_LENS_TIME_LIMIT = _read(
 )
 # Runs of the final step that failed (or never finished) before it escalates.
 REVIEWAPP_FINAL_STEP_ATTEMPTS = _read(env.int, "REVIEWAPP_FINAL_STEP_ATTEMPTS", default=3)
+# Times the sweeper re-sends a proposal whose lenses have not all answered; at the next,
+# those lenses are recorded as failed (saying so) and the proposal is decided or escalated.
+REVIEWAPP_SWEEP_ATTEMPTS = _read(env.int, "REVIEWAPP_SWEEP_ATTEMPTS", default=5)
 for _name in (
     "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS",
     "REVIEWAPP_LLM_LENS_TIME_LIMIT",
     "REVIEWAPP_FINAL_STEP_ATTEMPTS",
+    "REVIEWAPP_SWEEP_ATTEMPTS",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive.")

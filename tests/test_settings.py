@@ -108,6 +108,13 @@ def test_the_retired_llm_worker_setting_is_refused_naming_its_successor():
     assert "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS" in result.stderr
 
 
+def test_a_sweep_attempts_setting_that_is_not_a_positive_number_is_refused():
+    for bad in ("0", "-1", "three"):
+        result = _load_settings(REVIEWAPP_SWEEP_ATTEMPTS=bad)
+        assert result.returncode != 0, bad
+        assert "REVIEWAPP_SWEEP_ATTEMPTS" in result.stderr
+
+
 def test_production_refuses_the_placeholder_secret_key_of_env_example():
     placeholder = next(
         line.split("=", 1)[1]

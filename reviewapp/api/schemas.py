@@ -215,7 +215,8 @@ class LensFailureOut(Schema):
         "answer), `misconfigured` (the lens cannot run as configured), `undecidable` (a "
         "constraint could not be evaluated on this text), `deadline` (an external lens did "
         "not answer before the panel's deadline), `deleted` (the lens was deleted after "
-        "submission and never ran)."
+        "submission and never ran), `internal_error` (the call raised an error none of these "
+        "covers; the message names it)."
     )
     message: str = Field(description="Why the lens gave no judgement: its last attempt's error.")
     attempts: int = Field(description="Calls made to the lens's backend (0: it never answered).")

@@ -2,6 +2,7 @@
 
 from django import forms
 
+from reviewapp.core.llm_endpoints import base_url_problem
 from reviewapp.review.models import Lens, Panel
 
 from .models import Replay
@@ -52,6 +53,13 @@ class ReplayForm(forms.Form):
             if data.get(name)
         }
         return {lens.pk: changes}
+
+    def clean_base_url(self):
+        url = self.cleaned_data.get("base_url")
+        problem = base_url_problem(url) if url else None
+        if problem:
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return url
 
     def clean(self):
         data = super().clean()

@@ -54,6 +54,20 @@ def test_an_llm_lens_without_endpoint_is_refused():
         LensFactory(backend=Lens.Backend.LLM, base_url="", model="m")
 
 
+def test_an_llm_lens_with_credentials_in_its_base_url_is_refused_saying_where_the_key_goes():
+    with pytest.raises(ValidationError) as refused:
+        LensFactory(
+            backend=Lens.Backend.LLM,
+            base_url="http://svc:topsecret@llm.internal/v1",
+            model="m",
+            api_key_env="LLM_API_KEY",
+        )
+    message = " ".join(refused.value.message_dict["base_url"])
+    assert "credentials" in message and "API key variable" in message
+    assert "topsecret" not in message
+    assert not Lens.objects.exists()
+
+
 def test_a_constraints_lens_with_no_checkable_clause_is_refused():
     with pytest.raises(ValidationError):
         LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate="be nice")

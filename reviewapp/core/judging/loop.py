@@ -64,6 +64,8 @@ class FailureKind(StrEnum):
     DEADLINE = "deadline"
     # The lens was deleted after the submission, so it never ran (no failure row exists).
     DELETED = "deleted"
+    # The call raised an error none of the above covers; the message names it.
+    INTERNAL_ERROR = "internal_error"
 
 
 class LensFailed(Exception):

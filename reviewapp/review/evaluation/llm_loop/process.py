@@ -25,7 +25,8 @@ from django.utils import timezone
 from yarl import URL
 
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.core.judging import JudgeOutcome, LensFailed
+from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
+from reviewapp.core.judging.transport import error_text
 from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
 
 from ...models import Lens, Proposal
@@ -246,28 +247,41 @@ class Runtime:
         policy: GroundingPolicy,
         target_id: str,
     ) -> JudgeOutcome:
-        """One LLM lens on one text, on this loop's clients and gates; raises LensFailed.
+        """One LLM lens on one text, on this loop's clients and gates; raises LensFailed,
+        and only LensFailed: any other error of the call is one, of kind internal_error,
+        so no lens is left without an answer or a failure.
 
-        Proposals and the admin's trials alike (``trial.llm_trial_run``).
+        Proposals and the admin's trials alike (``trial.llm_trial_run``), and replays.
         """
-        options = chat_options(lens)
-        session = self.session_for(lens.base_url)
-        proxy, proxy_auth = self.proxies[lens.base_url]
-        transport = AsyncChatTransport(
-            **options,
-            session=session,
-            proxy=proxy,
-            proxy_auth=proxy_auth,
-            gate=self.gate_for(lens),
-        )
-        return await run_judge_async(
-            transport=transport,
-            time_limit=min(lens.deadline_seconds, settings.REVIEWAPP_LLM_LENS_TIME_LIMIT),
-            instructions=lens.instructions,
-            lens_name=lens.name,
-            content=content,
-            thought_process=thought_process,
-            policy=policy,
-            target_id=target_id,
-            transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
-        )
+        try:
+            options = chat_options(lens)
+            session = self.session_for(lens.base_url)
+            proxy, proxy_auth = self.proxies[lens.base_url]
+            transport = AsyncChatTransport(
+                **options,
+                session=session,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+                gate=self.gate_for(lens),
+            )
+            return await run_judge_async(
+                transport=transport,
+                time_limit=min(lens.deadline_seconds, settings.REVIEWAPP_LLM_LENS_TIME_LIMIT),
+                instructions=lens.instructions,
+                lens_name=lens.name,
+                content=content,
+                thought_process=thought_process,
+                policy=policy,
+                target_id=target_id,
+                transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
+            )
+        except LensFailed:
+            raise
+        except Exception as exc:
+            log.exception("lens %s: unexpected error in its call", lens.name)
+            raise LensFailed(
+                f"the call raised an unexpected {error_text(exc)}",
+                0,
+                [],
+                kind=FailureKind.INTERNAL_ERROR,
+            ) from exc
