@@ -342,11 +342,14 @@ REVIEWAPP_FINAL_STEP_ATTEMPTS = _read(env.int, "REVIEWAPP_FINAL_STEP_ATTEMPTS", 
 # Times the sweeper re-sends a proposal whose lenses have not all answered; at the next,
 # those lenses are recorded as failed (saying so) and the proposal is decided or escalated.
 REVIEWAPP_SWEEP_ATTEMPTS = _read(env.int, "REVIEWAPP_SWEEP_ATTEMPTS", default=5)
+# GET /mcp streams one token may hold open in one web process (each holds a socket).
+REVIEWAPP_MCP_STREAMS_PER_TOKEN = _read(env.int, "REVIEWAPP_MCP_STREAMS_PER_TOKEN", default=4)
 for _name in (
     "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS",
     "REVIEWAPP_LLM_LENS_TIME_LIMIT",
     "REVIEWAPP_FINAL_STEP_ATTEMPTS",
     "REVIEWAPP_SWEEP_ATTEMPTS",
+    "REVIEWAPP_MCP_STREAMS_PER_TOKEN",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive.")

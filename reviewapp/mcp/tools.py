@@ -18,6 +18,7 @@ from reviewapp.core.cite import ClaimInput
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
 from reviewapp.review.keys import trusted_keys
 from reviewapp.review.models import ApiClient, AwaitedLens, Lens, Panel, Proposal
+from reviewapp.review.services.clients import effective_scopes
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
     JudgementForbidden,
@@ -33,7 +34,7 @@ from reviewapp.review.services.proposals import (
 from reviewapp.review.services.visibility import proposals_visible_to, sees_everything
 from reviewapp.serializers import judgement_out, proposal_out, proposals_in_detail
 
-from .auth import client_by_id, grants
+from .auth import client_by_id
 
 FINAL = (Proposal.Status.DECIDED, Proposal.Status.ESCALATED)
 
@@ -83,17 +84,46 @@ def review_request(
     }
 
 
-def review_status(*, client_id: int, proposal_id: int) -> str:
-    """The status of a proposal the caller may see; not found otherwise."""
-    status = (
-        proposals_visible_to(client_by_id(client_id))
-        .filter(pk=proposal_id)
-        .values_list("status", flat=True)
-        .first()
-    )
-    if status is None:
-        raise not_found(proposal_id)
-    return status
+def review_statuses(keys: list[tuple[int, int]]) -> dict[tuple[int, int], str | ToolError]:
+    """The status of each (client, proposal) asked, or the error for a proposal the client
+    may not see: calls starting to wait at once, in one query per client (and one more)."""
+    wanted: dict[int, set[int]] = {}
+    for client_id, proposal_id in keys:
+        wanted.setdefault(client_id, set()).add(proposal_id)
+    clients = ApiClient.objects.filter(pk__in=list(wanted), revoked_at__isnull=True)
+    clients = {c.pk: c for c in clients.select_related("user")}
+    answers: dict[tuple[int, int], str | ToolError] = {}
+    for client_id, proposal_ids in wanted.items():
+        client = clients.get(client_id)
+        statuses = (
+            dict(
+                proposals_visible_to(client).filter(pk__in=proposal_ids).values_list("pk", "status")
+            )
+            if client is not None
+            else {}
+        )
+        for proposal_id in proposal_ids:
+            answers[client_id, proposal_id] = statuses.get(proposal_id) or (
+                not_found(proposal_id) if client else ToolError("this token was revoked")
+            )
+    return answers
+
+
+def reviews_read(keys: list[tuple[int, int]]) -> dict[tuple[int, int], dict | ToolError]:
+    """`review_detail` of each (client, proposal) asked: the calls whose wait ended at once
+    (their timeout, mostly) in a constant number of queries, however many."""
+    proposals = proposals_in_detail(None).filter(pk__in={p for _, p in keys})
+    bodies = {proposal.pk: _review_body(proposal) for proposal in proposals}
+    clients_of: dict[int, set[int]] = {}
+    for client_id, proposal_id in keys:
+        clients_of.setdefault(proposal_id, set()).add(client_id)
+    refusals = woken_refusals(clients_of)
+    return {
+        (client_id, proposal_id): refusals.get((proposal_id, client_id))
+        or bodies.get(proposal_id)
+        or not_found(proposal_id)
+        for client_id, proposal_id in keys
+    }
 
 
 def final_among(proposal_ids: list[int]) -> list[int]:
@@ -107,7 +137,7 @@ def final_reviews(proposal_ids: list[int]) -> dict[int, dict]:
 
     The watch's one read for every call it wakes at once: a handful of queries
     however many. Each waiting call was shown its proposal was visible to it
-    before it waited (`review_status`); whether it still may read it is asked
+    before it waited (`review_statuses`); whether it still may read it is asked
     by `woken_refusals` when it wakes.
     """
     final = proposals_in_detail(None).filter(pk__in=proposal_ids, status__in=FINAL)
@@ -138,7 +168,7 @@ def woken_refusals(clients_of: dict[int, set[int]]) -> dict[tuple[int, int], Too
                 refusals[proposal_id, client_id] = ToolError(
                     "this token was revoked while it waited"
                 )
-            elif not grants(client.scopes, ApiClient.Scope.READ):
+            elif ApiClient.Scope.READ not in effective_scopes(client):
                 refusals[proposal_id, client_id] = ToolError(
                     "this token lost the 'read' scope, which this tool needs, while it waited"
                 )

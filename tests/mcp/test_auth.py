@@ -108,3 +108,16 @@ def test_a_personal_token_whose_user_may_no_longer_review_is_401(server):
     ann.groups.clear()
 
     assert post_mcp(server, {"Authorization": f"Bearer {token}"}).status_code == 401
+
+
+def test_a_personal_token_reads_over_mcp_what_it_reads_over_rest(server, ours):
+    """REST grants a personal token `read` (it sees what its reviewer sees): so does MCP."""
+    ann = ReviewerFactory(username="ann-reads")
+    _, token = api_client_create(name="ann/reader", scopes=["review"], user=ann)
+
+    review = call(server, token, "get_review", {"id": ours.pk})
+    waited = call(server, token, "wait_for_review", {"id": ours.pk, "timeout_s": 0})
+
+    assert not review.is_error, error_text(review)
+    assert review.structured_content["outcome"] == "approved"
+    assert waited.structured_content["final"] is True

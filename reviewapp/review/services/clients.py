@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from ..access import may_sign_decisions
+from ..access import may_sign_decisions, may_sign_decisions_many
 from ..models import ApiClient, Lens
 
 TOKEN_MARK = "rva_"
@@ -135,10 +135,44 @@ def api_client_for_token(token: str) -> ApiClient | None:
     ).first()
 
 
+def api_clients_for_tokens(tokens: list[str]) -> dict[str, ApiClient | None]:
+    """Each token's live client (None: unknown, revoked, or a personal token whose person may
+    no longer review), touched; three queries at most however many tokens."""
+    hashes = {ApiClient.hash_token(t): t for t in tokens if t.startswith(TOKEN_MARK)}
+    found = {
+        c.token_hash: c
+        for c in ApiClient.objects.filter(
+            token_hash__in=list(hashes), revoked_at__isnull=True
+        ).select_related("user")
+    }
+    may_sign_decisions_many(c.user for c in found.values() if c.user_id)
+    live = {h: c for h, c in found.items() if c.user_id is None or may_sign_decisions(c.user)}
+    stale = [c.pk for c in live.values() if _touch_due(c)]
+    if stale:
+        ApiClient.objects.filter(pk__in=stale).update(last_used_at=timezone.now())
+    return {t: live.get(ApiClient.hash_token(t)) for t in tokens}
+
+
+def effective_scopes(client: ApiClient) -> list[str]:
+    """The scopes a token acts with, over REST and MCP alike: `read:all` is read without the
+    visibility rule, so it also grants `read`, and a personal token reads what its reviewer
+    reads in the pages."""
+    scopes = list(client.scopes)
+    if ApiClient.Scope.READ not in scopes and (
+        client.user_id is not None or ApiClient.Scope.READ_ALL in scopes
+    ):
+        scopes.append(ApiClient.Scope.READ.value)
+    return scopes
+
+
+def _touch_due(client: ApiClient) -> bool:
+    return client.last_used_at is None or timezone.now() - client.last_used_at >= TOUCH_EVERY
+
+
 def api_client_touch(client: ApiClient) -> None:
     """Record use, at most once per TOUCH_EVERY."""
-    now = timezone.now()
-    if client.last_used_at is None or now - client.last_used_at >= TOUCH_EVERY:
+    if _touch_due(client):
+        now = timezone.now()
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=now)
         client.last_used_at = now
 
