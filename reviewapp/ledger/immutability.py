@@ -1,6 +1,7 @@
 """Database triggers that refuse UPDATE, DELETE and TRUNCATE on signed records and the ledger.
 
-Signed records: decisions, evidence, reviewers' reviews and audit verdicts.
+Signed records: decisions, evidence, reviewers' reviews and audit verdicts; and the
+record of lost access that keeps personal tokens dead (reviewapp/review/access_loss.py).
 
 No code path edits or deletes a signed record; these triggers make the
 database say so too, so a stray ``.update()``, a raw ``UPDATE``, a
@@ -50,8 +51,14 @@ TABLES_BEFORE_REVIEWS = (
     "review_signingkey",
     "review_chainhead",
 )
-# A reviewer's signed review and audit verdict are as final as the decision they lead to.
-PROTECTED_TABLES = (*TABLES_BEFORE_REVIEWS, "review_review", "review_decisionaudit")
+# A reviewer's signed review and audit verdict are as final as the decision they lead to;
+# the record of lost access keeps personal tokens dead (reviewapp/review/access_loss.py).
+PROTECTED_TABLES = (
+    *TABLES_BEFORE_REVIEWS,
+    "review_review",
+    "review_decisionaudit",
+    "review_accessloss",
+)
 # What migrations 0003 and 0004 protect: they run before ledger_cosignature exists (0005).
 TABLES_BEFORE_COSIGNATURES = tuple(t for t in TABLES_BEFORE_REVIEWS if t != "ledger_cosignature")
 # The one UPDATE each of these tables allows, as a condition on OLD and NEW

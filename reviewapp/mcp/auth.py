@@ -116,7 +116,7 @@ async def calling_client_id(scope: str | None) -> int:
 
 def client_by_id(client_id: int) -> ApiClient:
     """The caller's client, read in the tool's own database call (revocation included)."""
-    client = ApiClient.objects.filter(pk=client_id, revoked_at__isnull=True).first()
+    client = ApiClient.objects.live().filter(pk=client_id).first()
     if client is None:
         raise ToolError("this token was revoked")
     return client

@@ -7,4 +7,11 @@ class ReviewConfig(AppConfig):
     verbose_name = "Review"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from . import signals  # noqa: F401 - registers the receivers
+        from .access_loss import reinstall_after_migrate
+
+        post_migrate.connect(
+            reinstall_after_migrate, sender=self, dispatch_uid="review_access_loss_triggers"
+        )

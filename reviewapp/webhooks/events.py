@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.review import access
-from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Proposal
+from reviewapp.review.models import ApiClient, Decision, DecisionAudit, Escalation, Lens, Proposal
 from reviewapp.review.services.visibility import (
     client_may_see,
     lens_agreement_readers,
@@ -218,7 +218,7 @@ def _subscribed(event_type: str) -> list[Endpoint]:
     # Filtered here, not with a JSON lookup: SQLite has no `contains` on JSON,
     # and the active endpoints are few.
     endpoints = Endpoint.objects.filter(
-        disabled_at__isnull=True, client__revoked_at__isnull=True
+        disabled_at__isnull=True, client__in=ApiClient.objects.live()
     ).select_related("client__user")
     endpoints = [e for e in endpoints if event_type in e.events]
     # A personal token's endpoint hears nothing once its user may no longer review;

@@ -17,6 +17,7 @@ from reviewapp.ledger.models import (
     LedgerNode,
 )
 from reviewapp.review.models import (
+    AccessLoss,
     ChainHead,
     Decision,
     DecisionAudit,
@@ -26,6 +27,7 @@ from reviewapp.review.models import (
     SigningKey,
 )
 from reviewapp.review.services import audits
+from reviewapp.review.services.clients import api_client_create
 from reviewapp.review.services.escalations import escalation_review
 from tests.api.conftest import evaluated
 from tests.factories import ReviewerFactory
@@ -47,6 +49,8 @@ ROW_OF = {
     # A reviewer's signed review, and an audit verdict on an automatic decision.
     "review_review": Review,
     "review_decisionaudit": DecisionAudit,
+    # The record of lost access that keeps personal tokens dead.
+    "review_accessloss": AccessLoss,
 }
 COLUMN_OF = {
     "review_decision": "rationale",
@@ -60,6 +64,7 @@ COLUMN_OF = {
     "review_chainhead": "last_hash",
     "review_review": "outcome",
     "review_decisionaudit": "outcome",
+    "review_accessloss": "reason",
 }
 
 
@@ -74,13 +79,16 @@ def rows(db, monkeypatch):
     monkeypatch.setattr(audits, "AUDIT_RANDOM", random.Random(3))  # every decision audited
     verdict(decided(one_lens_panel(CONTENT, audit_rate=100)), "rejected")
     one_of_two = evaluated("Close account 7731.", requires_sign_off=True, reviews_needed=2)
+    ann = ReviewerFactory(username="ann")
     escalation_review(
         escalation_id=Escalation.objects.get(proposal=one_of_two).pk,
         outcome="rejected",
         rationale="The account has open disputes.",
-        user=ReviewerFactory(username="ann"),
+        user=ann,
         decided_by_name="ann",
     )
+    api_client_create(name="ann-laptop", scopes=["review"], user=ann)
+    type(ann).objects.filter(pk=ann.pk).update(is_active=False)  # a loss of access, recorded
     checkpoint = services.checkpoint_create()
     LedgerCosignature.objects.create(
         checkpoint=checkpoint, witness="w.example/w", key_id="00000000", timestamp=1, line="x"
