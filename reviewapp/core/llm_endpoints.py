@@ -16,10 +16,15 @@ for every address a call connects to:
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from .judging.transport import EndpointRefused
 from .webhooks import carried_ipv4
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -40,8 +45,16 @@ PRIVATE_NETWORKS = tuple(
 )
 
 
-def base_url_problem(url: str) -> str | None:
-    """Why `url` cannot be an LLM endpoint's base URL (before any address is resolved)."""
+# The metadata services' names (they resolve to the addresses refused below, on the cloud).
+METADATA_HOSTNAMES = frozenset(
+    {"metadata.google.internal", "metadata.goog", "metadata", "instance-data"}
+)
+
+
+def base_url_problem(url: str, policy: EndpointPolicy | None = None) -> str | None:
+    """Why `url` cannot be an LLM endpoint's base URL: its form, and its host when it is
+    an address or a metadata service's name (a name's addresses are checked at each call,
+    `PolicyResolver`)."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port out of range
@@ -56,7 +69,21 @@ def base_url_problem(url: str) -> str | None:
         )
     if not parts.hostname:
         return "the base URL names no host"
+    problem = host_problem(parts.hostname, policy or EndpointPolicy())
+    if problem:
+        return f"{problem}: an LLM endpoint may not be called there"
     return None
+
+
+def host_problem(host: str, policy: EndpointPolicy) -> str | None:
+    """Why `host` (an address or a name, before resolving it) may not be called, or None."""
+    if host.rstrip(".").lower() in METADATA_HOSTNAMES:
+        return f"{host} is a cloud metadata service"
+    try:
+        ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return None  # a name: its addresses are checked when it is resolved
+    return policy.refusal(host.strip("[]"))
 
 
 @dataclass(frozen=True)
@@ -100,3 +127,42 @@ class EndpointPolicy:
         if ip.is_multicast:
             return f"{ip} is a multicast address"
         return None
+
+
+class PolicyResolver(AbstractResolver):
+    """aiohttp's resolver, refusing a name any of whose addresses the policy refuses: the
+    addresses checked are the ones the connection then uses (no second lookup to fool)."""
+
+    def __init__(self, policy: EndpointPolicy, inner: AbstractResolver | None = None) -> None:
+        self.policy = policy
+        self.inner = inner or aiohttp.DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        if problem := host_problem(host, self.policy):
+            raise EndpointRefused(problem)
+        resolved = await self.inner.resolve(host, port, family)
+        for result in resolved:
+            if problem := self.policy.refusal(result["host"]):
+                raise EndpointRefused(f"{host} resolves to {problem}")
+        return resolved
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def resolved_problem(url: str, policy: EndpointPolicy) -> str | None:
+    """Why `url`'s host may not be called, resolving a name here (the in-process path,
+    whose HTTP client resolves it again: what `PolicyResolver` avoids on the loop)."""
+    host = urlsplit(url).hostname or ""
+    if problem := host_problem(host, policy):
+        return problem
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return None  # unresolvable: the call fails on its own, saying so
+    for address in dict.fromkeys(info[4][0] for info in infos):
+        if problem := policy.refusal(address):
+            return f"{host} resolves to {problem}"
+    return None

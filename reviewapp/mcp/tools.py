@@ -17,7 +17,7 @@ from reviewapp_client.verify.ledger import content_problem
 from reviewapp.core.cite import ClaimInput
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
 from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import ApiClient, AwaitedLens, Lens, Panel, Proposal
+from reviewapp.review.models import ApiClient, AwaitedLens, Escalation, Lens, Panel, Proposal
 from reviewapp.review.services.clients import effective_scopes
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
@@ -31,7 +31,11 @@ from reviewapp.review.services.proposals import (
     SubmissionConflict,
     proposal_submit,
 )
-from reviewapp.review.services.visibility import proposals_visible_to, sees_everything
+from reviewapp.review.services.visibility import (
+    may_review,
+    proposals_visible_to,
+    sees_everything,
+)
 from reviewapp.serializers import judgement_out, proposal_out, proposals_in_detail
 
 from .auth import client_by_id
@@ -90,7 +94,7 @@ def review_statuses(keys: list[tuple[int, int]]) -> dict[tuple[int, int], str | 
     wanted: dict[int, set[int]] = {}
     for client_id, proposal_id in keys:
         wanted.setdefault(client_id, set()).add(proposal_id)
-    clients = ApiClient.objects.filter(pk__in=list(wanted), revoked_at__isnull=True)
+    clients = ApiClient.objects.live().filter(pk__in=list(wanted))
     clients = {c.pk: c for c in clients.select_related("user")}
     answers: dict[tuple[int, int], str | ToolError] = {}
     for client_id, proposal_ids in wanted.items():
@@ -149,14 +153,11 @@ def woken_refusals(clients_of: dict[int, set[int]]) -> dict[tuple[int, int], Too
     may no longer read the review, by (proposal, client), each with the error a call made
     now would get: the token revoked (or its user may no longer review), the read scope
     taken away, or the proposal no longer visible to the client (unbound from the lens
-    that showed it, `read:all` taken away). At most four queries however many woke.
+    that showed it, `read:all` taken away). At most five queries however many woke.
     """
     wanted = set().union(*clients_of.values())
     clients = {
-        c.pk: c
-        for c in ApiClient.objects.filter(pk__in=wanted, revoked_at__isnull=True).select_related(
-            "user"
-        )
+        c.pk: c for c in ApiClient.objects.live().filter(pk__in=wanted).select_related("user")
     }
     may_sign_decisions_many(c.user for c in clients.values() if c.user_id)
     refusals: dict[tuple[int, int], ToolError] = {}
@@ -175,21 +176,30 @@ def woken_refusals(clients_of: dict[int, set[int]]) -> dict[tuple[int, int], Too
             elif not sees_everything(client):
                 unsure.add((proposal_id, client_id))
     if unsure:
-        for pair in unsure - _visible_pairs(unsure):
+        reviewers = {pk for pk, client in clients.items() if may_review(client)}
+        for pair in unsure - _visible_pairs(unsure, reviewers):
             refusals[pair] = not_found(pair[0])
     return refusals
 
 
-def _visible_pairs(pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+def _visible_pairs(pairs: set[tuple[int, int]], reviewers: set[int]) -> set[tuple[int, int]]:
     """Which (proposal, client) pairs the visibility rule (`visible_q`) admits, for clients
-    without `read:all`: the submitter's, then those bound to an external lens the
-    proposal awaits. Two queries for any number of pairs."""
+    without `read:all`: the submitter's, an escalated proposal's for a client that may
+    review (`reviewers`), then those bound to an external lens the proposal awaits. Three
+    queries for any number of pairs."""
     proposal_ids = {p for p, _ in pairs}
     submitted = set(
         Proposal.objects.filter(pk__in=proposal_ids, client__isnull=False).values_list(
             "pk", "client_id"
         )
     )
+    if reviewers:
+        escalated = set(
+            Escalation.objects.filter(proposal_id__in=proposal_ids).values_list(
+                "proposal_id", flat=True
+            )
+        )
+        submitted |= {(p, c) for p, c in pairs if c in reviewers and p in escalated}
     rest = pairs - submitted
     if not rest:
         return submitted

@@ -319,6 +319,17 @@ def test_rotated_keys_need_every_public_key(tmp_path, settings):
     assert code == 0, err
 
 
+def test_a_saved_error_answer_as_the_key_file_is_named_for_what_it_is(exported, tmp_path):
+    saved = tmp_path / "keys.json"
+    saved.write_text('{"detail": "Unauthorized"}')
+
+    result = run_offline_verifier(exported, "--public-key", saved)
+
+    assert result.returncode == 2
+    assert "holds an API error ('Unauthorized'), not keys" in result.stderr
+    assert "GET /api/keys (public, no token needed)" in result.stderr
+
+
 def _seed(signer: Signer) -> bytes:
     return bytes(signer._signing_key)
 

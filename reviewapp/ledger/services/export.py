@@ -85,8 +85,11 @@ def _line(obj: dict) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def export_lines(after: int | None = None) -> Iterator[str]:
-    """The ledger as JSONL, streamed: a header, every entry in order, the checkpoints.
+def export_lines(
+    after: int | None = None, *, through: LedgerCheckpoint | None = None
+) -> Iterator[str]:
+    """The ledger as JSONL, streamed: a header, every entry in order, the checkpoints
+    (`through`: none newer than that one, e.g. the latest the witnesses cosigned).
 
     ``after`` (a leaf index) exports only later entries; the header then
     carries the compact range (perfect-subtree hashes) of the entries before,
@@ -110,8 +113,9 @@ def export_lines(after: int | None = None) -> Iterator[str]:
     }
     yield _line(header)
     checkpoints: dict[int, list[LedgerCheckpoint]] = {}
+    last = size if through is None else min(size, through.tree_size)
     for cp in (
-        LedgerCheckpoint.objects.filter(tree_size__gte=start, tree_size__lte=size)
+        LedgerCheckpoint.objects.filter(tree_size__gte=start, tree_size__lte=last)
         .prefetch_related("cosignatures")
         .order_by("tree_size", "id")
     ):

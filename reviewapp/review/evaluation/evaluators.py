@@ -19,6 +19,7 @@ from reviewapp.core.judging import (
 
 from ..models import Lens, Proposal, RecordedResponse
 from . import llm_keys
+from .endpoint_policy import refuse_endpoint
 
 # One blocking client per process and endpoint, reused by every call: building
 # one per call (it loads the CA bundle even for http://) cost 22.5 ms against
@@ -71,6 +72,7 @@ def evaluate_lens(
         case Lens.Backend.CONSTRAINTS:
             return _evaluate_mandate(lens, proposal)
         case Lens.Backend.LLM:
+            refuse_endpoint(lens.base_url, resolve=True)
             with OpenAIChatTransport(
                 **chat_options(lens), client=_client_for(lens.base_url)
             ) as transport:

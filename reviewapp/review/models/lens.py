@@ -9,6 +9,7 @@ from reviewapp.core.llm_endpoints import base_url_problem
 from reviewapp.core.whitespace import is_blank
 
 from ..evaluation import llm_keys
+from ..evaluation.endpoint_policy import endpoint_policy
 
 
 class Lens(models.Model):
@@ -137,7 +138,7 @@ class Lens(models.Model):
             errors = {}
             if not self.base_url:
                 errors["base_url"] = "An LLM lens needs the endpoint's base URL."
-            elif problem := base_url_problem(self.base_url):
+            elif problem := base_url_problem(self.base_url, endpoint_policy()):
                 errors["base_url"] = problem[0].upper() + problem[1:] + "."
             if not self.model:
                 errors["model"] = "An LLM lens needs a model name."

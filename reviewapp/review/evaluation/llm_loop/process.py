@@ -28,6 +28,7 @@ from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
 from reviewapp.core.judging.transport import error_text
 from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
+from reviewapp.core.llm_endpoints import PolicyResolver
 
 from ...models import Lens, Proposal
 from ..endpoint_limits import (
@@ -37,6 +38,7 @@ from ..endpoint_limits import (
     endpoint_key,
     redis_url,
 )
+from ..endpoint_policy import endpoint_policy, refuse_endpoint
 from ..evaluators import chat_options
 from .answers import LlmJob, answer_json, failure_json
 from .hand_back import HandBack, dropping_broken_connection
@@ -158,7 +160,7 @@ class Runtime:
             session = self.sessions[base_url] = aiohttp.ClientSession(
                 # No pool cap of its own: the endpoint gate is the limit, and a
                 # connector's default of 100 would silently be a second one.
-                connector=aiohttp.TCPConnector(limit=0),
+                connector=aiohttp.TCPConnector(limit=0, resolver=PolicyResolver(endpoint_policy())),
                 # The calls are independent: a cookie one answer sets must not ride on the next.
                 cookie_jar=aiohttp.DummyCookieJar(),
                 # Not from the environment: with it aiohttp reads ~/.netrc and the
@@ -254,6 +256,7 @@ class Runtime:
         Proposals and the admin's trials alike (``trial.llm_trial_run``), and replays.
         """
         try:
+            refuse_endpoint(lens.base_url)  # a name's addresses: by the session's resolver
             options = chat_options(lens)
             session = self.session_for(lens.base_url)
             proxy, proxy_auth = self.proxies[lens.base_url]
