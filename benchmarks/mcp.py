@@ -18,6 +18,17 @@ p50, p95, max and how many exceed 100 ms.
 Target: 200 calls held cost no worker slot and at most a fixed number of
 database connections; each returns within 100 ms of its decision.
 
+`--starve`: one client cannot starve the others. `--calls` (1,000) calls wait
+on proposals nobody decides, held by two agents' tokens (half each) as raw
+JSON-RPC POSTs from `--client-processes` processes, with `--wait-timeout`
+seconds (30), started evenly over `--ramp` seconds (10; 0: all at once);
+meanwhile an unrelated client's token calls `list_panels` every 100 ms. It
+prints list_panels' latency (p50, p95, max) as the calls arrive, while they
+wait and as they time out, how late each wait returned after its timeout (its
+return at the client minus its start minus the timeout), and the web
+process's CPU per wait. Target: list_panels p95 < 500 ms; every wait within
+1 s of its timeout.
+
 Database `reviewapp_bench_mcp` (override with `BENCH_MCP_DB`); Redis
 `BENCH_MCP_BROKER_URL` (default redis://127.0.0.1:6379/12), which holds the
 final-step tasks that no worker consumes here.
@@ -64,25 +75,30 @@ def start_uvicorn(env: dict[str, str], *, processes: int) -> tuple[s.Service, in
     return service, port
 
 
-def awaiting_proposals(count: int) -> tuple[list[int], str, str]:
-    """`count` proposals awaiting one external lens; the agent's and the judge's tokens."""
+def awaiting_proposals(count: int, agents: int = 1) -> tuple[list[int], list[str], str]:
+    """`count` proposals awaiting one external lens, submitted by `agents` agents in turn;
+    the agents' tokens and the judge's."""
     from reviewapp.review.models import ApiClient, Lens, Panel, PanelLens
     from reviewapp.review.services.proposals import proposal_submit
 
-    agent_token = s.api_token("mcp-agent", "submit,read")
+    names = ["mcp-agent", *(f"mcp-agent-{n}" for n in range(2, agents + 1))]
+    agent_tokens = [s.api_token(name, "submit,read") for name in names]
     judge_token = s.api_token("mcp-judge", "judge,read")
     lens = Lens.objects.create(name="outside", backend=Lens.Backend.EXTERNAL)
     lens.judge_clients.add(ApiClient.objects.get(name="mcp-judge"))
     panel = Panel.objects.create(name="mcp-bench", need=1)
     PanelLens.objects.create(panel=panel, lens=lens, position=0)
-    agent = ApiClient.objects.get(name="mcp-agent")
+    clients = [ApiClient.objects.get(name=name) for name in names]
     ids = [
         proposal_submit(
-            panel_name=panel.name, content=CONTENT, external_ref=f"mcp-{i}", client=agent
+            panel_name=panel.name,
+            content=CONTENT,
+            external_ref=f"mcp-{i}",
+            client=clients[i % agents],
         )[0].pk
         for i in range(count)
     ]
-    return ids, agent_token, judge_token
+    return ids, agent_tokens, judge_token
 
 
 def database_connections() -> int:
@@ -241,17 +257,182 @@ async def hold_and_decide(port: int, pids: list[int], ids: list[int], agent: str
     return results, committed
 
 
+# ── --starve: 1,000 waits held by two tokens, list_panels from a third ─────
+
+PROTOCOL = {"MCP-Protocol-Version": "2025-06-18", "Accept": "application/json, text/event-stream"}
+
+
+async def rpc(http, url: str, method: str, params: dict) -> dict:
+    """One JSON-RPC request as the SDK sends it (stateless: no session to set up first);
+    its result, from the JSON or the SSE message the server answers with."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = await http.post(url, json=body, headers=PROTOCOL)
+    response.raise_for_status()
+    text = response.text
+    if "data:" in text:
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    answer = json.loads(text)
+    if "error" in answer:
+        raise RuntimeError(answer["error"])
+    return answer["result"]
+
+
+async def timed_wait(
+    http, url: str, proposal_id: int, timeout_s: float, delay: float = 0.0
+) -> tuple[float, bool]:
+    """A wait on a proposal nobody decides, started after `delay`: how far past `timeout_s`
+    it returned (s)."""
+    await asyncio.sleep(delay)
+    arguments = {"id": proposal_id, "timeout_s": timeout_s}
+    started = time.time()
+    result = await rpc(http, url, "tools/call", {"name": "wait_for_review", "arguments": arguments})
+    return time.time() - started - timeout_s, bool(result.get("isError"))
+
+
+async def hold_waits(
+    url: str, tokens: list[str], ids: list[tuple[int, int, float]], timeout_s: float
+) -> None:
+    """A client process: its share of the waits, each with its submitter's token (the
+    proposals' agents take turns) after its delay in the ramp. Prints "started", then a
+    JSON list of (overrun s, is_error) per call."""
+    import httpx
+
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    clients = [
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {t}"}, timeout=300, limits=limits)
+        for t in tokens
+    ]
+    calls = [
+        timed_wait(clients[agent], url, proposal_id, timeout_s, delay)
+        for proposal_id, agent, delay in ids
+    ]
+    print("started", flush=True)
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for client in clients:
+        await client.aclose()
+    print(json.dumps([r if isinstance(r, tuple) else (None, repr(r)) for r in results]))
+
+
+async def probe_list_panels(url: str, token: str, until: asyncio.Event) -> list[tuple[float, ...]]:
+    """list_panels every 100 ms from an unrelated client until `until`: (when, ms) each."""
+    import httpx
+
+    samples = []
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+        while not until.is_set():
+            started = time.perf_counter()
+            await rpc(http, url, "tools/call", {"name": "list_panels", "arguments": {}})
+            samples.append((time.time(), (time.perf_counter() - started) * 1000))
+            await asyncio.sleep(0.1)
+    return samples
+
+
+async def starve(
+    port: int, web_pid: int, ids: list[int], agents: list[str], other: str, args
+) -> None:
+    url = f"http://127.0.0.1:{port}/mcp"
+    processes = args.client_processes
+    step = args.ramp / len(ids)
+    holders = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "--hold-waits",
+            url,
+            ",".join(
+                f"{pid}/{n % len(agents)}/{n * step:.4f}"
+                for n, pid in enumerate(ids)
+                if n % processes == i
+            ),
+            str(args.wait_timeout),
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "BENCH_MCP_TOKENS": ",".join(agents)},
+        )
+        for i in range(processes)
+    ]
+    for holder in holders:
+        line = await asyncio.wait_for(holder.stdout.readline(), 60)
+        assert line == b"started\n", "a client process did not start its calls"
+    started = time.time()
+    cpu_before = s.cpu_seconds([web_pid])[web_pid]
+    done = asyncio.Event()
+    prober = asyncio.create_task(probe_list_panels(url, other, done))
+    results = []
+    for holder in holders:
+        output, _ = await holder.communicate()
+        results += [tuple(r) for r in json.loads(output.decode().splitlines()[-1])]
+    cpu = s.cpu_seconds([web_pid])[web_pid] - cpu_before
+    done.set()
+    samples = await prober
+    arrived = started + args.ramp + 1
+    timeout_at = started + args.wait_timeout
+    s.heading(
+        f"{len(ids)} wait_for_review calls held by 2 tokens (started over {args.ramp:g} s, "
+        f"timeout {args.wait_timeout:g} s), list_panels by a third"
+    )
+    for label, chosen in (
+        ("list_panels as they arrive", [ms for t, ms in samples if t < arrived]),
+        ("list_panels while they wait", [ms for t, ms in samples if arrived <= t < timeout_at]),
+        ("list_panels as they time out", [ms for t, ms in samples if t >= timeout_at]),
+        ("list_panels, whole run", [ms for _, ms in samples]),
+    ):
+        if chosen:
+            s.line(
+                label,
+                f"{len(chosen)} calls: p50 {s.percentile(chosen, 50):.0f} ms, "
+                f"p95 {s.percentile(chosen, 95):.0f} ms, max {max(chosen):.0f} ms "
+                "(target: p95 < 500 ms)",
+            )
+    overruns = [r[0] for r in results if r[0] is not None and not r[1]]
+    failed = len(results) - len(overruns)
+    s.line("waits returned", f"{len(overruns)} of {len(ids)} ({failed} errors)")
+    if overruns:
+        s.line(
+            "return − (start + timeout)",
+            f"p50 {s.percentile(overruns, 50) * 1000:.0f} ms, "
+            f"p95 {s.percentile(overruns, 95) * 1000:.0f} ms, max {max(overruns) * 1000:.0f} ms "
+            "(target: every one < 1 s)",
+        )
+        s.line("waits over 1 s late", f"{sum(o >= 1 for o in overruns)} of {len(overruns)}")
+    errors = [r[1] for r in results if r[0] is None][:3]
+    if errors:
+        s.line("first errors", "; ".join(map(str, errors)))
+    s.line(
+        "web process CPU",
+        f"{cpu:.1f} s in all, {cpu / (len(ids) + len(samples)) * 1000:.1f} ms per call",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=None, help="default 200; 1000 --starve")
     parser.add_argument("--web-processes", type=int, default=1)
     parser.add_argument("--client-processes", type=int, default=4)
+    parser.add_argument(
+        "--starve", action="store_true", help="waits held by two tokens, list_panels by a third"
+    )
+    parser.add_argument("--wait-timeout", type=float, default=30.0, help="--starve: timeout_s")
+    parser.add_argument(
+        "--ramp", type=float, default=10.0, help="--starve: seconds over which the waits start"
+    )
     parser.add_argument("--decide", help=argparse.SUPPRESS)  # the deciding child process
     parser.add_argument("--hold", nargs=2, help=argparse.SUPPRESS)  # a client process
+    parser.add_argument("--hold-waits", nargs=3, help=argparse.SUPPRESS)  # a --starve client
     args = parser.parse_args()
+    if args.calls is None:
+        args.calls = 1000 if args.starve else 200
     if args.hold:
         url, ids = args.hold
         asyncio.run(hold(url, os.environ["BENCH_MCP_TOKEN"], [int(i) for i in ids.split(",")]))
+        return
+    if args.hold_waits:
+        url, ids, timeout_s = args.hold_waits
+        tokens = os.environ["BENCH_MCP_TOKENS"].split(",")
+        calls = [
+            (int(pid), int(agent), float(delay))
+            for pid, agent, delay in (call.split("/") for call in ids.split(","))
+        ]
+        asyncio.run(hold_waits(url, tokens, calls, float(timeout_s)))
         return
     env = s.bench_env("mcp", database_url=f"{s.PG_URL}/{DATABASE}", broker_url=BROKER)
     if args.decide:
@@ -265,8 +446,17 @@ def main() -> None:
     s.migrate()
     s.collectstatic()
     print(f"load average: {s.load_average()}")
-    ids, agent, _ = awaiting_proposals(args.calls)
+    ids, agents, _ = awaiting_proposals(args.calls, agents=2 if args.starve else 1)
+    agent = agents[0]
     web, port = start_uvicorn(env, processes=args.web_processes)
+    if args.starve:
+        try:
+            other = s.api_token("mcp-other", "read")
+            asyncio.run(starve(port, web.pid, ids, agents, other, args))
+            print(f"load average: {s.load_average()}")
+        finally:
+            web.stop()
+        return
     try:
         pids = [web.pid, *web.children()] if args.web_processes > 1 else [web.pid]
         s.line("idle bench DB connections", str(database_connections()))

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from django.db.models import Prefetch, QuerySet
 
 from reviewapp.core.judging import FailureKind
+from reviewapp.core.redaction import capped
 from reviewapp.review.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import (
     ApiClient,
@@ -184,7 +185,7 @@ def lens_failure_out(failure: LensFailure) -> dict:
         "lens": failure.lens_name,
         "lens_version": failure.lens_version,
         "kind": failure.kind,
-        "message": failure.error,
+        "message": capped(failure.error),
         "attempts": failure.attempts,
         "at": failure.created_at.isoformat(),
     }

@@ -325,13 +325,28 @@ REVIEWAPP_LLM_LENS_TIME_LIMIT = _read(
 )
 # Runs of the final step that failed (or never finished) before it escalates.
 REVIEWAPP_FINAL_STEP_ATTEMPTS = _read(env.int, "REVIEWAPP_FINAL_STEP_ATTEMPTS", default=3)
+# Times the sweeper re-sends a proposal whose lenses have not all answered; at the next,
+# those lenses are recorded as failed (saying so) and the proposal is decided or escalated.
+REVIEWAPP_SWEEP_ATTEMPTS = _read(env.int, "REVIEWAPP_SWEEP_ATTEMPTS", default=5)
+# GET /mcp streams one token may hold open in one web process (each holds a socket).
+REVIEWAPP_MCP_STREAMS_PER_TOKEN = _read(env.int, "REVIEWAPP_MCP_STREAMS_PER_TOKEN", default=4)
 for _name in (
     "REVIEWAPP_LLM_PROPOSALS_PER_PROCESS",
     "REVIEWAPP_LLM_LENS_TIME_LIMIT",
     "REVIEWAPP_FINAL_STEP_ATTEMPTS",
+    "REVIEWAPP_SWEEP_ATTEMPTS",
+    "REVIEWAPP_MCP_STREAMS_PER_TOKEN",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name} must be positive.")
+# Networks an LLM endpoint may be in besides public, private and loopback ones (e.g. the
+# shared address space 100.64.0.0/10); link-local and metadata addresses never are.
+REVIEWAPP_LLM_ALLOWED_NETWORKS = _read(env.list, "REVIEWAPP_LLM_ALLOWED_NETWORKS", default=[])
+for _network in REVIEWAPP_LLM_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"REVIEWAPP_LLM_ALLOWED_NETWORKS: {_exc}") from None
 # The environment variables an LLM lens may name as its API key: names, or
 # prefixes ending in "*" (review/evaluation/llm_keys.py says why there is a list at all).
 REVIEWAPP_LLM_KEY_ENV_ALLOW = _read(
@@ -406,12 +421,15 @@ else:
         }
     }
 
-# The ledger's checkpoint origin line (C2SP tlog-checkpoint) and how often one is signed.
+# The ledger's checkpoint origin line (C2SP tlog-checkpoint) and how often one is signed
+# (only when the ledger grew: the witnesses are asked nothing while nothing is appended).
+# The interval bounds how long a new decision is in no signed checkpoint, where a database
+# owner could delete it without a trace (README, "What the checkpoint interval bounds").
 REVIEWAPP_LEDGER_ORIGIN = _read(
     env.str, "REVIEWAPP_LEDGER_ORIGIN", default="reviewapp.local/ledger"
 )
 REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS = _read(
-    env.float, "REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS", default=300.0
+    env.float, "REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS", default=30.0
 )
 # Every checkpoint the server signs is also appended to a witness log outside
 # the database (a file; empty turns it off) and/or POSTed to a witness URL, so

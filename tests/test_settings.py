@@ -133,6 +133,31 @@ def test_setting_django_up_makes_the_var_directory(tmp_path):
     assert (var / "staticfiles").is_dir()
 
 
+def test_a_sweep_attempts_setting_that_is_not_a_positive_number_is_refused():
+    for bad in ("0", "-1", "three"):
+        result = _load_settings(REVIEWAPP_SWEEP_ATTEMPTS=bad)
+        assert result.returncode != 0, bad
+        assert "REVIEWAPP_SWEEP_ATTEMPTS" in result.stderr
+
+
+def test_the_ledger_is_checkpointed_every_30_seconds_by_default():
+    """The interval bounds how long a decision sits after the latest signed checkpoint,
+    where deleting it leaves no trace (README: "What the checkpoint interval bounds")."""
+    result = _load_settings(
+        "from django.conf import settings; "
+        "print(settings.REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS, "
+        "settings.CELERY_BEAT_SCHEDULE['ledger-checkpoint']['schedule'])"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["30.0", "30.0"]
+
+
+def test_an_llm_allow_list_entry_that_is_no_network_is_refused():
+    result = _load_settings(REVIEWAPP_LLM_ALLOWED_NETWORKS="10.0.0.0/8,not-a-network")
+    assert result.returncode != 0
+    assert "REVIEWAPP_LLM_ALLOWED_NETWORKS" in result.stderr and "not-a-network" in result.stderr
+
+
 def test_production_refuses_the_placeholder_secret_key_of_env_example():
     placeholder = next(
         line.split("=", 1)[1]

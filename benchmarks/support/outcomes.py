@@ -76,4 +76,5 @@ def outcome_audit() -> dict[str, int]:
 def verify_chain() -> tuple[int, str | None]:
     from reviewapp.review.services.decisions import decisions_verify_chain
 
-    return decisions_verify_chain()
+    result = decisions_verify_chain()
+    return result.decisions, result.problem

@@ -15,7 +15,11 @@ from ninja.utils import check_csrf
 from reviewapp.review.access import may_sign_decisions
 from reviewapp.review.models import ApiClient
 from reviewapp.review.rate_limit import RateLimitExceeded, rate_limit_count
-from reviewapp.review.services.clients import api_client_for_token, api_client_touch
+from reviewapp.review.services.clients import (
+    api_client_for_token,
+    api_client_touch,
+    effective_scopes,
+)
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -71,7 +75,7 @@ class ApiAuth(HttpAuthBase):
         # deactivated account or a lost group membership ends it at once.
         if user is not None and not may_sign_decisions(user):
             raise AuthenticationError(message="this personal token's user may no longer review")
-        if self.scope is not None and not _grants(client.scopes, self.scope, personal=bool(user)):
+        if self.scope is not None and self.scope not in effective_scopes(client):
             raise AuthorizationError(message=f"this token lacks the {self.scope!r} scope")
         api_client_touch(client)
         return Caller(client=client, user=user)
@@ -100,16 +104,8 @@ class ApiAuth(HttpAuthBase):
         return Caller(user=user)
 
 
-def _grants(scopes: list[str], scope: str, *, personal: bool = False) -> bool:
-    # read:all is read without the visibility rule, so it also grants read; a
-    # personal token reads what its reviewer reads in the pages.
-    return scope in scopes or (
-        scope == ApiClient.Scope.READ and (personal or ApiClient.Scope.READ_ALL in scopes)
-    )
-
-
 def _count_request(client: ApiClient) -> None:
-    """The token's budget, shared with its MCP tool calls (`reviewapp.review.rate_limit`)."""
+    """The token's budget, shared with its MCP requests (`reviewapp.review.rate_limit`)."""
     try:
         rate_limit_count(token_prefix=client.token_prefix)
     except RateLimitExceeded as exc:

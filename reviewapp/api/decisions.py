@@ -65,11 +65,13 @@ def decision_detail(request, decision_id: ObjectId):
 
 @router.get(
     "/keys",
-    auth=ApiAuth("read"),
+    auth=None,
     response={200: list[KeyOut], **errors()},
     summary="Public signing keys (private keys never leave the server)",
-    description="Only keys that are trust anchors (REVIEWAPP_TRUSTED_KEYS): a key row "
-    "inserted into the database is never served.",
+    description="Public, as a transparency log's keys are: no token needed. Only keys that "
+    "are trust anchors (REVIEWAPP_TRUSTED_KEYS): a key row inserted into the database is "
+    "never served. Save the answer as a key file for `reviewapp-verify --public-key`; pin "
+    "the keys you verify with rather than fetching them anew each time.",
 )
 def key_list(request):
     trusted = public_keys_for(trusted_keys())

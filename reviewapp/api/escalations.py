@@ -12,6 +12,7 @@ from reviewapp.review.services.escalations import (
     EscalationClosed,
     NeedsAPerson,
     NotAReconciler,
+    ReviewUnverified,
     escalation_decide,
     escalation_review,
 )
@@ -107,7 +108,8 @@ def _visible_reasons(caller, escalation_id: int) -> Escalation:
     "person's signed review: 202 `awaiting_reviews` until enough are in, then 201 with the "
     "decision if they agree or 202 `reconcile` if not (a reconciler then decides). "
     "409 if it is already decided, the caller already reviewed it, a reviewer holds a "
-    "live claim on it, or it is an audit (POST those to `/audit`); 403 for a token without "
+    "live claim on it, it is an audit (POST those to `/audit`), or a stored review no "
+    "longer verifies as signed (nothing is decided on it); 403 for a token without "
     "a person where reviews are needed, or a non-reconciler on an escalation in reconcile. "
     "422 names any claim id, tag or lens in `claims`, `tags` or `wrong_reason` that does "
     "not fit this proposal.",
@@ -136,7 +138,7 @@ def escalation_decision_create(request, escalation_id: ObjectId, payload: Decisi
         raise HttpError(422, str(exc)) from exc
     except Escalation.DoesNotExist as exc:
         raise Http404("no such escalation") from exc
-    except (EscalationClosed, ClaimHeldByOther, AlreadyReviewed) as exc:
+    except (EscalationClosed, ClaimHeldByOther, AlreadyReviewed, ReviewUnverified) as exc:
         raise HttpError(409, str(exc)) from exc
     except (NotAReconciler, NeedsAPerson) as exc:
         raise HttpError(403, str(exc)) from exc

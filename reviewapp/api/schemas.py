@@ -234,9 +234,14 @@ class LensFailureOut(Schema):
         "answer), `misconfigured` (the lens cannot run as configured), `undecidable` (a "
         "constraint could not be evaluated on this text), `deadline` (an external lens did "
         "not answer before the panel's deadline), `deleted` (the lens was deleted after "
-        "submission and never ran)."
+        "submission and never ran), `internal_error` (the call raised an error none of these "
+        "covers; the message names it)."
     )
-    message: str = Field(description="Why the lens gave no judgement: its last attempt's error.")
+    message: str = Field(
+        description="Why the lens gave no judgement: its last attempt's error, at most 300 "
+        "characters, with anything like a key or an account detail (an organisation, a "
+        "project, an e-mail address) replaced by [redacted]."
+    )
     attempts: int = Field(description="Calls made to the lens's backend (0: it never answered).")
     at: datetime | None = Field(
         description="When the failure was recorded; null for a lens deleted before it ran."

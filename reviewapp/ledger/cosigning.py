@@ -16,6 +16,8 @@ latest checkpoint.
 from __future__ import annotations
 
 import logging
+import time
+from datetime import UTC, datetime
 
 import httpx
 from django.conf import settings
@@ -39,6 +41,8 @@ READ_TIMEOUT_SECONDS = 10.0
 # The whole exchange, answer included: a witness trickling bytes never holds a worker longer.
 ANSWER_DEADLINE_SECONDS = 20.0
 MAX_ANSWER_BYTES = 64 * 1024
+# How far ahead of ours a witness's clock may run: a cosignature timestamped later is refused.
+MAX_COSIGNATURE_AHEAD_SECONDS = 300
 USER_AGENT = "reviewapp-ledger/1"
 
 
@@ -115,6 +119,24 @@ def latest_checkpoint_policy_problem() -> str | None:
         return None
     problem = checkpoint_policy_problem(checkpoint, policy)
     return problem and f"checkpoint {checkpoint.tree_size}: {problem}"
+
+
+def latest_cosigned_checkpoint() -> LedgerCheckpoint | None:
+    """The newest checkpoint the witnesses vouch for: meeting the policy, or (no quorum set)
+    cosigned by at least one configured witness. None without witnesses, or before any."""
+    witnesses = configured_witnesses()
+    if not witnesses:
+        return None
+    policy = witness_policy() or WitnessPolicy(tuple(w.key for w in witnesses), 1)
+    candidates = (
+        LedgerCheckpoint.objects.annotate(cosigned=Count("cosignatures"))
+        .filter(cosigned__gte=policy.quorum)
+        .order_by("-tree_size", "-id")
+    )
+    for checkpoint in candidates[:20]:
+        if checkpoint_policy_problem(checkpoint, policy) is None:
+            return checkpoint
+    return None
 
 
 def cosigned_checkpoint_covering(position: int) -> tuple[LedgerCheckpoint | None, str | None]:
@@ -339,6 +361,8 @@ def _store(
                 f"{row.name} answered with a cosignature that does not verify against "
                 f"{key.text()}: check that key in REVIEWAPP_LEDGER_WITNESSES.",
             )
+        if problem := _future_timestamp_problem(row, parsed.timestamp):
+            return _alert(row, problem)
         valid.append(parsed)
     if not valid:
         return _alert(
@@ -368,6 +392,25 @@ def _store(
         known_size=checkpoint.tree_size
     )
     return "cosigned"
+
+
+def _future_timestamp_problem(row: LedgerWitness, timestamp: int) -> str | None:
+    """A cosignature claims when it was made: one from later than a witness's clock can
+    plausibly lead ours is refused (stored, it would pass for a cosignature made then)."""
+    ahead = timestamp - time.time()
+    if ahead <= MAX_COSIGNATURE_AHEAD_SECONDS:
+        return None
+    when = (
+        datetime.fromtimestamp(timestamp, UTC).isoformat()
+        if timestamp < 253402300800  # year 10000: past it no date is written
+        else "beyond any date"
+    )
+    return (
+        f"{row.name} answered with a cosignature timestamped {timestamp} ({when}), "
+        f"{ahead:,.0f} s in the future by this server's clock; refused, as at most "
+        f"{MAX_COSIGNATURE_AHEAD_SECONDS} s ahead is accepted: the witness's clock (or ours) "
+        "is wrong, or it is not answering as a witness."
+    )
 
 
 def witnesses_behind() -> list[tuple[int, int]]:

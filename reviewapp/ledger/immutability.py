@@ -1,5 +1,8 @@
 """Database triggers that refuse UPDATE, DELETE and TRUNCATE on signed records and the ledger.
 
+Signed records: decisions, evidence, reviewers' reviews and audit verdicts; and the
+record of lost access that keeps personal tokens dead (reviewapp/review/access_loss.py).
+
 No code path edits or deletes a signed record; these triggers make the
 database say so too, so a stray ``.update()``, a raw ``UPDATE``, a
 ``TRUNCATE`` or an admin delete fails instead of silently rewriting history.
@@ -36,7 +39,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-PROTECTED_TABLES = (
+# What migration 0005 protects: reviews and audit verdicts joined in 0006.
+TABLES_BEFORE_REVIEWS = (
     "review_decision",
     "review_evidence",
     "ledger_entry",
@@ -47,8 +51,16 @@ PROTECTED_TABLES = (
     "review_signingkey",
     "review_chainhead",
 )
+# A reviewer's signed review and audit verdict are as final as the decision they lead to;
+# the record of lost access keeps personal tokens dead (reviewapp/review/access_loss.py).
+PROTECTED_TABLES = (
+    *TABLES_BEFORE_REVIEWS,
+    "review_review",
+    "review_decisionaudit",
+    "review_accessloss",
+)
 # What migrations 0003 and 0004 protect: they run before ledger_cosignature exists (0005).
-TABLES_BEFORE_COSIGNATURES = tuple(t for t in PROTECTED_TABLES if t != "ledger_cosignature")
+TABLES_BEFORE_COSIGNATURES = tuple(t for t in TABLES_BEFORE_REVIEWS if t != "ledger_cosignature")
 # The one UPDATE each of these tables allows, as a condition on OLD and NEW
 # (written so that it means the same in PostgreSQL and SQLite).
 ALLOWED_UPDATE = {
@@ -144,14 +156,15 @@ def _pg_install(execute: Callable[[str], None], tables: Iterable[str]) -> None:
         )
 
 
-def _pg_uninstall(execute: Callable[[str], None], tables: Iterable[str]) -> None:
+def _pg_uninstall(execute: Callable[[str], None], tables: Iterable[str], functions: bool) -> None:
     for table in tables:
         execute(f'DROP TRIGGER IF EXISTS {TRIGGER_PREFIX} ON "{table}"')
         execute(f'DROP TRIGGER IF EXISTS {TRUNCATE_TRIGGER} ON "{table}"')
         if table in ALLOWED_UPDATE:
             execute(f"DROP FUNCTION IF EXISTS {_pg_guard_function(table)[0]}()")
-    execute(f"DROP FUNCTION IF EXISTS {PG_FUNCTION}()")
-    execute(f"DROP FUNCTION IF EXISTS {PG_TRUNCATE_FUNCTION}()")
+    if functions:
+        execute(f"DROP FUNCTION IF EXISTS {PG_FUNCTION}()")
+        execute(f"DROP FUNCTION IF EXISTS {PG_TRUNCATE_FUNCTION}()")
 
 
 def _sqlite_install(execute: Callable[[str], None], tables: Iterable[str]) -> None:
@@ -190,10 +203,16 @@ def install(
 
 
 def uninstall(
-    vendor: str, execute: Callable[[str], None], tables: Iterable[str] = PROTECTED_TABLES
+    vendor: str,
+    execute: Callable[[str], None],
+    tables: Iterable[str] = PROTECTED_TABLES,
+    *,
+    functions: bool = True,
 ) -> None:
+    """Drop the triggers of ``tables``; ``functions=False`` keeps the PostgreSQL functions
+    that other tables' triggers still call."""
     if vendor == "postgresql":
-        _pg_uninstall(execute, tables)
+        _pg_uninstall(execute, tables, functions)
     elif vendor == "sqlite":
         _sqlite_uninstall(execute, tables)
 

@@ -19,6 +19,8 @@ Checks, in ledger order, and stops at the first problem, naming the entry:
   with the checkpoints that covered them is caught;
 - every decision's signed evidence digests against the evidence entries
   before it (via ``reviewapp_client.verify``);
+- every review (its signature, and its row against what was signed) and every
+  review a decision names, as it names it; every audit verdict;
 - with a witness policy (REVIEWAPP_LEDGER_WITNESS_QUORUM), the latest
   checkpoint's cosignatures, re-verified against the configured witness keys:
   too few fails, naming the witnesses missing;
@@ -38,7 +40,9 @@ from reviewapp_client.verify.ledger import PARALLEL_THRESHOLD, Failure, LedgerVe
 
 from reviewapp.core import cosignature, merkle
 from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import Decision, Evidence, SigningKey
+from reviewapp.review.models import Decision, DecisionAudit, Evidence, SigningKey
+from reviewapp.review.services.audits import audit_problem
+from reviewapp.review.services.decisions import reviews_checked
 
 from . import cosigning, immutability, services
 from .models import LedgerCheckpoint, LedgerEntry, LedgerNode
@@ -60,6 +64,8 @@ class LedgerVerification:
     entries: int = 0
     decisions: int = 0
     evidence: int = 0
+    reviews: int = 0
+    audits: int = 0
     checkpoints: int = 0
     problem: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -139,6 +145,7 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
         set(SigningKey.objects.values_list("key_id", flat=True)) - set(keys)
     )
     verifier = LedgerVerifier(keys)
+    _take_reviews_and_audits(verifier, keys, result)
 
     pending: dict[int, list[tuple[str, merkle.Checkpoint]]] = {}
     for cp in LedgerCheckpoint.objects.order_by("tree_size", "id"):
@@ -242,6 +249,19 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
             f"evidence {missing.pk} (checker {missing.checker_name})", "is not in the ledger"
         )
     _warnings(result)
+
+
+def _take_reviews_and_audits(verifier: LedgerVerifier, keys, result: LedgerVerification) -> None:
+    """Check every review and audit verdict first; the decisions naming reviews are then
+    checked against them entry by entry, as the offline verifier does with an export's."""
+    for digest, check in reviews_checked(keys).items():
+        verifier.review(check.where, digest, check.facts, check.problem)
+    result.reviews = verifier.reviews
+    for audit in DecisionAudit.objects.select_related("decision").order_by("id").iterator():
+        problem = audit_problem(audit, keys)
+        if problem:
+            raise Failure(f"audit verdict {audit.pk} on decision {audit.decision_id}", problem)
+        result.audits += 1
 
 
 def _check_witness_policy(result: LedgerVerification) -> None:

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 
 from reviewapp.review.groups import REVIEWERS_GROUP
 
+from .cosigning import configured_witnesses, latest_cosigned_checkpoint
 from .services import export_lines
 
 
@@ -38,8 +39,11 @@ def export_view(request):
         after = int(after)
     else:
         after = None
+    # As export_decisions: with witnesses, no checkpoint newer than the latest they cosigned,
+    # so a verifier holding the download to them does not fail on one they have not seen yet.
+    through = latest_cosigned_checkpoint() if configured_witnesses() else None
     response = StreamingHttpResponse(
-        export_lines(after=after), content_type="application/jsonl; charset=utf-8"
+        export_lines(after=after, through=through), content_type="application/jsonl; charset=utf-8"
     )
     suffix = f"-after-{after}" if after is not None else ""
     response["Content-Disposition"] = f'attachment; filename="reviewapp-ledger{suffix}.jsonl"'

@@ -1,9 +1,9 @@
 """The MCP server: its tools, and the ASGI app that serves them at /mcp.
 
 Stateless streamable HTTP (each request stands alone, no session to keep),
-so any web process of any replica answers any call; bearer tokens through
-the SDK's `TokenVerifier` (`auth.py`). The tools are async and do their
-database work through `db.in_db`.
+so any web process of any replica answers any call; bearer tokens checked,
+and every request counted, by `auth.Gate`. The tools are async and do their
+database work through `db.in_db`, or in batches (`waits`).
 """
 
 from typing import Annotated, Any, Literal
@@ -11,12 +11,11 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.middleware.authentication import AuthenticationMiddleware
 
 from reviewapp.core.blank import shows_nothing
 from reviewapp.core.cite import ClaimInput
@@ -24,12 +23,17 @@ from reviewapp.core.json_values import value_problem
 from reviewapp.review.models import ApiClient
 
 from . import tools
-from .auth import ApiTokenVerifier, calling_client_id
-from .db import in_db
+from .auth import Gate, calling_client_id
+from .db import Coalesced, Lane, close_all, in_db
 from .tasks import ReviewTasks
 from .watch import watch
 
 MAX_WAIT_SECONDS = 60
+
+# The review each wait starts with (its status) and ends with (in full), asked in batches.
+_waits = Lane("mcp-waits")
+waits_started = Coalesced(_waits, tools.review_statuses)
+waits_ended = Coalesced(_waits, tools.reviews_read)
 
 ReviewId = Annotated[
     int, Field(ge=1, le=2**63 - 1, description="The review's id, as request_review returned it.")
@@ -141,14 +145,16 @@ async def wait_for_review(
     human reviewer decides; keep waiting (it becomes "decided") or come back later.
     Needs the 'read' scope."""
     client_id = await calling_client_id(ApiClient.Scope.READ)
-    status = await in_db(tools.review_status, client_id=client_id, proposal_id=id)
+    # Read with the other calls starting (and, below, ending) at once: 1,000 waits
+    # ending at their timeout are a few queries, not 1,000 queued for the tools' threads.
+    status = await waits_started.get((client_id, id))
     if status not in tools.FINAL:
         # Raises the error a call made when it wakes would get, if the client may
         # no longer read the review then (revoked, or unbound from its lens).
         review = await watch.until_final(id, timeout_s, client_id)
         if review:
             return review  # read by the watch for every call it woke
-    return await in_db(tools.review_detail, client_id=client_id, proposal_id=id)
+    return await waits_ended.get((client_id, id))
 
 
 async def list_panels() -> dict[str, Any]:
@@ -203,12 +209,20 @@ async def verify_decision(
             "(payload, signature, key_id, prev_hash, hash, ...)."
         ),
     ],
+    content: Annotated[
+        str | None,
+        Field(
+            description="The text you are about to act on: its SHA-256 must be the "
+            "content_sha256 the decision signed (an approval binds what was approved)."
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Check a signed decision: its Ed25519 signature against this server's trusted keys,
-    its hash, and that its readable fields say what the signed bytes say. "valid" is
-    the answer; "problem" says what failed."""
+    its hash, that every field it carries (and each review it carries) says what the
+    signed bytes say, and with `content` that it is the text that was decided. "valid"
+    is the answer; "problem" says what failed."""
     await calling_client_id(None)
-    return await in_db(tools.decision_verify, decision)
+    return await in_db(tools.decision_verify, decision, content)
 
 
 _READ_ONLY = ToolAnnotations(readOnlyHint=True)
@@ -247,13 +261,19 @@ def mcp_app():
         # (reviewapp.asgi), as Django checks it for every other path.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    guarded = AuthenticationMiddleware(
-        AuthContextMiddleware(RequireAuthMiddleware(inner, required_scopes=[])),
-        backend=BearerAuthBackend(ApiTokenVerifier()),
-    )
+    guarded = Gate(AuthContextMiddleware(RequireAuthMiddleware(inner, required_scopes=[])))
 
     async def app(scope, receive, send):
         # The lifespan starts the SDK's session manager; requests pass the token check.
-        await (inner if scope["type"] == "lifespan" else guarded)(scope, receive, send)
+        if scope["type"] != "lifespan":
+            await guarded(scope, receive, send)
+            return
+
+        async def sent(message):
+            if message["type"] == "lifespan.shutdown.complete":
+                await close_all()  # the connections the database threads keep
+            await send(message)
+
+        await inner(scope, receive, sent)
 
     return app

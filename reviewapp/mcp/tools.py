@@ -10,13 +10,15 @@ import json
 from django.urls import reverse
 from mcp.server.mcpserver.exceptions import ToolError
 
-# The offline verifier's check of one decision as the API serves it; its only import here.
+# The offline verifier's check of one decision as the API serves it, and of its content.
 from reviewapp_client.verify.export import check_api_decisions
+from reviewapp_client.verify.ledger import content_problem
 
 from reviewapp.core.cite import ClaimInput
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
 from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import ApiClient, AwaitedLens, Lens, Proposal
+from reviewapp.review.models import ApiClient, AwaitedLens, Escalation, Lens, Proposal
+from reviewapp.review.services.clients import effective_scopes
 from reviewapp.review.services.judgements import (
     AlreadyJudged,
     JudgementForbidden,
@@ -29,7 +31,11 @@ from reviewapp.review.services.proposals import (
     SubmissionConflict,
     proposal_submit,
 )
-from reviewapp.review.services.visibility import proposals_visible_to, sees_everything
+from reviewapp.review.services.visibility import (
+    may_review,
+    proposals_visible_to,
+    sees_everything,
+)
 from reviewapp.review.services.withdrawals import WithdrawRefused, proposal_withdraw
 from reviewapp.serializers import (
     judgement_out,
@@ -39,7 +45,7 @@ from reviewapp.serializers import (
     proposals_in_detail,
 )
 
-from .auth import client_by_id, grants
+from .auth import client_by_id
 
 FINAL = (Proposal.Status.DECIDED, Proposal.Status.ESCALATED, Proposal.Status.WITHDRAWN)
 # How often a task's client is asked to poll (the Tasks extension's pollIntervalMs): while
@@ -93,17 +99,46 @@ def review_request(
     }
 
 
-def review_status(*, client_id: int, proposal_id: int) -> str:
-    """The status of a proposal the caller may see; not found otherwise."""
-    status = (
-        proposals_visible_to(client_by_id(client_id))
-        .filter(pk=proposal_id)
-        .values_list("status", flat=True)
-        .first()
-    )
-    if status is None:
-        raise not_found(proposal_id)
-    return status
+def review_statuses(keys: list[tuple[int, int]]) -> dict[tuple[int, int], str | ToolError]:
+    """The status of each (client, proposal) asked, or the error for a proposal the client
+    may not see: calls starting to wait at once, in one query per client (and one more)."""
+    wanted: dict[int, set[int]] = {}
+    for client_id, proposal_id in keys:
+        wanted.setdefault(client_id, set()).add(proposal_id)
+    clients = ApiClient.objects.live().filter(pk__in=list(wanted))
+    clients = {c.pk: c for c in clients.select_related("user")}
+    answers: dict[tuple[int, int], str | ToolError] = {}
+    for client_id, proposal_ids in wanted.items():
+        client = clients.get(client_id)
+        statuses = (
+            dict(
+                proposals_visible_to(client).filter(pk__in=proposal_ids).values_list("pk", "status")
+            )
+            if client is not None
+            else {}
+        )
+        for proposal_id in proposal_ids:
+            answers[client_id, proposal_id] = statuses.get(proposal_id) or (
+                not_found(proposal_id) if client else ToolError("this token was revoked")
+            )
+    return answers
+
+
+def reviews_read(keys: list[tuple[int, int]]) -> dict[tuple[int, int], dict | ToolError]:
+    """`review_detail` of each (client, proposal) asked: the calls whose wait ended at once
+    (their timeout, mostly) in a constant number of queries, however many."""
+    proposals = proposals_in_detail(None).filter(pk__in={p for _, p in keys})
+    bodies = {proposal.pk: _review_body(proposal) for proposal in proposals}
+    clients_of: dict[int, set[int]] = {}
+    for client_id, proposal_id in keys:
+        clients_of.setdefault(proposal_id, set()).add(client_id)
+    refusals = woken_refusals(clients_of)
+    return {
+        (client_id, proposal_id): refusals.get((proposal_id, client_id))
+        or bodies.get(proposal_id)
+        or not_found(proposal_id)
+        for client_id, proposal_id in keys
+    }
 
 
 def final_among(proposal_ids: list[int]) -> list[int]:
@@ -117,7 +152,7 @@ def final_reviews(proposal_ids: list[int]) -> dict[int, dict]:
 
     The watch's one read for every call it wakes at once: a handful of queries
     however many. Each waiting call was shown its proposal was visible to it
-    before it waited (`review_status`); whether it still may read it is asked
+    before it waited (`review_statuses`); whether it still may read it is asked
     by `woken_refusals` when it wakes.
     """
     final = proposals_in_detail(None).filter(pk__in=proposal_ids, status__in=FINAL)
@@ -129,14 +164,11 @@ def woken_refusals(clients_of: dict[int, set[int]]) -> dict[tuple[int, int], Too
     may no longer read the review, by (proposal, client), each with the error a call made
     now would get: the token revoked (or its user may no longer review), the read scope
     taken away, or the proposal no longer visible to the client (unbound from the lens
-    that showed it, `read:all` taken away). At most four queries however many woke.
+    that showed it, `read:all` taken away). At most five queries however many woke.
     """
     wanted = set().union(*clients_of.values())
     clients = {
-        c.pk: c
-        for c in ApiClient.objects.filter(pk__in=wanted, revoked_at__isnull=True).select_related(
-            "user"
-        )
+        c.pk: c for c in ApiClient.objects.live().filter(pk__in=wanted).select_related("user")
     }
     may_sign_decisions_many(c.user for c in clients.values() if c.user_id)
     refusals: dict[tuple[int, int], ToolError] = {}
@@ -148,28 +180,37 @@ def woken_refusals(clients_of: dict[int, set[int]]) -> dict[tuple[int, int], Too
                 refusals[proposal_id, client_id] = ToolError(
                     "this token was revoked while it waited"
                 )
-            elif not grants(client.scopes, ApiClient.Scope.READ):
+            elif ApiClient.Scope.READ not in effective_scopes(client):
                 refusals[proposal_id, client_id] = ToolError(
                     "this token lost the 'read' scope, which this tool needs, while it waited"
                 )
             elif not sees_everything(client):
                 unsure.add((proposal_id, client_id))
     if unsure:
-        for pair in unsure - _visible_pairs(unsure):
+        reviewers = {pk for pk, client in clients.items() if may_review(client)}
+        for pair in unsure - _visible_pairs(unsure, reviewers):
             refusals[pair] = not_found(pair[0])
     return refusals
 
 
-def _visible_pairs(pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+def _visible_pairs(pairs: set[tuple[int, int]], reviewers: set[int]) -> set[tuple[int, int]]:
     """Which (proposal, client) pairs the visibility rule (`visible_q`) admits, for clients
-    without `read:all`: the submitter's, then those bound to an external lens the
-    proposal awaits. Two queries for any number of pairs."""
+    without `read:all`: the submitter's, an escalated proposal's for a client that may
+    review (`reviewers`), then those bound to an external lens the proposal awaits. Three
+    queries for any number of pairs."""
     proposal_ids = {p for p, _ in pairs}
     submitted = set(
         Proposal.objects.filter(pk__in=proposal_ids, client__isnull=False).values_list(
             "pk", "client_id"
         )
     )
+    if reviewers:
+        escalated = set(
+            Escalation.objects.filter(proposal_id__in=proposal_ids).values_list(
+                "proposal_id", flat=True
+            )
+        )
+        submitted |= {(p, c) for p, c in pairs if c in reviewers and p in escalated}
     rest = pairs - submitted
     if not rest:
         return submitted
@@ -306,7 +347,10 @@ def judgement_submit(
     return judgement_out(judgement)
 
 
-def decision_verify(decision: dict) -> dict:
-    """A decision object (as get_review returns it) checked against this server's trust anchors."""
+def decision_verify(decision: dict, content: str | None = None) -> dict:
+    """A decision object (as get_review returns it) checked against this server's trust
+    anchors, and with `content` against the text an agent is about to act on."""
     [(_, problem)] = check_api_decisions([decision], trusted_keys())
+    if problem is None and content is not None:
+        problem = content_problem(json.loads(decision["payload"]), content)
     return {"valid": problem is None, "problem": problem}

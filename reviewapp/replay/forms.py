@@ -2,6 +2,8 @@
 
 from django import forms
 
+from reviewapp.core.llm_endpoints import base_url_problem
+from reviewapp.review.evaluation.endpoint_policy import endpoint_policy
 from reviewapp.review.models import Lens, Panel
 
 from .models import Replay
@@ -52,6 +54,13 @@ class ReplayForm(forms.Form):
             if data.get(name)
         }
         return {lens.pk: changes}
+
+    def clean_base_url(self):
+        url = self.cleaned_data.get("base_url")
+        problem = base_url_problem(url, endpoint_policy()) if url else None
+        if problem:
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return url
 
     def clean(self):
         data = super().clean()

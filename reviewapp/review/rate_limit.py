@@ -1,8 +1,10 @@
 """The per-token request limit, shared by the REST API and the MCP server.
 
-One budget per token: a REST request and an MCP tool call each count once
-against `REVIEWAPP_API_RATE_LIMIT_PER_MINUTE`, in a fixed one-minute window,
-so a token cannot double its rate by switching protocol.
+One budget per token: every REST request and every MCP request (a tool call,
+a listing, a stream opened) count once against
+`REVIEWAPP_API_RATE_LIMIT_PER_MINUTE`, in a fixed one-minute window, so a
+token cannot double its rate by switching protocol. Requests arriving together
+are counted with one increment per token (`rate_limit_count_many`).
 
 Counting requests per token and window, exactly, with or without Redis:
 
@@ -18,6 +20,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from django.conf import settings
@@ -44,36 +47,55 @@ class RateLimitExceeded(Exception):
 
 def rate_limit_count(*, token_prefix: str) -> None:
     """Count one request by the token; raise RateLimitExceeded past the window's budget."""
+    (refused,) = rate_limit_count_many([token_prefix])
+    if refused is not None:
+        raise refused
+
+
+def rate_limit_count_many(token_prefixes: list[str]) -> list[RateLimitExceeded | None]:
+    """Count one request per entry (a token's prefix may come many times), one increment
+    per token; for each, None or the refusal if it fell past the window's budget."""
     limit = settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE
     now = time.time()
     window = int(now // WINDOW_SECONDS)
+    wait = int(WINDOW_SECONDS - now % WINDOW_SECONDS) + 1
+    asked = Counter(token_prefixes)
     try:
         # Keyed by the token's random prefix, never the row id: ids can be reused.
-        count = count_hit(token_prefix, window, ttl_seconds=WINDOW_SECONDS * 2)
+        totals = {
+            prefix: count_hit(prefix, window, ttl_seconds=WINDOW_SECONDS * 2, hits=hits)
+            for prefix, hits in asked.items()
+        }
     except Exception:
         # The counter (Redis) is down: fail open. Refusing every request would
         # turn a cache outage into an API outage; the limit is a courtesy.
         log.warning("rate limit not counted: the counter is unavailable", exc_info=True)
-        return
-    if count > limit:
-        raise RateLimitExceeded(int(WINDOW_SECONDS - now % WINDOW_SECONDS) + 1)
+        return [None] * len(token_prefixes)
+    # The requests of one token take the counts it reached in turn: the last ones are over.
+    seen: Counter[str] = Counter()
+    answers = []
+    for prefix in token_prefixes:
+        seen[prefix] += 1
+        count = totals[prefix] - asked[prefix] + seen[prefix]
+        answers.append(RateLimitExceeded(wait) if count > limit else None)
+    return answers
 
 
 def _redis_backed() -> bool:
     return "redis" in settings.CACHES["default"]["BACKEND"].lower()
 
 
-def count_hit(bucket: str, window: int, *, ttl_seconds: int) -> int:
-    """Record one request for `bucket` in `window`; return the window's count so far."""
+def count_hit(bucket: str, window: int, *, ttl_seconds: int, hits: int = 1) -> int:
+    """Record `hits` requests for `bucket` in `window`; return the window's count so far."""
     if _redis_backed():
         key = f"api-rate:{bucket}:{window}"
         try:
-            return cache.incr(key)  # the common case: the window's key exists
+            return cache.incr(key, hits)  # the common case: the window's key exists
         except ValueError:  # the window's first request
-            if cache.add(key, 1, timeout=ttl_seconds):
-                return 1
-            return cache.incr(key)  # another request created it first
-    return _sqlite_hit(bucket, window)
+            if cache.add(key, hits, timeout=ttl_seconds):
+                return hits
+            return cache.incr(key, hits)  # another request created it first
+    return _sqlite_hit(bucket, window, hits)
 
 
 def _connection() -> sqlite3.Connection:
@@ -90,13 +112,13 @@ def _connection() -> sqlite3.Connection:
     return conn
 
 
-def _sqlite_hit(bucket: str, window: int) -> int:
+def _sqlite_hit(bucket: str, window: int, hits: int) -> int:
     conn = _connection()
     (count,) = conn.execute(
-        "INSERT INTO hits (bucket, window, n) VALUES (?, ?, 1) "
-        "ON CONFLICT (bucket, window) DO UPDATE SET n = n + 1 RETURNING n",
-        (bucket, window),
+        "INSERT INTO hits (bucket, window, n) VALUES (?, ?, ?) "
+        "ON CONFLICT (bucket, window) DO UPDATE SET n = n + excluded.n RETURNING n",
+        (bucket, window, hits),
     ).fetchone()
-    if count == 1:  # a new window: forget the ones before the previous
+    if count == hits:  # a new window: forget the ones before the previous
         conn.execute("DELETE FROM hits WHERE window < ?", (window - 1,))
     return count

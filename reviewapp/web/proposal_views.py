@@ -30,6 +30,7 @@ from reviewapp.review.services.escalations import (
     ClaimHeldByOther,
     DeadlinePassed,
     EscalationClosed,
+    ReviewUnverified,
     deadline_refusal,
     escalation_claim,
     escalation_claim_extend,
@@ -334,6 +335,8 @@ def escalation_decide_view(request, pk: int):
         return _refused(request, escalation, "This escalation is already decided.")
     except AlreadyReviewed:
         return _refused(request, escalation, "You already reviewed this escalation.")
+    except ReviewUnverified as exc:
+        return _refused(request, escalation, str(exc), status=409)
     except PermissionDenied as exc:
         return _refused(request, escalation, str(exc).capitalize() + ".", status=403)
     except AnnotationError as exc:

@@ -16,7 +16,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
-from reviewapp.review.models import Decision, DecisionAudit, Escalation, Lens, Panel, Proposal
+from reviewapp.review.models import (
+    ApiClient,
+    Decision,
+    DecisionAudit,
+    Escalation,
+    Lens,
+    Panel,
+    Proposal,
+)
 from reviewapp.review.services.visibility import (
     client_may_see,
     lens_agreement_readers,
@@ -296,7 +304,7 @@ def _subscribed_all() -> list[Endpoint]:
     """Every active endpoint whose client may hear anything, whatever it subscribed to."""
     endpoints = list(
         Endpoint.objects.filter(
-            disabled_at__isnull=True, client__revoked_at__isnull=True
+            disabled_at__isnull=True, client__in=ApiClient.objects.live()
         ).select_related("client__user")
     )
     # A personal token's endpoint hears nothing once its user may no longer review;

@@ -119,6 +119,22 @@ def test_a_key_pasted_instead_of_a_variable_name_is_refused(admin_client_ada):
     assert not Lens.objects.exists()
 
 
+def test_a_base_url_carrying_credentials_is_refused_saying_where_the_key_goes(admin_client_ada):
+    response = admin_client_ada.post(
+        add_url("lens"),
+        lens_data(
+            backend="llm",
+            base_url="http://svc:topsecret@127.0.0.1:9/v1",
+            model="m",
+            api_key_env="LLM_API_KEY",
+        ),
+    )
+    assert response.status_code == 200
+    assert "must not carry credentials" in errors_of(response)
+    assert "API key variable" in errors_of(response)
+    assert not Lens.objects.exists()
+
+
 def test_a_variable_holding_the_servers_own_secrets_is_refused(admin_client_ada, monkeypatch):
     monkeypatch.setenv("REVIEWAPP_SIGNING_KEY", "seed")
     response = admin_client_ada.post(

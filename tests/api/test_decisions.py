@@ -3,6 +3,7 @@ import hashlib
 import json
 
 import pytest
+from django.test import Client
 
 from reviewapp.core.signing import canonical_json, verify
 from reviewapp.ledger.models import LedgerEntry
@@ -101,6 +102,20 @@ def test_keys_list_public_keys_only(api, decided):
     assert set(key) == {"key_id", "public_key", "created_at", "retired_at"}
     assert len(base64.b64decode(key["public_key"])) == 32
     assert key["key_id"] == Decision.objects.get().key_id
+
+
+def test_the_keys_are_public_as_a_transparency_logs_are(decided, tmp_path):
+    """The offline verifier's docs list GET /api/keys among the public endpoints, and an
+    auditor saves its answer as the key file: it needs no token."""
+    from reviewapp_client.verify import load_public_keys
+
+    response = Client().get("/api/keys")
+
+    assert response.status_code == 200
+    saved = tmp_path / "keys.json"
+    saved.write_bytes(response.content)
+    (key,) = load_public_keys(str(saved))
+    assert base64.b64encode(key).decode() == response.json()[0]["public_key"]
 
 
 @pytest.mark.parametrize("count", [1, 6])

@@ -97,15 +97,38 @@ def test_escalations_of_other_clients_are_not_listed(world, escalated_for_bob):
 
 
 def test_deciding_another_clients_escalation_is_404_and_writes_nothing(world, escalated_for_bob):
-    reviewer_token = Api(make_token("review", "read"))
+    # Alice's token may judge and read, not review: Bob's escalation is not hers to see.
+    judge_token = Api(make_token("submit", "judge", "read"))
 
-    response = reviewer_token.post(
+    response = judge_token.post(
         f"/api/escalations/{escalated_for_bob.pk}/decision",
         {"outcome": "approved", "rationale": "Looks fine."},
     )
 
-    assert response.status_code == 404
+    assert response.status_code in (403, 404)
     assert not Decision.objects.exists()
+    assert judge_token.get(f"/api/escalations/{escalated_for_bob.pk}").status_code == 404
+
+
+def test_a_review_token_made_the_obvious_way_sees_and_decides_what_it_may_review(
+    world, escalated_for_bob
+):
+    """Issue 42: `review,read` listed no escalation (it needed read:all, which no example
+    said): a token that may review sees every escalation, and the proposal behind it."""
+    reviewer = Api(make_token("review", "read"))
+
+    listed = reviewer.get("/api/escalations?status=open").json()["items"]
+    proposal = reviewer.get(f"/api/proposals/{escalated_for_bob.proposal_id}")
+    decided = reviewer.post(
+        f"/api/escalations/{escalated_for_bob.pk}/decision",
+        {"outcome": "approved", "rationale": "Looks fine."},
+    )
+
+    assert [e["id"] for e in listed] == [escalated_for_bob.pk]
+    assert proposal.status_code == 200
+    assert decided.status_code == 201
+    # What was never escalated stays its submitter's.
+    assert _listed(reviewer) == {escalated_for_bob.proposal_id}
 
 
 def test_decisions_of_other_clients_are_neither_listed_nor_readable(world, escalated_for_bob):

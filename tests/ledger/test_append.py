@@ -12,7 +12,7 @@ from django.db import connection
 from reviewapp.core import merkle
 from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerNode
-from reviewapp.ledger.tasks import ledger_checkpoint
+from reviewapp.ledger.tasks import ledger_checkpoint, ledger_witness_submit
 from reviewapp.review.keys import server_signer
 from reviewapp.review.models import Decision, Evidence
 from tests.ledger.helpers import decide, entry_of
@@ -202,6 +202,26 @@ def test_the_origin_comes_from_settings(settings):
     settings.REVIEWAPP_LEDGER_ORIGIN = "reviews.example.org/ledger"
     checkpoint = services.checkpoint_create()
     assert checkpoint.note.startswith("reviews.example.org/ledger\n0\n")
+
+
+def test_witnesses_are_asked_only_when_the_ledger_grew(
+    settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Checkpoints every 30 s cost the witnesses nothing while nothing is appended."""
+    from tests.ledger.helpers import Witness
+
+    witness = Witness("w.example/w", b"w" * 32)
+    settings.REVIEWAPP_LEDGER_WITNESSES = [(witness.vkey, "http://127.0.0.1:9")]
+    asked = []
+    monkeypatch.setattr(ledger_witness_submit, "delay", lambda *args: asked.append(args))
+
+    for grow in (True, False, False, True, False):
+        if grow:
+            decide(1)
+        with django_capture_on_commit_callbacks(execute=True):
+            ledger_checkpoint()
+
+    assert len(asked) == 2
 
 
 def test_the_periodic_task_signs_only_when_the_ledger_grew():

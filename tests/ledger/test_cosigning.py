@@ -391,6 +391,43 @@ def test_a_witness_naming_another_size_at_each_409_is_recorded_as_unreachable(ho
     assert row(witness).unreachable_since
 
 
+def cosigns_at(timestamp: int):
+    """A witness answering 200 with a valid cosignature of the checkpoint it was sent,
+    timestamped `timestamp` (seconds since the epoch)."""
+
+    def respond(witness, body, out):
+        note = body.decode().split("\n\n", 1)[1]  # after `old N` and the proof lines
+        line = spec.cosign(
+            bytes(witness.signer._signing_key), witness.name, spec.note_body(note), timestamp
+        )
+        out.write(answer(200, (line + "\n").encode()))
+
+    return respond
+
+
+def test_a_cosignature_timestamped_far_in_the_future_is_refused_saying_why(hostile, signed):
+    decide(1)
+    witness = hostile(cosigns_at(2**63 - 1))
+
+    _, outcomes = signed()
+
+    assert outcomes == ["alert"]
+    alert = row(witness).alert
+    assert "timestamped 9223372036854775807" in alert and "in the future" in alert
+    assert "clock" in alert
+    assert not LedgerCosignature.objects.exists()
+
+
+def test_a_cosignature_from_a_witness_whose_clock_is_a_little_ahead_is_kept(hostile, signed):
+    decide(1)
+    hostile(cosigns_at(int(time.time()) + 30))
+
+    _, outcomes = signed()
+
+    assert outcomes == ["cosigned"]
+    assert LedgerCosignature.objects.count() == 1
+
+
 def trickle(witness, body, out):
     """Headers a byte at a time, each well within the read timeout, for 10 s."""
     out.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")

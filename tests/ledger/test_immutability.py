@@ -1,5 +1,6 @@
 """The database itself refuses to edit or delete decisions, evidence and ledger rows."""
 
+import random
 import sqlite3
 
 import pytest
@@ -15,9 +16,25 @@ from reviewapp.ledger.models import (
     LedgerLock,
     LedgerNode,
 )
-from reviewapp.review.models import ChainHead, Decision, Evidence, SigningKey
+from reviewapp.review.models import (
+    AccessLoss,
+    ChainHead,
+    Decision,
+    DecisionAudit,
+    Escalation,
+    Evidence,
+    Review,
+    SigningKey,
+)
+from reviewapp.review.services import audits
+from reviewapp.review.services.clients import api_client_create
+from reviewapp.review.services.escalations import escalation_review
+from tests.api.conftest import evaluated
+from tests.factories import ReviewerFactory
 from tests.ledger.helpers import decide
+from tests.review.test_audits import CONTENT, decided, verdict
 from tests.support.tamper import tampering
+from tests.webhooks.helpers import one_lens_panel
 
 ROW_OF = {
     "review_decision": Decision,
@@ -29,6 +46,11 @@ ROW_OF = {
     "ledger_lock": LedgerLock,
     "review_signingkey": SigningKey,
     "review_chainhead": ChainHead,
+    # A reviewer's signed review, and an audit verdict on an automatic decision.
+    "review_review": Review,
+    "review_decisionaudit": DecisionAudit,
+    # The record of lost access that keeps personal tokens dead.
+    "review_accessloss": AccessLoss,
 }
 COLUMN_OF = {
     "review_decision": "rationale",
@@ -40,6 +62,9 @@ COLUMN_OF = {
     "ledger_lock": "singleton",
     "review_signingkey": "public_key",
     "review_chainhead": "last_hash",
+    "review_review": "outcome",
+    "review_decisionaudit": "outcome",
+    "review_accessloss": "reason",
 }
 
 
@@ -49,8 +74,21 @@ def raw(sql, params=()):
 
 
 @pytest.fixture
-def rows(db):
+def rows(db, monkeypatch):
     decide(2)
+    monkeypatch.setattr(audits, "AUDIT_RANDOM", random.Random(3))  # every decision audited
+    verdict(decided(one_lens_panel(CONTENT, audit_rate=100)), "rejected")
+    one_of_two = evaluated("Close account 7731.", requires_sign_off=True, reviews_needed=2)
+    ann = ReviewerFactory(username="ann")
+    escalation_review(
+        escalation_id=Escalation.objects.get(proposal=one_of_two).pk,
+        outcome="rejected",
+        rationale="The account has open disputes.",
+        user=ann,
+        decided_by_name="ann",
+    )
+    api_client_create(name="ann-laptop", scopes=["review"], user=ann)
+    type(ann).objects.filter(pk=ann.pk).update(is_active=False)  # a loss of access, recorded
     checkpoint = services.checkpoint_create()
     LedgerCosignature.objects.create(
         checkpoint=checkpoint, witness="w.example/w", key_id="00000000", timestamp=1, line="x"
@@ -58,16 +96,20 @@ def rows(db):
     return {table: model.objects.order_by("pk").first().pk for table, model in ROW_OF.items()}
 
 
-@pytest.mark.parametrize("table", immutability.PROTECTED_TABLES)
+def test_every_signed_record_and_ledger_table_is_protected():
+    assert set(immutability.PROTECTED_TABLES) == set(ROW_OF)
+
+
+@pytest.mark.parametrize("table", ROW_OF)
 def test_a_raw_update_is_refused(rows, table):
     column = COLUMN_OF[table]
-    value = False if column == "singleton" else "tampered"
+    value = {"singleton": False, "outcome": "approved"}.get(column, "tampered")
     with pytest.raises(IntegrityError, match=f"UPDATE on {table} refused"):
         raw(f'UPDATE "{table}" SET "{column}" = %s WHERE id = %s', [value, rows[table]])
     assert getattr(ROW_OF[table].objects.get(pk=rows[table]), column) != value
 
 
-@pytest.mark.parametrize("table", immutability.PROTECTED_TABLES)
+@pytest.mark.parametrize("table", ROW_OF)
 def test_a_raw_delete_is_refused(rows, table):
     with pytest.raises(IntegrityError, match=f"DELETE on {table} refused"):
         raw(f'DELETE FROM "{table}" WHERE id = %s', [rows[table]])
@@ -144,7 +186,7 @@ def test_the_chain_head_cannot_be_wound_back(rows):
     assert ChainHead.objects.get().last_hash == Decision.objects.order_by("pk").last().hash
 
 
-@pytest.mark.parametrize("table", immutability.PROTECTED_TABLES)
+@pytest.mark.parametrize("table", ROW_OF)
 def test_truncate_is_refused_on_postgresql(rows, table):
     if connection.vendor != "postgresql":
         pytest.skip("SQLite has no TRUNCATE; its DELETE is covered above")

@@ -14,10 +14,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def migrate(target=None):
-    """To ``target``, or to the ledger's latest migration."""
+    """To ``target``, or to every app's latest migration (going back before the ledger's
+    append-only triggers took the later migrations that depend on them back too)."""
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
-    executor.migrate([target or executor.loader.graph.leaf_nodes("ledger")[0]])
+    executor.migrate([target] if target else executor.loader.graph.leaf_nodes())
 
 
 def test_the_backfill_puts_existing_history_into_the_ledger_in_order():

@@ -76,7 +76,7 @@ def test_an_untouched_export_verifies(exported):
 def test_the_export_layout(exported):
     objects = read_jsonl(exported)
     header, entries, checkpoint = objects[0], objects[1:-1], objects[-1]
-    assert header["format"] == "reviewapp.ledger-export/1"
+    assert header["format"] == "reviewapp.ledger-export/2"
     assert (header["start"], header["tree_size"], header["frontier"]) == (0, 6, [])
     # Every trusted key, the server's own among them (a reused var dir may hold retired ones).
     assert header["keys"] == [
@@ -317,6 +317,17 @@ def test_rotated_keys_need_every_public_key(tmp_path, settings):
     )
     code, out, err = run(path, "--public-key", api_keys)
     assert code == 0, err
+
+
+def test_a_saved_error_answer_as_the_key_file_is_named_for_what_it_is(exported, tmp_path):
+    saved = tmp_path / "keys.json"
+    saved.write_text('{"detail": "Unauthorized"}')
+
+    result = run_offline_verifier(exported, "--public-key", saved)
+
+    assert result.returncode == 2
+    assert "holds an API error ('Unauthorized'), not keys" in result.stderr
+    assert "GET /api/keys (public, no token needed)" in result.stderr
 
 
 def _seed(signer: Signer) -> bytes:

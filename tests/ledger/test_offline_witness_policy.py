@@ -7,9 +7,11 @@ specification, sharing no code with the verifier), and their lines are stored as
 server stores a witness's answer; the protocol itself is tested in test_cosigning.py.
 """
 
+import io
 import json
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from reviewapp_client.verify import cli
 
@@ -88,6 +90,43 @@ def test_entries_after_the_cosigned_checkpoint_are_named_unwitnessed(tmp_path):
     assert code == 0, err
     assert "checkpoint for size 4 cosigned by w1.example/w" in out
     assert "warning: entries 4–5 come after the cosigned checkpoint" in err
+
+
+def export_command(tmp_path) -> tuple[object, str]:
+    """`manage.py export_decisions -o FILE`, as the README runs it: the file, its stderr."""
+    path, err = tmp_path / "ledger.jsonl", io.StringIO()
+    call_command("export_decisions", "-o", str(path), stderr=err)
+    return path, err.getvalue()
+
+
+def test_a_fresh_export_verifies_with_a_witness_quorum_as_the_readme_shows(tmp_path, settings):
+    """Issue 42: export_decisions signed a checkpoint no witness had cosigned yet, so the
+    README's `--witness-quorum 1` failed until an export 15-35 s later. It exports against
+    the latest cosigned checkpoint, and says what came after it."""
+    settings.REVIEWAPP_LEDGER_WITNESSES = [
+        (W1.vkey, "http://127.0.0.1:9"),
+        (W2.vkey, "http://127.0.0.1:9"),
+    ]
+    cosigned_export(tmp_path, W1)  # size 4, cosigned by w1
+    decide(1)  # entries 4 and 5: the export signs a checkpoint for them, not cosigned yet
+
+    exported, said = export_command(tmp_path)
+
+    code, out, err = run(exported, "--public-key", public_key_b64(), *BOTH, "--witness-quorum", "1")
+    assert code == 0, err
+    assert "checkpoint for size 4 cosigned by w1.example/w (witness quorum 1 of 2)" in out
+    assert "entries 4–5 come after the cosigned checkpoint" in err
+    assert "against the checkpoint for size 4" in said and "2 entries after it" in said
+
+
+def test_an_export_before_any_cosignature_says_how_long_to_wait(tmp_path, settings):
+    settings.REVIEWAPP_LEDGER_WITNESSES = [(W1.vkey, "http://127.0.0.1:9")]
+    decide(1)
+
+    _, said = export_command(tmp_path)
+
+    assert "no checkpoint is cosigned by a witness yet" in said
+    assert "export again in" in said and "REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS" in said
 
 
 def test_a_cosignature_that_does_not_verify_does_not_count(tmp_path):

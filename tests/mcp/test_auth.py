@@ -108,3 +108,35 @@ def test_a_personal_token_whose_user_may_no_longer_review_is_401(server):
     ann.groups.clear()
 
     assert post_mcp(server, {"Authorization": f"Bearer {token}"}).status_code == 401
+
+
+def test_a_personal_token_reads_over_mcp_what_it_reads_over_rest(server, ours):
+    """REST grants a personal token `read` (it sees what its reviewer sees): so does MCP."""
+    ann = ReviewerFactory(username="ann-reads")
+    _, token = api_client_create(name="ann/reader", scopes=["review"], user=ann)
+
+    review = call(server, token, "get_review", {"id": ours.pk})
+    waited = call(server, token, "wait_for_review", {"id": ours.pk, "timeout_s": 0})
+
+    assert not review.is_error, error_text(review)
+    assert review.structured_content["outcome"] == "approved"
+    assert waited.structured_content["final"] is True
+
+
+def test_a_review_token_reads_the_escalations_it_may_review(server):
+    panel = one_lens_panel(CONTENT, requires_sign_off=True)
+    submitter = api_client("submit", "read")[1]
+    result = call(
+        server,
+        submitter,
+        "request_review",
+        {"panel": panel.name, "content": CONTENT, "external_ref": "e"},
+    )
+    proposal = Proposal.objects.get(pk=result.structured_content["id"])
+    run_pipeline(proposal)
+    reviewer = api_client("review", "read")[1]
+
+    review = call(server, reviewer, "wait_for_review", {"id": proposal.pk, "timeout_s": 0})
+
+    assert not review.is_error, error_text(review)
+    assert review.structured_content["status"] == "escalated"

@@ -370,6 +370,24 @@ def test_verify_decision_says_what_is_wrong_with_a_tampered_decision(server, age
     assert "signature does not verify" in result.structured_content["problem"]
 
 
+def test_verify_decision_binds_the_decision_to_the_content_acted_on(server, agent):
+    panel = one_lens_panel(CONTENT)
+    proposal = Proposal.objects.get(pk=submit(server, agent[1], panel)["id"])
+    run_pipeline(proposal)
+    decision = call(server, agent[1], "get_review", {"id": proposal.pk}).structured_content[
+        "decision"
+    ]
+
+    same = call(server, agent[1], "verify_decision", {"decision": decision, "content": CONTENT})
+    other = call(
+        server, agent[1], "verify_decision", {"decision": decision, "content": CONTENT + "!"}
+    )
+
+    assert same.structured_content == {"valid": True, "problem": None}
+    assert other.structured_content["valid"] is False
+    assert other.structured_content["problem"].startswith("content: ")
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "says"),
     [

@@ -68,6 +68,31 @@ def test_a_refused_draft_is_a_400_naming_why_and_writes_nothing(client, panel):
     assert not Replay.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("base_url", "says"),
+    [
+        ("http://169.254.169.254/v1", "link-local"),
+        ("http://user:pw@10.0.0.5/v1", "must not carry credentials"),
+    ],
+)
+def test_a_drafted_endpoint_the_lens_may_not_call_is_refused(client, panel, base_url, says):
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    accuracy, _tone = panel.ordered_lenses()
+    response = client.post(
+        reverse("admin:replay_replay_add"),
+        {
+            "panel": panel.pk,
+            "lens": accuracy.pk,
+            "base_url": base_url,
+            "source": "recent",
+            "size": 2,
+        },
+    )
+    assert response.status_code in (200, 400)
+    assert says in response.content.decode()
+    assert not Replay.objects.exists()
+
+
 def test_starting_enqueues_once_and_the_progress_fragment_polls_with_a_real_link(
     client, panel, django_capture_on_commit_callbacks
 ):

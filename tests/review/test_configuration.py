@@ -54,6 +54,62 @@ def test_an_llm_lens_without_endpoint_is_refused():
         LensFactory(backend=Lens.Backend.LLM, base_url="", model="m")
 
 
+def test_an_llm_lens_with_credentials_in_its_base_url_is_refused_saying_where_the_key_goes():
+    with pytest.raises(ValidationError) as refused:
+        LensFactory(
+            backend=Lens.Backend.LLM,
+            base_url="http://svc:topsecret@llm.internal/v1",
+            model="m",
+            api_key_env="LLM_API_KEY",
+        )
+    message = " ".join(refused.value.message_dict["base_url"])
+    assert "credentials" in message and "API key variable" in message
+    assert "topsecret" not in message
+    assert not Lens.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("base_url", "says"),
+    [
+        ("http://169.254.169.254/latest/v1", "link-local"),
+        ("http://[fe80::1]:8000/v1", "link-local"),
+        ("http://[fd00:ec2::254]/v1", "cloud metadata service"),
+        ("http://100.100.100.200/v1", "cloud metadata service"),
+        ("http://metadata.google.internal/v1", "cloud metadata service"),
+        ("http://[::ffff:169.254.169.254]/v1", "link-local"),
+        ("http://100.64.0.7:11434/v1", "neither public nor private"),
+    ],
+)
+def test_an_llm_lens_may_not_point_at_metadata_or_link_local_addresses(base_url, says):
+    with pytest.raises(ValidationError) as refused:
+        LensFactory(backend=Lens.Backend.LLM, base_url=base_url, model="m")
+    assert says in " ".join(refused.value.message_dict["base_url"])
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://10.1.2.3:11434/v1",
+        "http://192.168.0.20/v1",
+        "http://127.0.0.1:8080/v1",
+        "http://[fd12:3456::1]/v1",
+        "https://api.openai.com/v1",
+    ],
+)
+def test_private_loopback_and_public_endpoints_are_allowed(base_url):
+    assert LensFactory(backend=Lens.Backend.LLM, base_url=base_url, model="m").pk
+
+
+def test_the_allow_list_admits_other_networks_but_never_metadata(settings):
+    settings.REVIEWAPP_LLM_ALLOWED_NETWORKS = ["100.64.0.0/10", "169.254.0.0/16"]
+
+    assert LensFactory(backend=Lens.Backend.LLM, base_url="http://100.64.0.7/v1", model="m").pk
+    with pytest.raises(ValidationError, match="link-local"):
+        LensFactory(backend=Lens.Backend.LLM, base_url="http://169.254.169.254/v1", model="m")
+    with pytest.raises(ValidationError, match="metadata"):
+        LensFactory(backend=Lens.Backend.LLM, base_url="http://100.100.100.200/v1", model="m")
+
+
 def test_a_constraints_lens_with_no_checkable_clause_is_refused():
     with pytest.raises(ValidationError):
         LensFactory(backend=Lens.Backend.CONSTRAINTS, mandate="be nice")

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from reviewapp.review.rate_limit import RateLimitExceeded, rate_limit_count
+from reviewapp.review.rate_limit import RateLimitExceeded, rate_limit_count, rate_limit_count_many
 from tests.api.conftest import client_of, make_token
 
 pytestmark = pytest.mark.django_db
@@ -39,3 +39,16 @@ def test_the_count_is_per_token(settings, rate_window):
     assert [_passes(first) for _ in range(5)] == [True, True, True, False, False]
     assert _passes(second)
 
+
+
+def test_requests_counted_together_take_the_counts_in_turn(settings, rate_window):
+    """The MCP gate counts the requests arriving at once in one increment per token."""
+    settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE = 3
+    first, second = client_of(make_token("read")), client_of(make_token("read"))
+
+    refused = rate_limit_count_many([first.token_prefix] * 2 + [second.token_prefix] * 4)
+    later = rate_limit_count_many([first.token_prefix, first.token_prefix])
+
+    assert [r is not None for r in refused] == [False, False, False, False, False, True]
+    assert [r is not None for r in later] == [False, True]
+    assert all(r.wait >= 1 for r in [*refused, *later] if r is not None)

@@ -12,6 +12,7 @@ from reviewapp.review.services.escalations import (
     EscalationClosed,
     NeedsAPerson,
     NotAReconciler,
+    ReviewUnverified,
     escalation_claim,
     escalation_reassign,
     escalation_review,
@@ -20,6 +21,7 @@ from reviewapp.review.services.panels import panel_configure
 from reviewapp.review.services.reviews import review_create
 from tests.api.conftest import evaluated
 from tests.factories import LensFactory, ReconcilerFactory, ReviewerFactory
+from tests.support.tamper import forge_review, tampering
 
 
 @pytest.fixture
@@ -100,6 +102,47 @@ def test_disagreeing_reviews_send_the_escalation_to_reconcile(two_needed):
     two_needed.refresh_from_db()
     assert two_needed.status == Escalation.Status.RECONCILE
     assert "reviewers_disagree" in two_needed.reasons
+
+
+def test_a_review_row_edited_behind_the_triggers_counts_as_signed(two_needed):
+    # Attack (issue 42): ann signs `rejected`, her row is edited to `approved`, ben approves.
+    review(two_needed, ReviewerFactory(username="ann"), "rejected")
+    with tampering():
+        Review.objects.filter(reviewer_name="ann").update(outcome="approved")
+
+    result = review(two_needed, ReviewerFactory(username="ben"), "approved")
+
+    assert (result.status, result.decision) == ("reconcile", None)
+    assert not Decision.objects.exists()
+
+
+def test_a_review_whose_signature_no_longer_verifies_decides_nothing(two_needed):
+    review(two_needed, ReviewerFactory(username="ann"), "rejected")
+    with tampering():
+        forge_review(Review.objects.get(), outcome="approved")
+
+    with pytest.raises(ReviewUnverified, match=r"ann's review .*signature does not verify"):
+        review(two_needed, ReviewerFactory(username="ben"), "approved")
+
+    assert not Decision.objects.exists()
+    assert Review.objects.count() == 1
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.OPEN
+
+
+def test_a_reconciler_decision_names_the_reviews_as_signed(two_needed):
+    review(two_needed, ReviewerFactory(username="ann"), "approved")
+    review(two_needed, ReviewerFactory(username="ben"), "rejected")
+    with tampering():
+        Review.objects.filter(reviewer_name="ben").update(outcome="approved")
+
+    result = review(two_needed, ReconcilerFactory(username="rex"), "approved")
+
+    signed = json.loads(result.decision.payload)
+    assert [(r["reviewer"], r["outcome"]) for r in signed["reviews"]] == [
+        ("ann", "approved"),
+        ("ben", "rejected"),
+    ]
 
 
 def test_only_a_reconciler_decides_a_reconcile(two_needed):

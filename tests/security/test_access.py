@@ -34,6 +34,8 @@ PUBLIC = {
     r"api:openapi-json|api:openapi-view|api:api-root": "the API's documentation is public",
     r"\^api/\(\?P<path>\.\*\)\$": "unknown API paths answer a JSON 404",
     r"api:ledger.*|.*ledger_public.*": "the ledger's verifiability endpoints are public by design",
+    r"api:key_list": "the public keys that check the ledger's signatures, as a transparency "
+    "log's are",
     # Entry bundles under it need a reader: tests/ledger/test_tiles.py.
     r"ledger_tiles_checkpoint|ledger_tile": "tlog-tiles: the checkpoint and hash tiles are public "
     "like the proofs",
@@ -208,7 +210,10 @@ def token_with(*scopes):
 def test_every_api_operation_is_in_the_matrix():
     assert len(OPERATIONS) >= 10
     public = [op for op in OPERATIONS if op[2] == "public"]
-    assert all(path.startswith("/api/ledger") for _, path, _ in public), public
+    # The ledger's proofs, and the keys that check its signatures (a transparency log's).
+    assert all(path.startswith("/api/ledger") or path == "/api/keys" for _, path, _ in public), (
+        public
+    )
 
 
 @pytest.mark.parametrize(("method", "path", "scope"), OPERATIONS, ids=lambda v: str(v))

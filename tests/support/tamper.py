@@ -10,6 +10,7 @@ triggers on SQLite. They are back when the block ends.
         Decision.objects.filter(pk=pk).update(outcome="rejected")
 """
 
+import json
 from contextlib import contextmanager
 
 from django.db import connections
@@ -55,3 +56,19 @@ def tampering(*tables: str, using: str = "default"):
                 for name, sql in saved:
                     if name not in present:
                         again.execute(sql)
+
+
+def forge_review(review, **signed):
+    """Rewrite a review as someone who cannot sign would: the row's columns, its signed
+    bytes re-encoded with ``signed`` changed, and the hash of those bytes; the old
+    signature stays (call inside ``tampering()``)."""
+    from reviewapp.core.signing import canonical_json, sha256_hex
+    from reviewapp.review.models import Review
+
+    body = json.loads(review.payload)
+    body.update(signed)
+    payload = canonical_json(body)
+    columns = {k: v for k, v in signed.items() if k in ("outcome", "rationale")}
+    Review.objects.filter(pk=review.pk).update(
+        payload=payload.decode(), hash=sha256_hex(payload), **columns
+    )

@@ -157,3 +157,22 @@ def test_a_second_reviewer_can_claim_while_the_first_holds_a_place(two_needed):
 
     assert "ann holds a place now" in html
     assert 'id="claim-btn"' in html
+
+
+def test_a_review_that_no_longer_verifies_refuses_the_decision_keeping_what_was_typed(
+    two_needed,
+):
+    from reviewapp.review.models import Decision, Review
+    from tests.support.tamper import forge_review, tampering
+
+    decide(ReviewerFactory(username="ann"), two_needed, "rejected")
+    with tampering():
+        forge_review(Review.objects.get(), outcome="approved")
+
+    response = decide(ReviewerFactory(username="ben"), two_needed)
+
+    html = response.content.decode()
+    assert response.status_code == 409
+    assert "ann&#x27;s review" in html and "does not verify" in html
+    assert "secret-ben" in html  # what ben typed is still in the box
+    assert not Decision.objects.exists()

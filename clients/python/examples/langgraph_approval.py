@@ -13,7 +13,6 @@ tests/clients/test_human_in_the_loop.py.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any, TypedDict
@@ -50,10 +49,10 @@ def build_agent(
             panel=panel, content=ticket["draft"], external_ref=f"ticket-{ticket['ticket_id']}"
         )
         decision = interrupt({"proposal_id": sent.id, "url": sent.url})
-        signed = verify_decision(decision, keys)  # VerificationError if forged
-        draft_sha256 = hashlib.sha256(ticket["draft"].encode()).hexdigest()
-        if signed["proposal"] != {"id": sent.id, "content_sha256": draft_sha256}:
-            raise VerificationError("the decision is about another proposal or another text")
+        # VerificationError if forged, or if it approved another text than this draft.
+        signed = verify_decision(decision, keys, content=ticket["draft"])
+        if signed["proposal"]["id"] != sent.id:
+            raise VerificationError("the decision is about another proposal")
         return {"outcome": signed["outcome"]}
 
     def act(ticket: Ticket) -> Ticket:

@@ -35,6 +35,7 @@ from reviewapp.core.judging.answer import MalformedJudgement, parse_judgement
 from reviewapp.core.judging.prompt import _repair_request, _requote_request, build_messages
 from reviewapp.core.judging.transport import (
     ChatTransport,
+    EndpointRefused,
     PermanentTransportError,
     RateLimited,
     TransientTransportError,
@@ -64,6 +65,8 @@ class FailureKind(StrEnum):
     DEADLINE = "deadline"
     # The lens was deleted after the submission, so it never ran (no failure row exists).
     DELETED = "deleted"
+    # The call raised an error none of the above covers; the message names it.
+    INTERNAL_ERROR = "internal_error"
 
 
 class LensFailed(Exception):
@@ -143,11 +146,13 @@ class _Caller:
                     str(exc), self.calls, self.transcript, kind=FailureKind.INVALID_ANSWER
                 ) from exc
             except PermanentTransportError as exc:
+                refused = isinstance(exc, EndpointRefused)  # an address it may not call
                 raise LensFailed(
-                    f"permanent transport error: {exc}",
+                    f"{'refused to call the endpoint' if refused else 'permanent transport error'}"
+                    f": {exc}",
                     self.calls,
                     self.transcript,
-                    kind=FailureKind.HTTP_ERROR,
+                    kind=FailureKind.MISCONFIGURED if refused else FailureKind.HTTP_ERROR,
                 ) from exc
             except TransientTransportError as exc:
                 prepaid = False

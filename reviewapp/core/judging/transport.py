@@ -60,6 +60,10 @@ class PermanentTransportError(TransportError):
     """Retrying cannot help: 4xx other than 429, or a response we cannot read."""
 
 
+class EndpointRefused(PermanentTransportError):
+    """The endpoint's address may not be called with a lens's key (core/llm_endpoints.py)."""
+
+
 class UnusableCompletion(PermanentTransportError):
     """The server answered, but with no judgement to read: a refusal, a cut-off answer."""
 

@@ -10,8 +10,9 @@ def reinstall(apps, schema_editor):
     def execute(sql):
         schema_editor.execute(sql, params=None)
 
-    immutability.uninstall(schema_editor.connection.vendor, execute)
-    immutability.install(schema_editor.connection.vendor, execute)
+    tables = immutability.TABLES_BEFORE_REVIEWS
+    immutability.uninstall(schema_editor.connection.vendor, execute, tables)
+    immutability.install(schema_editor.connection.vendor, execute, tables)
 
 
 class Migration(migrations.Migration):

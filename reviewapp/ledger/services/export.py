@@ -7,13 +7,15 @@ import json
 from collections.abc import Iterator
 
 from reviewapp.review.keys import trusted_keys
+from reviewapp.review.models import Decision, Review
 
 from ..models import LedgerCheckpoint, LedgerEntry
 from .append import tree_size
 from .checkpoints import checkpoint_note_with_cosignatures, ledger_origin
 from .tree import frontier
 
-EXPORT_FORMAT = "reviewapp.ledger-export/1"
+# 2: each review a decision names travels on a line of its own before the decision.
+EXPORT_FORMAT = "reviewapp.ledger-export/2"
 MAX_PAGE = 1000
 
 
@@ -30,12 +32,64 @@ def entry_json(entry: LedgerEntry) -> dict:
     }
 
 
+def review_json(review: Review) -> dict:
+    """A review as exported: its signed bytes, and the columns that restate them."""
+    return {
+        "reviewer": review.reviewer_name,
+        "outcome": review.outcome,
+        "payload": review.payload,
+        "signature": review.signature,
+        "key_id": review.key_id,
+    }
+
+
+def _names_reviews(payload: str) -> bool:
+    # Most decisions rest on no reviews: only those that might are parsed.
+    return '"reviews":' in payload and isinstance(json.loads(payload).get("reviews"), list)
+
+
+def _entry_lines(
+    entries: Iterator[LedgerEntry], chunk: int = 2000
+) -> Iterator[tuple[LedgerEntry | None, str]]:
+    """``(entry, its line)``, a decision resting on reviews preceded by ``(None, line)`` for
+    each review of its escalation, as stored (read once per chunk of entries). What was
+    changed or removed is exported as it is now: finding it is the verifier's job."""
+    batch: list[tuple[LedgerEntry, dict, bool]] = []
+
+    def flush() -> Iterator[tuple[LedgerEntry | None, str]]:
+        wanted = [entry.decision_id for entry, _, named in batch if named]
+        escalation_of = dict(
+            Decision.objects.filter(pk__in=wanted).values_list("pk", "escalation_id")
+        )
+        reviews: dict[int, list[Review]] = {}
+        for review in Review.objects.filter(escalation_id__in=set(escalation_of.values())).order_by(
+            "id"
+        ):
+            reviews.setdefault(review.escalation_id, []).append(review)
+        for entry, obj, named in batch:
+            if named:
+                for review in reviews.get(escalation_of.get(entry.decision_id), []):
+                    yield None, _line({"review": review_json(review)})
+            yield entry, _line(obj)
+        batch.clear()
+
+    for entry in entries:
+        obj = entry_json(entry)
+        batch.append((entry, obj, obj["kind"] == "decision" and _names_reviews(obj["payload"])))
+        if len(batch) >= chunk:
+            yield from flush()
+    yield from flush()
+
+
 def _line(obj: dict) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def export_lines(after: int | None = None) -> Iterator[str]:
-    """The ledger as JSONL, streamed: a header, every entry in order, the checkpoints.
+def export_lines(
+    after: int | None = None, *, through: LedgerCheckpoint | None = None
+) -> Iterator[str]:
+    """The ledger as JSONL, streamed: a header, every entry in order, the checkpoints
+    (`through`: none newer than that one, e.g. the latest the witnesses cosigned).
 
     ``after`` (a leaf index) exports only later entries; the header then
     carries the compact range (perfect-subtree hashes) of the entries before,
@@ -59,8 +113,9 @@ def export_lines(after: int | None = None) -> Iterator[str]:
     }
     yield _line(header)
     checkpoints: dict[int, list[LedgerCheckpoint]] = {}
+    last = size if through is None else min(size, through.tree_size)
     for cp in (
-        LedgerCheckpoint.objects.filter(tree_size__gte=start, tree_size__lte=size)
+        LedgerCheckpoint.objects.filter(tree_size__gte=start, tree_size__lte=last)
         .prefetch_related("cosignatures")
         .order_by("tree_size", "id")
     ):
@@ -75,6 +130,8 @@ def export_lines(after: int | None = None) -> Iterator[str]:
     entries = LedgerEntry.objects.filter(leaf_index__gte=start, leaf_index__lt=size).order_by(
         "leaf_index"
     )
-    for entry in entries.iterator(chunk_size=2000):
-        yield _line(entry_json(entry))
-        yield from checkpoint_lines(entry.leaf_index + 1)
+    entries = entries.iterator(chunk_size=2000)
+    for entry, line in _entry_lines(entries):
+        yield line
+        if entry is not None:
+            yield from checkpoint_lines(entry.leaf_index + 1)

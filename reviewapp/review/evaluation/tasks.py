@@ -33,7 +33,7 @@ from ..services.judgements import (
 from ..services.proposals import (
     external_lens_ids,
     proposal_begin_evaluation,
-    proposal_touch,
+    proposal_swept,
     proposals_past_external_deadline,
     proposals_stuck,
     worker_lens_ids,
@@ -57,10 +57,11 @@ def evaluate_proposal(
     while this task returns; their answers are recorded and the final step
     run in this process (``_finish_llm_answers_here``), or they come back
     here as ``llm_answers`` in one more task. The sweeper comes back in here with
-    ``swept``: whatever is still missing is run or sent again, and a final
-    step that keeps not finishing is escalated after
-    REVIEWAPP_FINAL_STEP_ATTEMPTS runs. Outstanding external lenses are
-    waited for by the sweeper's deadline check.
+    ``swept``: whatever is still missing is run or sent again, until it has
+    been re-sent REVIEWAPP_SWEEP_ATTEMPTS times; after that the lenses still
+    missing are failed, saying so. A final step that keeps not finishing is
+    escalated after REVIEWAPP_FINAL_STEP_ATTEMPTS runs. Outstanding external
+    lenses are waited for by the sweeper's deadline check.
     """
     proposal = Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None or proposal.is_final:
@@ -82,6 +83,12 @@ def evaluate_proposal(
         proposal_begin_evaluation(proposal_id=proposal_id)
     llm_by_lens = {answer["lens"]: answer for answer in llm_answers or ()}
     todo = [by_id[i] for i in worker_lenses if i not in answered]
+    if swept and todo and proposal.sweeps > settings.REVIEWAPP_SWEEP_ATTEMPTS:
+        stalled = _stalled(proposal.sweeps)
+        answers = [_answer(proposal, lens, stalled) for lens in todo]
+        completes = proposal.lenses_answered + len(answers) >= proposal.lenses_asked
+        _record_and_finish(proposal, answers, completes=completes)
+        return
     # The answers computed or delivered here, recorded together: one lock, one commit.
     answers = [
         _answer(proposal, lens, answer_outcome(llm_by_lens[lens.pk]))
@@ -138,6 +145,18 @@ def _hand_to_the_loop(proposal: Proposal, lenses: list[Lens]) -> None:
             finish_here=partial(_finish_llm_answers_here, proposal, lenses),
             deliver=partial(_deliver_llm_answers, proposal.pk),
         )
+    )
+
+
+def _stalled(sweeps: int) -> LensFailed:
+    """Why a lens still unanswered after the sweeper's last re-send failed."""
+    return LensFailed(
+        f"no answer though the sweeper re-sent this proposal {sweeps} times "
+        f"(REVIEWAPP_SWEEP_ATTEMPTS allows {settings.REVIEWAPP_SWEEP_ATTEMPTS} before it gives "
+        "up): each time its worker was lost or its call never ended; see the worker logs",
+        0,
+        [],
+        kind=FailureKind.TIMEOUT,
     )
 
 
@@ -276,7 +295,7 @@ def sweep_stuck_proposals() -> int:
         return 0
     stuck = proposals_stuck(older_than=timedelta(seconds=settings.REVIEWAPP_STUCK_AFTER_SECONDS))
     for proposal_id in stuck:
-        proposal_touch(proposal_id=proposal_id)
+        proposal_swept(proposal_id=proposal_id)
         evaluate_proposal.delay(proposal_id, swept=True)
     deadline_sweep()
     return len(stuck)

@@ -8,7 +8,7 @@ IntegrityError instead of a duplicate.
 
 from .annotation import ClaimMark, DecisionTag, Tag, WrongReason
 from .checker import CheckerConfig
-from .client import ApiClient
+from .client import AccessLoss, ApiClient
 from .decision import ChainHead, Decision, SigningKey
 from .decision_audit import DecisionAudit
 from .endpoint_call import EndpointCall, EndpointControl
@@ -23,6 +23,7 @@ from .review import Review, ReviewClaim
 
 __all__ = [
     "AssignmentRule",
+    "AccessLoss",
     "ApiClient",
     "AwaitedLens",
     "ChainHead",

@@ -4,6 +4,37 @@ import hashlib
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Exists, OuterRef
+
+
+class AccessLoss(models.Model):
+    """A person lost the right to review (their account deactivated, they left the
+    reviewers group, the group itself went). Written by database triggers on the auth
+    tables, whatever made the change (a form, a bulk update, raw SQL), and append-only:
+    a personal token issued before a person's last loss stays dead
+    (reviewapp/review/access_loss.py)."""
+
+    # The user's id, not a foreign key: the record outlives the account.
+    user_id = models.IntegerField(db_index=True)
+    lost_at = models.DateTimeField()
+    reason = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"user {self.user_id} lost access at {self.lost_at:%Y-%m-%d %H:%M}: {self.reason}"
+
+
+class ApiClientQuerySet(models.QuerySet):
+    def live(self):
+        """Tokens that work: not revoked, and a personal one issued after its holder's last
+        loss of access (revoked_at can be cleared in SQL; the record of losses cannot)."""
+        # A token of no person has a NULL user_id, which no loss matches.
+        later_loss = AccessLoss.objects.filter(
+            user_id=OuterRef("user_id"), pk__gt=OuterRef("access_epoch")
+        )
+        return self.filter(~Exists(later_loss), revoked_at__isnull=True)
 
 
 class ApiClient(models.Model):
@@ -31,6 +62,10 @@ class ApiClient(models.Model):
         on_delete=models.CASCADE,
         related_name="api_tokens",
     )
+    # A personal token's: the last AccessLoss of its user when it was issued (0: none).
+    access_epoch = models.BigIntegerField(default=0)
+
+    objects = ApiClientQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -5,9 +5,11 @@ from django.db import models
 from django.db.models import Q
 
 from reviewapp.core import constraints as core_constraints
+from reviewapp.core.llm_endpoints import base_url_problem
 from reviewapp.core.whitespace import is_blank
 
 from ..evaluation import llm_keys
+from ..evaluation.endpoint_policy import endpoint_policy
 
 
 class Lens(models.Model):
@@ -44,6 +46,7 @@ class Lens(models.Model):
     base_url = models.URLField(blank=True, help_text="e.g. http://127.0.0.1:11434/v1")
     model = models.CharField(max_length=200, blank=True)
     api_key_env = models.CharField(
+        "API key variable",
         max_length=100,
         blank=True,
         help_text="Name of the environment variable holding the API key (never the key itself).",
@@ -135,6 +138,8 @@ class Lens(models.Model):
             errors = {}
             if not self.base_url:
                 errors["base_url"] = "An LLM lens needs the endpoint's base URL."
+            elif problem := base_url_problem(self.base_url, endpoint_policy()):
+                errors["base_url"] = problem[0].upper() + problem[1:] + "."
             if not self.model:
                 errors["model"] = "An LLM lens needs a model name."
             if self.timeout_seconds <= 0:

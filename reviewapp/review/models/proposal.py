@@ -53,6 +53,8 @@ class Proposal(models.Model):
     # The final step's failed or lost runs; past REVIEWAPP_FINAL_STEP_ATTEMPTS
     # the proposal is escalated instead of retried (see services/finalize.py).
     final_step_attempts = models.PositiveSmallIntegerField(default=0)
+    # Times the sweeper re-sent it (REVIEWAPP_SWEEP_ATTEMPTS bounds them).
+    sweeps = models.PositiveIntegerField(default=0)
     final_step_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)

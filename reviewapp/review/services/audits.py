@@ -7,9 +7,11 @@ The verdict is also a human label for calibration, written in its transaction.
 """
 
 import random
+from collections.abc import Mapping
 
 from django.db import transaction
 from django.utils import timezone
+from reviewapp_client.verify.ledger import check_signed_object
 
 from reviewapp.core.audits import audit_drawn
 from reviewapp.core.blank import shows_nothing
@@ -17,7 +19,7 @@ from reviewapp.core.signing import Signer, sha256_hex
 
 from .. import events
 from ..automatic import Ruling
-from ..keys import server_signer
+from ..keys import server_signer, untrusted_key_problem
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
 from .escalating import escalation_open
 
@@ -118,3 +120,30 @@ def audit_verdict_sign(
         # The outbox row (if it disputes) and the human label commit with the verdict.
         events.audit_verdict_signed.send(sender=DecisionAudit, audit=audit)
     return audit
+
+
+def audit_problem(audit: DecisionAudit, keys: Mapping[str, bytes]) -> str | None:
+    """How a stored audit verdict fails to say what was signed, or to be about its decision."""
+    if audit.key_id not in keys:
+        return untrusted_key_problem(audit.key_id)
+    signed, problem = check_signed_object(
+        audit.payload, audit.signature, audit.key_id, keys, AUDIT_PAYLOAD_TYPE
+    )
+    if problem:
+        return problem
+    if audit.hash != sha256_hex(audit.payload.encode()):
+        return "stored hash does not match its signed bytes"
+    decision = signed.get("decision") or {}
+    if (decision.get("id"), decision.get("hash")) != (audit.decision_id, audit.decision.hash):
+        return "it was signed for another decision"
+    restated = {
+        "outcome": signed.get("outcome"),
+        "agrees": signed.get("agrees"),
+        "rationale": signed.get("rationale"),
+        "decided_by_name": signed.get("decided_by"),
+        "escalation_id": signed.get("escalation"),
+    }
+    differs = [column for column, value in restated.items() if getattr(audit, column) != value]
+    if differs:
+        return f"row differs from its signed bytes in {', '.join(differs)}"
+    return None

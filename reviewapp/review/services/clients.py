@@ -5,10 +5,11 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
-from ..access import may_sign_decisions
-from ..models import ApiClient, Lens
+from ..access import may_sign_decisions, may_sign_decisions_many
+from ..models import AccessLoss, ApiClient, Lens
 
 TOKEN_MARK = "rva_"
 # The mark plus 8 random characters: enough to tell tokens apart in the admin,
@@ -44,16 +45,20 @@ def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiCl
     if not name:
         raise ClientRefused("a client needs a name")
     wanted = _clean_scopes(scopes)
+    epoch = 0
     if user is not None:
         if wanted != [ApiClient.Scope.REVIEW]:
             raise ClientRefused(PERSONAL_SCOPES_ONLY)
-        if not may_sign_decisions(user):
+        # The person's row locked (a fresh copy: the answer below is not the cached one):
+        # two creations at once count each other's token, and a loss of access being
+        # recorded (its trigger locks the row too) is either seen here or comes after.
+        locked = get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        if not may_sign_decisions(locked):
             raise ClientRefused(
                 f"{user.get_username()} is not a reviewer: add them to the reviewers group first"
             )
-        # The person's row locked: two creations at once count each other's token.
-        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-        live = ApiClient.objects.filter(user=user, revoked_at__isnull=True).count()
+        epoch = AccessLoss.objects.filter(user_id=user.pk).aggregate(last=Max("pk"))["last"] or 0
+        live = ApiClient.objects.live().filter(user=user).count()
         if live >= PERSONAL_TOKENS_LIMIT:
             raise ClientRefused(
                 f"{user.get_username()} already has {PERSONAL_TOKENS_LIMIT} live tokens: "
@@ -68,6 +73,7 @@ def api_client_create(*, name: str, scopes: list[str], user=None) -> tuple[ApiCl
         token_hash=ApiClient.hash_token(token),
         scopes=wanted,
         user=user,
+        access_epoch=epoch,  # a later loss of access kills it (ApiClient.objects.live())
     )
     return client, token
 
@@ -130,34 +136,47 @@ def api_client_for_token(token: str) -> ApiClient | None:
     """The live client holding `token`, or None (unknown or revoked)."""
     if not token.startswith(TOKEN_MARK):
         return None
-    return ApiClient.objects.filter(
-        token_hash=ApiClient.hash_token(token), revoked_at__isnull=True
-    ).first()
+    return ApiClient.objects.live().filter(token_hash=ApiClient.hash_token(token)).first()
+
+
+def api_clients_for_tokens(tokens: list[str]) -> dict[str, ApiClient | None]:
+    """Each token's live client (None: unknown, revoked, or a personal token whose person may
+    no longer review), touched; three queries at most however many tokens."""
+    hashes = {ApiClient.hash_token(t): t for t in tokens if t.startswith(TOKEN_MARK)}
+    found = {
+        c.token_hash: c
+        for c in ApiClient.objects.live().filter(token_hash__in=list(hashes)).select_related("user")
+    }
+    may_sign_decisions_many(c.user for c in found.values() if c.user_id)
+    live = {h: c for h, c in found.items() if c.user_id is None or may_sign_decisions(c.user)}
+    stale = [c.pk for c in live.values() if _touch_due(c)]
+    if stale:
+        ApiClient.objects.filter(pk__in=stale).update(last_used_at=timezone.now())
+    return {t: live.get(ApiClient.hash_token(t)) for t in tokens}
+
+
+def effective_scopes(client: ApiClient) -> list[str]:
+    """The scopes a token acts with, over REST and MCP alike: `read:all` is read without the
+    visibility rule, so it also grants `read`, and a personal token reads what its reviewer
+    reads in the pages."""
+    scopes = list(client.scopes)
+    if ApiClient.Scope.READ not in scopes and (
+        client.user_id is not None or ApiClient.Scope.READ_ALL in scopes
+    ):
+        scopes.append(ApiClient.Scope.READ.value)
+    return scopes
+
+
+def _touch_due(client: ApiClient) -> bool:
+    return client.last_used_at is None or timezone.now() - client.last_used_at >= TOUCH_EVERY
 
 
 def api_client_touch(client: ApiClient) -> None:
     """Record use, at most once per TOUCH_EVERY."""
-    now = timezone.now()
-    if client.last_used_at is None or now - client.last_used_at >= TOUCH_EVERY:
+    if _touch_due(client):
+        now = timezone.now()
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=now)
         client.last_used_at = now
-
-
-def personal_tokens_end(*, user_ids) -> int:
-    """Revoke the live personal tokens of those of `user_ids` who may no longer review.
-
-    Called when an account or its groups change (review.signals): a token that
-    stopped working must not work again when the account is reactivated or
-    rejoins the reviewers group. How many were revoked.
-    """
-    # Fresh rows: `may_sign_decisions` caches its answer on a user object.
-    users = get_user_model().objects.filter(pk__in=list(user_ids), api_tokens__revoked_at=None)
-    gone = [u.pk for u in users.distinct() if not may_sign_decisions(u)]
-    if not gone:
-        return 0
-    return ApiClient.objects.filter(user__in=gone, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
 
 
 def personal_token_revoke(*, client_id: int, user) -> bool:

@@ -3,10 +3,17 @@
 import base64
 import json
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
-from reviewapp_client.verify.ledger import decision_facts
+from reviewapp_client.verify.ledger import (
+    ReviewFacts,
+    check_review,
+    decision_facts,
+    named_reviews,
+    review_named_problem,
+)
 
 from reviewapp.core.canonical_template import CanonicalTemplate
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
@@ -22,8 +29,10 @@ from reviewapp.ledger.services import (
 from .. import events
 from ..final_notice import proposal_final_notify
 from ..keys import server_signer, trusted_keys, untrusted_key_problem
-from ..models import ChainHead, Decision, Escalation, Evidence, Proposal
+from ..models import ChainHead, Decision, DecisionAudit, Escalation, Evidence, Proposal, Review
 from .annotations import Annotations, annotations_payload, annotations_store
+from .audits import audit_problem
+from .reviews import SignedReview, review_problem, reviews_named
 
 GENESIS_HASH = "0" * 64
 DECISION_PAYLOAD_TYPE = "reviewapp.decision/v1"
@@ -43,7 +52,7 @@ def decision_payload(
     decided_at: str,
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
-    reviews: list[dict] | None = None,
+    reviews: list[SignedReview] | None = None,
     annotations: Annotations | None = None,
     fallback: dict | None = None,
 ) -> dict:
@@ -52,9 +61,10 @@ def decision_payload(
     `evidence` and `lenses` (lens_name, lens_version) are read from the
     proposal unless the caller already holds them. A reviewer's annotations
     add their keys only when there are any (see services.annotations).
-    `reviews` (reviewer, outcome, review_sha256) are the reviews a decision
-    rests on when its escalation needed several; a decision without them has
-    no `reviews` key, byte for byte what it was before reviews existed.
+    `reviews` are the reviews a decision rests on when its escalation needed
+    several, as signed; the payload names each (reviewer, outcome,
+    review_sha256). A decision without them has no `reviews` key, byte for
+    byte what it was before reviews existed.
     `fallback` (on_deadline, due_at, review_deadline_seconds) marks a decision
     no person made: its panel's deadline passed (services.deadlines); only such
     a decision has the key.
@@ -96,7 +106,7 @@ def decision_payload(
         **annotations_payload(annotations),
     }
     if reviews is not None:
-        payload["reviews"] = reviews
+        payload["reviews"] = reviews_named(reviews)
     if fallback is not None:
         payload["fallback"] = fallback
     return payload
@@ -115,7 +125,7 @@ def decision_append(
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
     evidence_is_new: bool = False,
-    reviews: list[dict] | None = None,
+    reviews: list[SignedReview] | None = None,
     annotations: Annotations | None = None,
     fallback: dict | None = None,
 ) -> Decision:
@@ -217,10 +227,12 @@ class DecisionCheck:
     mismatched: tuple[str, ...]
     # The signing key, when it is not a trust anchor (then the signature is not ok).
     untrusted_key: str | None = None
+    # How a review the decision names fails it (changed, removed, or not what it names).
+    reviews_problem: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.signature_ok and self.hash_ok and self.canonical_ok and not self.mismatched
+        return self.problem is None
 
     @property
     def problem(self) -> str | None:
@@ -234,11 +246,16 @@ class DecisionCheck:
             return "signed bytes are not canonical JSON"
         if self.mismatched:
             return f"row differs from its signed bytes in {', '.join(self.mismatched)}"
-        return None
+        return self.reviews_problem
 
 
-def decision_check(decision: Decision, keys: dict[str, bytes] | None = None) -> DecisionCheck:
-    """``keys``: the trusted keys, when the caller checks many decisions (default: read them)."""
+def decision_check(
+    decision: Decision,
+    keys: dict[str, bytes] | None = None,
+    reviews: dict[str, tuple[Review, str | None]] | None = None,
+) -> DecisionCheck:
+    """``keys``: the trusted keys, and ``reviews`` (``reviews_checked``), when the caller
+    checks many decisions (default: read them, and the reviews of its escalation)."""
     keys = trusted_keys() if keys is None else keys
     payload_bytes = decision.payload.encode()
     try:
@@ -252,23 +269,88 @@ def decision_check(decision: Decision, keys: dict[str, bytes] | None = None) -> 
         {column: getattr(decision, column) for column, _ in DECISION_ROW_COLUMNS},
         decision_facts(payload_bytes, signed),
     )
+    named, problem = named_reviews(signed)
+    if named and problem is None:
+        if reviews is None:
+            rows = Review.objects.filter(escalation=decision.escalation_id)
+            reviews = reviews_checked(keys, rows)
+            problem = next(filter(None, (c.failure for c in reviews.values())), None)
+        problem = problem or _named_reviews_problem(named, reviews)
     return DecisionCheck(
         signature_ok=decision_signature_valid(decision, keys),
         hash_ok=sha256_hex(payload_bytes) == decision.hash,
         canonical_ok=canonical_ok,
         mismatched=tuple(mismatched),
         untrusted_key=None if decision.key_id in keys else decision.key_id,
+        reviews_problem=problem,
     )
 
 
-def decisions_verify_chain() -> tuple[int, str | None]:
-    """Re-verify every decision in order. Returns (count checked, first problem or None)."""
+class ReviewCheck(NamedTuple):
+    where: str  # "review 3 by ann"
+    facts: ReviewFacts | None  # what it signed, if its signature verifies
+    problem: str | None  # how it fails (``review_problem``)
+
+    @property
+    def failure(self) -> str | None:
+        return f"{self.where}: {self.problem}" if self.problem else None
+
+
+def reviews_checked(keys, rows=None) -> dict[str, ReviewCheck]:
+    """Each stored review (``rows``, default all) checked, by the SHA-256 of its signed bytes."""
+    checked = {}
+    for review in (Review.objects.all() if rows is None else rows).order_by("id").iterator():
+        facts, _ = check_review(review.payload, review.signature, review.key_id, keys)
+        checked[sha256_hex(review.payload.encode())] = ReviewCheck(
+            f"review {review.pk} by {review.reviewer_name}", facts, review_problem(review, keys)
+        )
+    return checked
+
+
+def _named_reviews_problem(named, reviews: dict[str, ReviewCheck]) -> str | None:
+    for digest, expected in named:
+        check = reviews.get(digest)
+        problem = (check and check.failure) or review_named_problem(
+            digest, expected, check and check.facts
+        )
+        if problem:
+            return problem
+    return None
+
+
+@dataclass(frozen=True)
+class ChainVerification:
+    decisions: int  # verified before the problem, if any
+    reviews: int
+    audits: int
+    problem: str | None
+
+
+def decisions_verify_chain() -> ChainVerification:
+    """Re-verify every review and audit verdict, then every decision in order (each with the
+    reviews it names); stops at the first problem."""
+    keys = trusted_keys()
+    reviews = reviews_checked(keys)
+    problem = next(filter(None, (c.failure for c in reviews.values())), None)
+    audits = 0
+    for audit in DecisionAudit.objects.select_related("decision").order_by("id").iterator():
+        if problem:
+            break
+        problem = audit_problem(audit, keys)
+        problem = problem and f"audit verdict {audit.pk} on decision {audit.decision_id}: {problem}"
+        audits += 1
+    if problem:
+        return ChainVerification(0, len(reviews), audits, problem)
+    checked, problem = _verify_chain(keys, reviews)
+    return ChainVerification(checked, len(reviews), audits, problem)
+
+
+def _verify_chain(keys, reviews) -> tuple[int, str | None]:
     expected_prev = GENESIS_HASH
     checked = 0
-    keys = trusted_keys()
     for decision in Decision.objects.order_by("id").iterator(chunk_size=1000):
         label = f"decision {decision.pk} (proposal {decision.proposal_id})"
-        problem = decision_check(decision, keys).problem
+        problem = decision_check(decision, keys, reviews).problem
         if problem:
             return checked, f"{label}: {problem}"
         if decision.prev_hash != expected_prev:

@@ -17,7 +17,8 @@ from ..models.escalation import claim_ttl
 from .annotations import Annotations, annotations_payload, annotations_validate
 from .audits import audit_verdict_sign
 from .decisions import decision_append
-from .reviews import review_create, reviews_named
+from .reviews import ReviewUnverified as ReviewUnverified  # raised by escalation_review
+from .reviews import review_create, review_signed
 
 
 class ClaimHeldByOther(Exception):
@@ -313,8 +314,10 @@ def _reconcile(escalation, outcome, rationale, user, name, annotated) -> ReviewR
     if any(r.reviewer_id == user.pk for r in reviews):
         # A party to the disagreement would settle it their own way.
         raise NotAReconciler("you gave one of the disagreeing reviews: another reconciler decides")
+    # The decision names each review as signed, never as its row says.
+    signed = [review_signed(r) for r in reviews]
     decision = _resolve(
-        escalation, outcome, rationale, user, name, reviews=reviews, annotations=annotated()
+        escalation, outcome, rationale, user, name, reviews=signed, annotations=annotated()
     )
     return ReviewResult("decided", len(reviews), escalation.reviews_needed, decision)
 
@@ -366,15 +369,17 @@ def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResu
     if len(reviews) < needed:
         _claims_end(escalation, user)
         return ReviewResult("awaiting_reviews", len(reviews), needed)
-    if len({r.outcome for r in reviews}) == 1:
+    # Whether they agree is read from what each reviewer signed, never from the rows' columns.
+    signed = [review_signed(r) for r in reviews]
+    if len({r.outcome for r in signed}) == 1:
         # The review that completed the agreement decides: its annotations are the decision's.
         decision = _resolve(
             escalation,
-            outcome,
-            "\n\n".join(f"{r.reviewer_name}: {r.rationale}" for r in reviews),
+            signed[-1].outcome,
+            "\n\n".join(f"{r.reviewer}: {r.rationale}" for r in signed),
             user,
-            ", ".join(r.reviewer_name for r in reviews),
-            reviews=reviews,
+            ", ".join(r.reviewer for r in signed),
+            reviews=signed,
             annotations=annotations,
         )
         return ReviewResult("decided", len(reviews), needed, decision)
@@ -411,6 +416,6 @@ def _resolve(
         decided_by_user=user,
         decided_by_name=decided_by_name,
         escalation=escalation,
-        reviews=None if reviews is None else reviews_named(reviews),
+        reviews=reviews,
         annotations=annotations,
     )

@@ -13,6 +13,7 @@ from reviewapp.core.cite import (
     ground_claims,
 )
 from reviewapp.core.judging import FailureKind
+from reviewapp.core.redaction import redacted
 from reviewapp.core.text import storable
 
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Proposal
@@ -241,7 +242,8 @@ def lens_failure_answer(*, lens: Lens, error: str, attempts: int, kind: FailureK
             lens=lens,
             lens_name=lens.name,
             lens_version=lens.version,
-            error=storable(error[:4000]),
+            # A provider's error body may echo the key or name the account: never kept.
+            error=storable(redacted(error)[:4000]),
             kind=kind,
             attempts=attempts,
         )

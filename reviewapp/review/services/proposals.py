@@ -4,7 +4,7 @@ import hashlib
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from reviewapp.core.quorum import Quorum, QuorumError
@@ -227,6 +227,9 @@ def proposals_stuck(*, older_than: timedelta) -> list[int]:
     )
 
 
-def proposal_touch(*, proposal_id: int) -> None:
-    """Mark a proposal as seen by the sweeper, so it is not re-enqueued in a tight loop."""
-    Proposal.objects.filter(pk=proposal_id).update(updated_at=timezone.now())
+def proposal_swept(*, proposal_id: int) -> None:
+    """Mark a proposal as re-sent by the sweeper: counted, and not re-sent in a tight loop."""
+    # F(): two sweeps racing each count once.
+    Proposal.objects.filter(pk=proposal_id).update(
+        updated_at=timezone.now(), sweeps=F("sweeps") + 1
+    )

@@ -1,15 +1,17 @@
 """One reviewer's signed review, and what a decision resting on reviews says about them."""
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db.models import Count, F, Q
 from django.utils import timezone
+from reviewapp_client.verify.ledger import check_signed_object
 
 from reviewapp.core.signing import sha256_hex
 
-from ..keys import server_signer
+from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import Decision, Escalation, Review, ReviewClaim
 
 REVIEW_PAYLOAD_TYPE = "reviewapp.review/v1"
@@ -80,11 +82,78 @@ def review_create(
     )
 
 
-def reviews_named(reviews: list[Review]) -> list[dict]:
+class ReviewUnverified(Exception):
+    """A stored review no longer verifies as its reviewer signed it: nothing is decided on it."""
+
+
+@dataclass(frozen=True)
+class SignedReview:
+    """A review as its reviewer signed it (never the row's columns, which restate it)."""
+
+    reviewer: str
+    outcome: str
+    rationale: str
+    hash: str  # SHA-256 of the signed bytes
+
+
+def _signed_problem(review: Review, keys: Mapping[str, bytes]) -> tuple[dict | None, str | None]:
+    """The review's signed payload, or why it cannot be trusted (key, signature, subject)."""
+    if review.key_id not in keys:
+        return None, untrusted_key_problem(review.key_id)
+    signed, problem = check_signed_object(
+        review.payload, review.signature, review.key_id, keys, REVIEW_PAYLOAD_TYPE
+    )
+    if problem:
+        return None, problem
+    if (signed.get("escalation") or {}).get("id") != review.escalation_id:
+        return None, "it was signed for another escalation"
+    return signed, None
+
+
+def review_signed(review: Review, keys: Mapping[str, bytes] | None = None) -> SignedReview:
+    """What `review` signed, checked with the trusted keys; `ReviewUnverified` if it fails."""
+    signed, problem = _signed_problem(review, trusted_keys() if keys is None else keys)
+    if problem:
+        raise ReviewUnverified(
+            f"{review.reviewer_name}'s review (review {review.pk} on escalation "
+            f"{review.escalation_id}) does not verify: {problem}. No decision is signed on it "
+            "until an administrator has checked the reviews (manage.py verify_decisions)."
+        )
+    return SignedReview(
+        reviewer=signed["reviewer"],
+        outcome=signed["outcome"],
+        rationale=signed["rationale"],
+        hash=sha256_hex(review.payload.encode()),
+    )
+
+
+# A review row's columns that restate its signed bytes, and the signed key each restates.
+REVIEW_ROW_COLUMNS = (
+    ("reviewer_name", "reviewer"),
+    ("outcome", "outcome"),
+    ("rationale", "rationale"),
+)
+
+
+def review_problem(review: Review, keys: Mapping[str, bytes]) -> str | None:
+    """How a stored review fails to say what was signed (its signature, hash or a column)."""
+    signed, problem = _signed_problem(review, keys)
+    if problem:
+        return problem
+    if review.hash != sha256_hex(review.payload.encode()):
+        return "stored hash does not match its signed bytes"
+    differs = [c for c, key in REVIEW_ROW_COLUMNS if getattr(review, c) != signed[key]]
+    if review.annotations != {k: v for k, v in signed.items() if k not in _CORE_KEYS}:
+        differs.append("annotations")
+    if differs:
+        return f"row differs from its signed bytes in {', '.join(differs)}"
+    return None
+
+
+def reviews_named(reviews: list[SignedReview]) -> list[dict]:
     """How a decision names the reviews it rests on, inside its signed payload."""
     return [
-        {"reviewer": r.reviewer_name, "outcome": r.outcome, "review_sha256": r.hash}
-        for r in reviews
+        {"reviewer": r.reviewer, "outcome": r.outcome, "review_sha256": r.hash} for r in reviews
     ]
 
 

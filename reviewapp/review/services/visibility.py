@@ -2,6 +2,7 @@
 
 A client sees the proposals it submitted and those it is bound to judge (an
 external lens in the proposal's snapshot names it among its judging clients).
+A client holding `review` also sees every escalated proposal (it reviews them).
 A client holding `read:all` sees every proposal. Browser sessions (reviewers
 and staff) are not API clients and see everything; callers pass `client=None`
 for them. Anything derived from a proposal (judgements, escalations,
@@ -11,7 +12,7 @@ decisions, evidence, webhook events) is visible exactly when its proposal is.
 from django.db.models import Q, QuerySet
 
 from .. import access
-from ..models import ApiClient, AwaitedLens, Lens, Proposal
+from ..models import ApiClient, AwaitedLens, Escalation, Lens, Proposal
 
 
 def sees_everything(client: ApiClient | None) -> bool:
@@ -21,6 +22,12 @@ def sees_everything(client: ApiClient | None) -> bool:
     if client is not None and client.user_id is not None:
         return access.may_sign_decisions(client.user)
     return client is None or ApiClient.Scope.READ_ALL in (client.scopes or [])
+
+
+def may_review(client: ApiClient | None) -> bool:
+    """A token with the review scope reviews escalations, so it sees every one of them
+    and the proposal behind it (issue 42: a `review,read` token used to list none)."""
+    return client is not None and ApiClient.Scope.REVIEW in (client.scopes or [])
 
 
 def visible_q(client: ApiClient | None, *, prefix: str = "") -> Q:
@@ -34,7 +41,11 @@ def visible_q(client: ApiClient | None, *, prefix: str = "") -> Q:
         "pk"
     )
     awaiting = AwaitedLens.objects.filter(lens__in=bound_lenses).values("proposal_id")
-    return Q(**{f"{prefix}client": client}) | Q(**{f"{prefix}pk__in": awaiting})
+    visible = Q(**{f"{prefix}client": client}) | Q(**{f"{prefix}pk__in": awaiting})
+    if may_review(client):
+        escalated = Escalation.objects.values("proposal_id")
+        visible |= Q(**{f"{prefix}pk__in": escalated})
+    return visible
 
 
 def proposals_visible_to(client: ApiClient | None) -> QuerySet[Proposal]:

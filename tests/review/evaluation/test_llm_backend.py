@@ -2,8 +2,10 @@
 production path: the proposal's task hands its LLM lens to the process's LLM loop."""
 
 import pytest
+from django.test import Client
 
 from reviewapp.review.models import Claim, Lens, LensFailure
+from reviewapp.review.services.clients import api_client_create
 from tests.core.openai_stub import Answer, HttpError
 from tests.factories import LensFactory, PanelFactory
 from tests.review.helpers import evaluate_in_process, judgement, submit
@@ -116,3 +118,55 @@ def test_the_loop_reuses_one_session_and_connection_per_endpoint(llm_panel, open
     evaluate_in_process(submit(llm_panel, CONTENT + " Again."))
     assert len(openai_server.client_ports) == 2
     assert len(set(openai_server.client_ports)) == 1  # built once, kept alive
+
+
+def test_a_providers_error_reaches_the_agent_capped_and_without_key_or_account(
+    llm_panel, openai_server
+):
+    body = (
+        '{"error": {"message": "Incorrect API key provided: sk-proj-AbCdEf1234567890wXyZ. '
+        'Your organization org-9fKq2LmZp0Xy (billing@acme.example) ...", "padding": "'
+        + "x" * 3000
+        + '"}}'
+    )
+    openai_server.script([HttpError(401, body)])
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+
+    (served,) = (
+        Client()
+        .get(f"/api/proposals/{proposal.pk}", headers={"Authorization": f"Bearer {read_all()}"})
+        .json()["lens_failures"]
+    )
+
+    assert "HTTP 401" in served["message"] and "Incorrect API key provided" in served["message"]
+    assert len(served["message"]) <= 300
+    stored = LensFailure.objects.get(proposal=proposal).error
+    for secret in ("sk-proj-AbCdEf", "org-9fKq2LmZp0Xy", "billing@acme.example"):
+        assert secret not in served["message"] and secret not in stored
+
+
+def read_all() -> str:
+    return api_client_create(name="operator", scopes=["read:all"])[1]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "says"),
+    [
+        ("http://svc:topsecret@{host}/v1", "must not carry credentials"),
+        ("http://169.254.169.254/v1", "link-local"),
+        ("http://[fd00:ec2::254]/v1", "cloud metadata service"),
+    ],
+)
+def test_a_lens_stored_with_an_endpoint_it_may_not_call_fails_saying_why(
+    llm_panel, openai_server, base_url, says
+):
+    """Stored before the rules (or past them, in SQL): nothing is sent, the key least of all."""
+    host = openai_server.base_url.split("//")[1].split("/")[0]
+    Lens.objects.filter(panels=llm_panel).update(base_url=base_url.format(host=host))
+
+    proposal = evaluate_in_process(submit(llm_panel, CONTENT))
+
+    failure = LensFailure.objects.get(proposal=proposal)
+    assert failure.kind == "misconfigured"
+    assert says in failure.error and "topsecret" not in failure.error
+    assert not openai_server.requests

@@ -9,6 +9,8 @@ server does not break an older client.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -439,9 +441,20 @@ class Decision:
     # None for any other decision.
     fallback: Fallback | None = None
 
+    @functools.cached_property
+    def signed(self) -> dict:
+        """The signed payload, parsed ({} if it is not a JSON object). Trust it once
+        `verify_decision` has checked it; `outcome` and the other fields restate it."""
+        try:
+            signed = json.loads(self.payload)
+        except ValueError:
+            return {}
+        return signed if isinstance(signed, dict) else {}
+
     @property
     def approved(self) -> bool:
-        return self.outcome == "approved"
+        """Whether the signed bytes say approved (never the `outcome` field alone)."""
+        return self.signed.get("outcome") == "approved"
 
     @property
     def is_fallback(self) -> bool:
@@ -503,7 +516,16 @@ class Proposal:
 
     @property
     def approved(self) -> bool:
-        return self.decision is not None and self.decision.approved
+        """Whether this proposal's decision, as signed, approves it: the signed bytes name
+        this proposal and its content, and say approved. Verify the decision first."""
+        if self.decision is None:
+            return False
+        signed = self.decision.signed.get("proposal")
+        return (
+            self.decision.approved
+            and isinstance(signed, dict)
+            and (signed.get("id"), signed.get("content_sha256")) == (self.id, self.content_sha256)
+        )
 
     @classmethod
     def from_api(cls, data: Mapping, at: str = "proposal") -> Proposal:

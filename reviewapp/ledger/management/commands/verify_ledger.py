@@ -45,7 +45,8 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.entries} ledger entries verified ({result.decisions} decisions, "
-                f"{result.evidence} evidence) and {result.checkpoints} signed checkpoints "
+                f"{result.evidence} evidence) and {result.checkpoints} signed checkpoints, "
+                f"with {result.reviews} reviews and {result.audits} audit verdicts "
                 f"in {time.perf_counter() - started:.1f}s: signatures, rows, chain and tree intact."
                 + witnessed
             )

@@ -25,8 +25,10 @@ from django.utils import timezone
 from yarl import URL
 
 from reviewapp.core.cite import GroundingPolicy
-from reviewapp.core.judging import JudgeOutcome, LensFailed
+from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
+from reviewapp.core.judging.transport import error_text
 from reviewapp.core.llm_calls import AsyncChatTransport, EndpointGate, run_judge_async
+from reviewapp.core.llm_endpoints import PolicyResolver
 
 from ...models import Lens, Proposal
 from ..endpoint_limits import (
@@ -36,6 +38,7 @@ from ..endpoint_limits import (
     endpoint_key,
     redis_url,
 )
+from ..endpoint_policy import endpoint_policy, refuse_endpoint
 from ..evaluators import chat_options
 from .answers import LlmJob, answer_json, failure_json
 from .hand_back import HandBack, dropping_broken_connection
@@ -157,7 +160,7 @@ class Runtime:
             session = self.sessions[base_url] = aiohttp.ClientSession(
                 # No pool cap of its own: the endpoint gate is the limit, and a
                 # connector's default of 100 would silently be a second one.
-                connector=aiohttp.TCPConnector(limit=0),
+                connector=aiohttp.TCPConnector(limit=0, resolver=PolicyResolver(endpoint_policy())),
                 # The calls are independent: a cookie one answer sets must not ride on the next.
                 cookie_jar=aiohttp.DummyCookieJar(),
                 # Not from the environment: with it aiohttp reads ~/.netrc and the
@@ -246,28 +249,42 @@ class Runtime:
         policy: GroundingPolicy,
         target_id: str,
     ) -> JudgeOutcome:
-        """One LLM lens on one text, on this loop's clients and gates; raises LensFailed.
+        """One LLM lens on one text, on this loop's clients and gates; raises LensFailed,
+        and only LensFailed: any other error of the call is one, of kind internal_error,
+        so no lens is left without an answer or a failure.
 
-        Proposals and the admin's trials alike (``audit.trials.llm_trial_run``).
+        Proposals and the admin's trials alike (``audit.trials.llm_trial_run``), and replays.
         """
-        options = chat_options(lens)
-        session = self.session_for(lens.base_url)
-        proxy, proxy_auth = self.proxies[lens.base_url]
-        transport = AsyncChatTransport(
-            **options,
-            session=session,
-            proxy=proxy,
-            proxy_auth=proxy_auth,
-            gate=self.gate_for(lens),
-        )
-        return await run_judge_async(
-            transport=transport,
-            time_limit=min(lens.deadline_seconds, settings.REVIEWAPP_LLM_LENS_TIME_LIMIT),
-            instructions=lens.instructions,
-            lens_name=lens.name,
-            content=content,
-            thought_process=thought_process,
-            policy=policy,
-            target_id=target_id,
-            transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
-        )
+        try:
+            refuse_endpoint(lens.base_url)  # a name's addresses: by the session's resolver
+            options = chat_options(lens)
+            session = self.session_for(lens.base_url)
+            proxy, proxy_auth = self.proxies[lens.base_url]
+            transport = AsyncChatTransport(
+                **options,
+                session=session,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+                gate=self.gate_for(lens),
+            )
+            return await run_judge_async(
+                transport=transport,
+                time_limit=min(lens.deadline_seconds, settings.REVIEWAPP_LLM_LENS_TIME_LIMIT),
+                instructions=lens.instructions,
+                lens_name=lens.name,
+                content=content,
+                thought_process=thought_process,
+                policy=policy,
+                target_id=target_id,
+                transport_attempts=settings.REVIEWAPP_LLM_TRANSPORT_ATTEMPTS,
+            )
+        except LensFailed:
+            raise
+        except Exception as exc:
+            log.exception("lens %s: unexpected error in its call", lens.name)
+            raise LensFailed(
+                f"the call raised an unexpected {error_text(exc)}",
+                0,
+                [],
+                kind=FailureKind.INTERNAL_ERROR,
+            ) from exc

@@ -6,17 +6,23 @@ from reviewapp.review.services.decisions import decisions_verify_chain
 
 class Command(BaseCommand):
     help = (
-        "Re-verify every decision signature and the hash chain, and the latest ledger "
-        "checkpoint's witness cosignatures against REVIEWAPP_LEDGER_WITNESS_QUORUM."
+        "Re-verify every review and audit verdict, every decision signature (with the reviews "
+        "it names) and the hash chain, and the latest ledger checkpoint's witness "
+        "cosignatures against REVIEWAPP_LEDGER_WITNESS_QUORUM."
     )
 
     def handle(self, *args, **options):
-        checked, problem = decisions_verify_chain()
-        if problem:
-            raise CommandError(f"{problem} ({checked} decisions verified before it)")
+        result = decisions_verify_chain()
+        if result.problem:
+            raise CommandError(
+                f"{result.problem} ({result.decisions} decisions verified before it)"
+            )
         problem = latest_checkpoint_policy_problem()
         if problem:
-            raise CommandError(f"ledger {problem} ({checked} decisions verified)")
+            raise CommandError(f"ledger {problem} ({result.decisions} decisions verified)")
         self.stdout.write(
-            self.style.SUCCESS(f"{checked} decisions verified: signatures and chain intact.")
+            self.style.SUCCESS(
+                f"{result.decisions} decisions verified, with {result.reviews} reviews and "
+                f"{result.audits} audit verdicts: signatures and chain intact."
+            )
         )

@@ -133,6 +133,29 @@ def test_a_provider_answering_only_429_escalates_at_the_lens_deadline_naming_the
     assert Escalation.objects.filter(proposal=proposal).count() == 1
 
 
+def test_an_unexpected_error_in_a_lens_call_ends_as_a_named_lens_failure(
+    start_worker, openai_server
+):
+    # Issue 42: an error of no transport kind (aiohttp's ValueError, here for a key with a
+    # stray newline in its variable; there, for a base URL carrying credentials) left the
+    # proposal `evaluating` while the sweeper re-sent it every two minutes.
+    panel = _llm_panel(openai_server, api_key_env="LLM_API_KEY_ISSUE42")
+    worker = _one_process_worker(start_worker, LLM_API_KEY_ISSUE42="sk-test\nissue-42")
+    proposal = submit(panel, _content(1))
+
+    failure = wait_for(
+        lambda: LensFailure.objects.filter(proposal=proposal).first(),
+        timeout=30,
+        message=worker.log(),
+    )
+    assert failure.kind == "internal_error"
+    assert "ValueError" in failure.error
+    assert "issue-42" not in failure.error
+    done = wait_for(lambda: _all_final([proposal.pk]) and Proposal.objects.get(pk=proposal.pk))
+    assert done.status == Proposal.Status.ESCALATED
+    assert not openai_server.requests
+
+
 def test_a_worker_killed_mid_call_still_ends_the_proposal_once(start_worker, openai_server):
     openai_server.script([Slow(30, judgement("pass", CITE))])
     openai_server.respond = lambda request: Answer(judgement("pass", CITE))

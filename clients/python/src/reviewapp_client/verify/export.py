@@ -7,7 +7,6 @@ main process, so the first bad line reported is the same either way.
 
 from __future__ import annotations
 
-import base64
 import json
 import multiprocessing
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,21 +18,24 @@ from . import merkle
 from .cosignature import WitnessPolicy, note_policy_check
 from .files import BadLine, json_lines, read_checkpoint_file, read_proofs, read_witness_file
 from .ledger import (
-    ANNOTATION_KEYS,
     ENTRY_KEYS,
     GENESIS_HASH,
     PARALLEL_THRESHOLD,
     Checked,
     Failure,
     LedgerVerifier,
+    carried_fields_problem,
     check_entry,
+    check_review_object,
     entry_where,
     loads,
     ordered_map,
 )
 from .signing import key_id_for
 
-EXPORT_FORMAT = "reviewapp.ledger-export/1"
+EXPORT_FORMAT = "reviewapp.ledger-export/2"
+# Format 1 predates the review lines: the reviews its decisions name are not in it.
+FORMAT_WITHOUT_REVIEWS = "reviewapp.ledger-export/1"
 NOT_AN_ENTRY = "neither a ledger entry (index, kind, payload, signature, key_id) nor a checkpoint"
 
 
@@ -42,8 +44,9 @@ def check_export_lines(
 ) -> list[tuple[str, Any, Any, Any]]:
     """Parse and check raw export lines: ``(what, a, b, c)`` per line.
 
-    ``("bad", problem, -, -)``, ``("checkpoint", note, -, -)`` or
-    ``("entry", (index, kind, stored leaf hash), Checked, -)``.
+    ``("bad", problem, -, -)``, ``("checkpoint", note, -, -)``,
+    ``("entry", (index, kind, stored leaf hash), Checked, -)`` or
+    ``("review", (SHA-256, reviewer), ReviewFacts, problem)``.
     """
     results = []
     for line in batch:
@@ -57,6 +60,12 @@ def check_export_lines(
             continue
         if "checkpoint" in obj:
             results.append(("checkpoint", obj["checkpoint"], None, None))
+            continue
+        if "review" in obj:
+            review = obj["review"]
+            digest, facts, problem = check_review_object(review, keys)
+            who = review.get("reviewer") if isinstance(review, dict) else None
+            results.append(("review", (digest, who), facts, problem))
             continue
         item = tuple(obj.get(k) for k in ENTRY_KEYS)
         if obj.get("kind") not in merkle.ENTRY_KINDS or not all(isinstance(v, str) for v in item):
@@ -76,6 +85,7 @@ class Report:
     # Of the decisions, those signed as a review deadline's fallback: no person made them.
     fallbacks: int = 0
     evidence: int = 0
+    reviews: int = 0
     checkpoints: int = 0
     root: str | None = None
     # The witness policy's verdict: "checkpoint for size 6 cosigned by w1, w2 (witness quorum …)"
@@ -100,6 +110,8 @@ class Report:
                 f"; {self.fallbacks} of the decisions are fallbacks, signed by the server when "
                 "a review deadline passed: no person made them"
             )
+        if self.reviews:
+            text += f"; {self.reviews} reviews the decisions name verified"
         if self.witnessed:
             text += f"; {self.witnessed}"
         return text
@@ -145,7 +157,7 @@ def verify_export(
     start = 0
     rest: Iterable[tuple[int, str]] = lines
     if isinstance(header, dict) and header.get("format") is not None:
-        if header.get("format") != EXPORT_FORMAT:
+        if header.get("format") not in (EXPORT_FORMAT, FORMAT_WITHOUT_REVIEWS):
             raise Failure(f"line {number}", f"unknown export format {header.get('format')!r}")
         start = header.get("start", 0)
         try:
@@ -153,6 +165,7 @@ def verify_export(
             verifier = LedgerVerifier(keys, start=start, frontier=frontier)
         except (ValueError, TypeError) as exc:
             raise Failure(f"line {number}", f"unusable header ({exc})") from exc
+        verifier.reviews_optional = header.get("format") == FORMAT_WITHOUT_REVIEWS
     else:
         verifier = LedgerVerifier(keys)
         rest = _chain([(number, json.dumps(header))], lines)
@@ -190,7 +203,7 @@ def verify_export(
     settle()
 
     records = ((n, line) for n, line in rest if line.strip())
-    for number, (what, a, checked, _) in ordered_map(
+    for number, (what, a, checked, review_problem) in ordered_map(
         check_export_lines, records, keys, workers=workers
     ):
         report.lines += 1
@@ -200,6 +213,11 @@ def verify_export(
             where = f"line {number} (checkpoint)"
             expect(where, verifier.open_checkpoint(where, a), a)
             settle()
+            continue
+        if what == "review":
+            digest, who = a
+            where = f"line {number} (review{f' by {who}' if who else ''})"
+            verifier.review(where, digest, checked, review_problem)
             continue
         index, kind, leaf_hex = a
         verifier.entry(
@@ -214,8 +232,14 @@ def verify_export(
     report.entries = verifier.size
     report.decisions, report.evidence = verifier.decisions, verifier.evidence
     report.fallbacks = verifier.fallbacks
+    report.reviews = verifier.reviews
     report.checkpoints = verifier.checkpoints
     report.root = verifier.compact.root().hex()
+    if verifier.reviews_unseen:
+        report.warnings.append(
+            f"{verifier.reviews_unseen} review(s) named by decisions are not in this "
+            f"{FORMAT_WITHOUT_REVIEWS} export: not checked (export again to include them)"
+        )
     if start:
         report.warnings.append(
             f"partial export from entry {start}: entries before it were not checked, and the "
@@ -258,8 +282,6 @@ def _chain(first: list, rest: Iterable) -> Iterator:
 
 
 DECISION_FIELDS = ("payload", "signature", "key_id", "prev_hash", "hash")
-# The fields of a decision object that restate its signed bytes.
-READABLE_FIELDS = ("outcome", "basis", "rationale", "decided_by", "proposal", *ANNOTATION_KEYS)
 
 
 def check_api_decisions(
@@ -282,21 +304,9 @@ def check_api_decisions(
         if checked.problem:
             results.append((checked, checked.problem))
             continue
-        public_key = obj.get("public_key")
-        if public_key is not None and public_key != base64.b64encode(keys[obj["key_id"]]).decode():
-            results.append((checked, "public_key differs from the trusted key with that key id"))
-        elif obj["hash"] != facts["hash"]:
-            results.append((checked, "hash is not the SHA-256 of the signed bytes"))
-        elif obj["prev_hash"] != facts["prev_hash"]:
-            results.append((checked, "prev_hash differs from the signed bytes"))
-        else:
-            mismatched = [
-                name for name in READABLE_FIELDS if name in obj and obj[name] != facts[name]
-            ]
-            problem = (
-                f"differs from its signed bytes in {', '.join(mismatched)}" if mismatched else None
-            )
-            results.append((checked, problem))
+        results.append(
+            (checked, carried_fields_problem(obj, checked, facts, keys, reviews_required=True))
+        )
     return results
 
 
@@ -355,6 +365,7 @@ def verify_decisions(
         previous = obj["hash"]
         report.decisions += 1
         report.fallbacks += obj.get("basis") == "fallback"  # checked against the signed bytes
+        report.reviews += len(checked.reviews)
     report.checkpoints = len(opened)
     if isinstance(first[1], dict) and first[1].get("prev_hash") != GENESIS_HASH:
         report.warnings.append(

@@ -81,6 +81,15 @@ def load_public_keys(value: str) -> list[bytes]:
     if text.lstrip().startswith(("{", "[")):
         try:
             data = loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{value} is not valid JSON ({exc})") from exc
+        if isinstance(data, dict) and "detail" in data and "public_key" not in data:
+            raise ValueError(
+                f"{value} holds an API error ({data['detail']!r}), not keys: save the answer "
+                "of GET /api/keys (public, no token needed) or the output of manage.py "
+                "ledger_keys"
+            )
+        try:
             items = data if isinstance(data, list) else [data]
             return [_decode_key(item["public_key"], f"{value}") for item in items]
         except (ValueError, KeyError, TypeError) as exc:

@@ -24,12 +24,18 @@ from .signing import sha256_hex, verify
 
 GENESIS_HASH = "0" * 64
 DECISION_TYPE = "reviewapp.decision/v1"
+REVIEW_TYPE = "reviewapp.review/v1"
+# The escalation reason under which a reconciler decides against some of the reviews.
+REVIEWERS_DISAGREE = "reviewers_disagree"
 EVIDENCE_SCHEMA = "reviewapp.evidence/1"
 BATCH = 500
 # Below this many entries a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 20000
 ENTRY_KEYS = ("kind", "payload", "signature", "key_id")
 ANNOTATION_KEYS = ("claims", "tags", "wrong_reason")
+# The fields of a decision object that restate its signed bytes (besides hash, prev_hash,
+# public_key and reviews, checked each its own way); `id` and `ledger_index` are not signed.
+READABLE_FIELDS = ("outcome", "basis", "rationale", "decided_by", "proposal", *ANNOTATION_KEYS)
 
 
 def loads(text: str | bytes) -> Any:
@@ -64,6 +70,17 @@ class Checked(NamedTuple):
     evidence: tuple[tuple[str, str], ...] = ()
     # decisions: signed as a deadline's fallback (basis "fallback"), not by a person
     fallback: bool = False
+    # decisions: each review it names, as (review SHA-256, what the review must say)
+    reviews: tuple[tuple[str, ReviewFacts], ...] = ()
+
+
+class ReviewFacts(NamedTuple):
+    """What a review says, and so what a decision naming it must say of it."""
+
+    reviewer: Any
+    outcome: Any
+    proposal: Any
+    escalation: Any
 
 
 def _label(kind: str, signed: Any) -> str:
@@ -148,10 +165,20 @@ def check_entry(
         evidence = bound_evidence(signed.get("evidence"))
         if evidence is None:
             return Checked(leaf, "a decision whose evidence list is malformed", label), {}
-        fallback = facts["basis"] == "fallback"
-        return Checked(
-            leaf, None, label, facts["prev_hash"], facts["hash"], evidence, fallback
-        ), facts
+        reviews, problem = named_reviews(signed)
+        if problem:
+            return Checked(leaf, problem, label), {}
+        checked = Checked(
+            leaf,
+            None,
+            label,
+            facts["prev_hash"],
+            facts["hash"],
+            evidence,
+            fallback=facts["basis"] == "fallback",
+            reviews=reviews,
+        )
+        return checked, facts
     if signed.get("schema") != EVIDENCE_SCHEMA:
         return Checked(leaf, f"an evidence entry whose payload is not {EVIDENCE_SCHEMA}", label), {}
     if signed.get("key_id") != key_id:
@@ -160,6 +187,186 @@ def check_entry(
         ), {}
     facts = {k: signed.get(k) for k in ("checker", "version", "verdict", "reason")}
     return Checked(leaf, None, label, hash=sha256_hex(payload_bytes)), facts
+
+
+def named_reviews(signed: dict) -> tuple[tuple[tuple[str, ReviewFacts], ...], str | None]:
+    """The reviews a signed decision names, as (SHA-256, what each must say), or a problem.
+
+    Reviews that agreed make the decision, so each says its outcome; only a
+    reconciler (the escalation's reasons say the reviewers disagreed) decides
+    against some of them.
+    """
+    items = signed.get("reviews")
+    if items is None:
+        return (), None
+    escalation = signed.get("escalation")
+    if not isinstance(items, list) or not isinstance(escalation, dict):
+        return (), "a decision whose reviews list is malformed"
+    named = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("review_sha256"), str):
+            return (), "a decision whose reviews list is malformed"
+        facts = ReviewFacts(
+            item.get("reviewer"), item.get("outcome"), signed.get("proposal"), escalation.get("id")
+        )
+        named.append((item["review_sha256"], facts))
+    reconciled = REVIEWERS_DISAGREE in (escalation.get("reasons") or [])
+    if not reconciled and any(facts.outcome != signed.get("outcome") for _, facts in named):
+        return (), (
+            f"a decision {signed.get('outcome')} by agreeing reviews names a review with "
+            "another outcome"
+        )
+    return tuple(named), None
+
+
+def check_signed_object(
+    payload: Any, signature: Any, key_id: Any, keys: Mapping[str, bytes], kind: str
+) -> tuple[dict | None, str | None]:
+    """A signed record that is no ledger entry (a review, an audit verdict): a trusted key,
+    a signature that verifies, canonical JSON of type ``kind``. Returns it, or a problem."""
+    if not all(isinstance(v, str) for v in (payload, signature, key_id)):
+        return None, "not a signed record (payload, signature, key_id)"
+    public_key = keys.get(key_id)
+    if public_key is None:
+        return None, f"signed by key {key_id}, which is not a trusted public key"
+    try:
+        payload_bytes = payload.encode()
+        raw_signature = base64.b64decode(signature, validate=True)
+    except (ValueError, binascii.Error, UnicodeError):
+        return None, "signature is not base64"
+    if not verify(payload_bytes, raw_signature, public_key):
+        return None, f"signature does not verify with key {key_id}"
+    try:
+        signed = json.loads(payload_bytes)
+        canonical = isinstance(signed, dict) and merkle.jcs(signed) == payload_bytes
+    except (ValueError, RecursionError):
+        canonical = False
+    if not canonical:
+        return None, "signed bytes are not a canonical JSON object"
+    if signed.get("type") != kind:
+        return None, f"its payload is not a {kind}"
+    return signed, None
+
+
+def check_review(
+    payload: Any, signature: Any, key_id: Any, keys: Mapping[str, bytes]
+) -> tuple[ReviewFacts | None, str | None]:
+    """A signed review by itself (``check_signed_object``); what it says, or a problem."""
+    signed, problem = check_signed_object(payload, signature, key_id, keys, REVIEW_TYPE)
+    if problem:
+        return None, problem
+    return review_facts(signed), None
+
+
+def review_facts(signed: dict) -> ReviewFacts:
+    escalation = signed.get("escalation")
+    return ReviewFacts(
+        signed.get("reviewer"),
+        signed.get("outcome"),
+        signed.get("proposal"),
+        escalation.get("id") if isinstance(escalation, dict) else None,
+    )
+
+
+def review_named_problem(digest: str, named: ReviewFacts, signed: ReviewFacts | None) -> str | None:
+    """How a review differs from the way a decision names it (None: not at all; ``signed``
+    None: the review is not there)."""
+    if signed is None:
+        return f"names review {digest} by {named.reviewer}, which is not there: it was removed"
+    differs = [f for f in ReviewFacts._fields if getattr(signed, f) != getattr(named, f)]
+    if not differs:
+        return None
+    return (
+        f"names review {digest} by {named.reviewer} with another {', '.join(differs)} than "
+        "the review signed"
+    )
+
+
+def check_review_object(
+    obj: Any, keys: Mapping[str, bytes]
+) -> tuple[str | None, ReviewFacts | None, str | None]:
+    """A review as an export or the API carries it: its signed bytes (``check_review``), and
+    the fields it restates from them (``reviewer``, ``outcome``, ``hash``), if it has them.
+    Returns (SHA-256 of the signed bytes, what it says, problem)."""
+    if not isinstance(obj, Mapping):
+        return None, None, "not a review (payload, signature, key_id)"
+    payload = obj.get("payload")
+    facts, problem = check_review(payload, obj.get("signature"), obj.get("key_id"), keys)
+    if problem:
+        return None, None, problem
+    digest = sha256_hex(payload.encode())
+    restated = {"reviewer": facts.reviewer, "outcome": facts.outcome, "hash": digest}
+    differs = [k for k, signed in restated.items() if k in obj and obj[k] != signed]
+    if differs:
+        return digest, facts, f"differs from its signed bytes in {', '.join(differs)}"
+    return digest, facts, None
+
+
+def given_reviews_problem(
+    named: tuple[tuple[str, ReviewFacts], ...], given: Any, keys: Mapping[str, bytes]
+) -> str | None:
+    """The reviews that travel with a decision (``given``) against those it names."""
+    if given is None:
+        given = []
+    if not isinstance(given, list):
+        return "its reviews are not a list"
+    seen: dict[str, ReviewFacts] = {}
+    for obj in given:
+        digest, facts, problem = check_review_object(obj, keys)
+        if problem:
+            who = obj.get("reviewer") if isinstance(obj, Mapping) else None
+            return f"review{f' by {who}' if who else ''}: {problem}"
+        seen[digest] = facts
+    names = {digest for digest, _ in named}
+    for digest, facts in named:
+        problem = review_named_problem(digest, facts, seen.get(digest))
+        if problem:
+            return problem
+    extra = sorted(set(seen) - names)
+    if extra:
+        return f"carries review {extra[0]}, which the decision does not name"
+    return None
+
+
+def content_problem(signed: Mapping[str, Any], content: str | bytes) -> str | None:
+    """Whether ``content`` (the text an agent is about to act on) is what the decision
+    ``signed``: its SHA-256 must be the signed proposal's content_sha256."""
+    text = content.encode() if isinstance(content, str) else bytes(content)
+    proposal = signed.get("proposal")
+    signed_digest = proposal.get("content_sha256") if isinstance(proposal, dict) else None
+    if sha256_hex(text) == signed_digest:
+        return None
+    return (
+        f"content: the text given is not the one this decision signed (its SHA-256 is "
+        f"{sha256_hex(text)}, the signed content_sha256 {signed_digest})"
+    )
+
+
+def carried_fields_problem(
+    obj: Mapping[str, Any],
+    checked: Checked,
+    facts: Mapping[str, Any],
+    keys: Mapping[str, bytes],
+    *,
+    reviews_required: bool,
+) -> str | None:
+    """How a decision object's fields differ from its signed bytes (``check_entry``'s
+    ``facts``), naming the field; only the fields it carries are compared. Its reviews are
+    checked when it carries them, or (``reviews_required``) whenever it names some."""
+    public_key = obj.get("public_key")
+    if public_key is not None and public_key != base64.b64encode(keys[obj["key_id"]]).decode():
+        return "public_key differs from the trusted key with that key id"
+    if "hash" in obj and obj["hash"] != facts["hash"]:
+        return "hash is not the SHA-256 of the signed bytes"
+    if "prev_hash" in obj and obj["prev_hash"] != facts["prev_hash"]:
+        return "prev_hash differs from the signed bytes"
+    mismatched = [name for name in READABLE_FIELDS if name in obj and obj[name] != facts[name]]
+    if mismatched:
+        return f"differs from its signed bytes in {', '.join(mismatched)}"
+    if "reviews" in obj or (reviews_required and checked.reviews):
+        problem = given_reviews_problem(checked.reviews, obj.get("reviews"), keys)
+        return problem and f"reviews: {problem}"
+    return None
 
 
 def bound_evidence(items: Any) -> tuple[tuple[str, str], ...] | None:
@@ -238,6 +445,12 @@ class LedgerVerifier:
         self.evidence_seen: set[str] = set()
         # A partial export cannot show evidence from before its start: counted, not failed.
         self.evidence_unseen = 0
+        # Reviews checked so far, by the SHA-256 of their signed bytes.
+        self.reviews_seen: dict[str, ReviewFacts] = {}
+        # Whether a decision may name a review not given (an export older than reviews in it).
+        self.reviews_optional = False
+        self.reviews_unseen = 0
+        self.reviews = 0
 
     @property
     def size(self) -> int:
@@ -275,6 +488,7 @@ class LedgerVerifier:
                     f"its signed evidence from {checker} (payload SHA-256 {digest}) is not in "
                     "the ledger before it: evidence was removed",
                 )
+            self._named_reviews(where, checked)
             self.prev_hash = checked.hash
             self.decisions += 1
             self.fallbacks += checked.fallback
@@ -282,6 +496,23 @@ class LedgerVerifier:
             self.evidence_seen.add(checked.hash)
             self.evidence += 1
         return self.compact.append(checked.leaf)
+
+    def review(self, where: str, digest: str, facts: ReviewFacts | None, problem: str | None):
+        """Take a review (checked by ``check_review``) that a later decision may name."""
+        if problem:
+            raise Failure(where, problem)
+        self.reviews_seen[digest] = facts
+        self.reviews += 1
+
+    def _named_reviews(self, where: str, checked: Checked) -> None:
+        for digest, named in checked.reviews:
+            signed = self.reviews_seen.get(digest)
+            if signed is None and self.reviews_optional:
+                self.reviews_unseen += 1
+                continue
+            problem = review_named_problem(digest, named, signed)
+            if problem:
+                raise Failure(where, problem)
 
     def open_checkpoint(self, where: str, note: Any) -> merkle.Checkpoint:
         if not isinstance(note, str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -12,11 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from . import merkle
-from .ledger import check_entry, loads
-from .signing import key_id_for, sha256_hex, verify
-
-REVIEW_TYPE = "reviewapp.review/v1"
+from .ledger import carried_fields_problem, check_entry, content_problem
+from .signing import key_id_for, sha256_hex
 
 WEBHOOK_TOLERANCE_SECONDS = 300
 _SECRET_PREFIX = "whsec_"
@@ -26,25 +24,44 @@ class VerificationError(Exception):
     """The signature, the key or the bytes do not check out; the message says which."""
 
 
-def verify_decision(decision: Any, public_keys: Mapping[str, str]) -> dict:
-    """Verify a decision by itself: its signed bytes, its signature, a key you trust.
+def verify_decision(
+    decision: Any, public_keys: Mapping[str, str], *, content: str | bytes | None = None
+) -> dict:
+    """Verify a decision by itself: its signed bytes, its signature, a key you trust, and
+    every field it carries. Returns the signed payload as a dict.
 
     `decision` is a `Decision`, a decision dict from the API, or the `decision`
     part of a `proposal.decided` webhook (each has `payload`, `signature`,
     `key_id`). `public_keys` maps key ids to base64 public keys you obtained
     and trust (e.g. `Client.keys()` once, pinned). A public key that travels
-    with the decision is never used. Returns the signed payload as a dict.
+    with the decision is never used (and must be the trusted one).
 
-    The checks are the offline verifier's for a decision in a ledger export
-    (`check_entry`): the same code, one record at a time.
+    Each field the object carries that restates the signed bytes — outcome,
+    basis, decided_by, rationale, proposal, hash, prev_hash, claims, tags,
+    wrong_reason, public_key, and its reviews (each verified and named by the
+    decision, see `verify_decision_reviews`) — must say what was signed, or
+    `VerificationError` names the field. (`id` and `ledger_index` are not
+    signed.) With `content`, the text you are about to act on, its SHA-256 must
+    be the one the decision signed: an approval is bound to what was approved.
+
+    The checks are the offline verifier's for a decision from the API
+    (`check_entry`, `carried_fields_problem`): the same code, one record at a time.
     """
-    get = _getter(decision)
-    payload, signature_b64, key_id = get("payload"), get("signature"), get("key_id")
-    public_key = _trusted_key(key_id, public_keys, "decision")
-    checked, _ = check_entry("decision", payload, signature_b64, key_id, {key_id: public_key})
+    obj = _decision_fields(decision)
+    payload, signature_b64, key_id = obj.get("payload"), obj.get("signature"), obj.get("key_id")
+    keys = _review_keys(obj.get("reviews"), public_keys)
+    keys[key_id] = _trusted_key(key_id, public_keys, "decision")
+    checked, facts = check_entry("decision", payload, signature_b64, key_id, keys)
     if checked.problem:
         raise VerificationError(checked.problem)
-    return json.loads(payload)
+    problem = carried_fields_problem(obj, checked, facts, keys, reviews_required=False)
+    if problem:
+        raise VerificationError(problem)
+    signed = json.loads(payload)
+    problem = None if content is None else content_problem(signed, content)
+    if problem:
+        raise VerificationError(problem)
+    return signed
 
 
 def verify_decision_reviews(decision: Any, public_keys: Mapping[str, str]) -> list[dict]:
@@ -57,58 +74,34 @@ def verify_decision_reviews(decision: Any, public_keys: Mapping[str, str]) -> li
     decision with the same reviewer and outcome, and be about the same
     proposal and escalation; every review the decision names must be there.
     """
-    signed = verify_decision(decision, public_keys)
-    named = signed.get("reviews")
-    given = _getter(decision)("reviews") or []
-    if named is None:
-        if given:
-            raise VerificationError("reviews given for a decision that names none")
-        return []
-    if not isinstance(named, list) or not all(isinstance(n, dict) for n in named):
-        raise VerificationError("the decision's reviews list is malformed")
-    by_hash = {n.get("review_sha256"): n for n in named}
-    found: dict[str, dict] = {}
-    for review in given:
-        get = _getter(review)
-        payload, signature_b64, key_id = get("payload"), get("signature"), get("key_id")
-        digest = sha256_hex(payload.encode())
-        entry = by_hash.get(digest)
-        if entry is None:
-            raise VerificationError(f"review {digest} is not named by the decision")
-        body = _verified_review(payload, signature_b64, key_id, public_keys)
-        if (body.get("reviewer"), body.get("outcome")) != (
-            entry.get("reviewer"),
-            entry.get("outcome"),
-        ):
-            raise VerificationError(f"review {digest} says another reviewer or outcome")
-        if body.get("proposal") != signed.get("proposal") or (body.get("escalation") or {}).get(
-            "id"
-        ) != (signed.get("escalation") or {}).get("id"):
-            raise VerificationError(f"review {digest} is about another proposal or escalation")
-        found[digest] = body
-    missing = [h for h in by_hash if h not in found]
-    if missing:
-        raise VerificationError(f"the decision names reviews not given: {', '.join(missing)}")
-    return [found[n["review_sha256"]] for n in named]
+    obj = _decision_fields(decision)
+    obj.setdefault("reviews", [])  # here, reviews the decision names are required
+    verify_decision(obj, public_keys)
+    bodies = {sha256_hex(r["payload"].encode()): json.loads(r["payload"]) for r in obj["reviews"]}
+    named = json.loads(obj["payload"]).get("reviews") or []
+    return [bodies[n["review_sha256"]] for n in named]
 
 
-def _verified_review(
-    payload: str, signature_b64: str, key_id: str, keys: Mapping[str, str]
-) -> dict:
-    public_key = _trusted_key(key_id, keys, "review")
-    payload_bytes = payload.encode()
-    try:
-        signature = base64.b64decode(signature_b64, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise VerificationError("a review's signature is not base64") from exc
-    if not verify(payload_bytes, signature, public_key):
-        raise VerificationError(f"a review's signature does not verify with key {key_id}")
-    body = loads(payload_bytes)
-    if not isinstance(body, dict) or merkle.jcs(body) != payload_bytes:
-        raise VerificationError("a review's signed bytes are not a canonical JSON object")
-    if body.get("type") != REVIEW_TYPE:
-        raise VerificationError(f"a review whose payload is not a {REVIEW_TYPE}")
-    return body
+def _decision_fields(decision: Any) -> dict:
+    """The fields a decision object carries, as a dict (a dataclass's defaults for what the
+    server did not send — no prev_hash, no public_key — count as not carried)."""
+    if isinstance(decision, Mapping):
+        return dict(decision)
+    if dataclasses.is_dataclass(decision) and not isinstance(decision, type):
+        fields = dataclasses.asdict(decision)
+        if fields.get("prev_hash") == "":
+            del fields["prev_hash"]
+        if fields.get("public_key") is None:
+            fields.pop("public_key", None)
+        return fields
+    get = _getter(decision)
+    return {k: get(k) for k in ("payload", "signature", "key_id") if get(k) is not None}
+
+
+def _review_keys(reviews: Any, public_keys: Mapping[str, str]) -> dict[str, bytes]:
+    """The trusted keys (as bytes) of the reviews given, for those you hold a key for."""
+    ids = {r.get("key_id") for r in reviews or [] if isinstance(r, Mapping)}
+    return {i: _trusted_key(i, public_keys, "review") for i in ids if i in public_keys}
 
 
 def _getter(obj: Any):
