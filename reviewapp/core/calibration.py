@@ -153,10 +153,12 @@ def lens_agreement(table: HumanTable) -> LensAgreement:
 # judged and a human decided, (1) at least CO_ERROR_MIN_ITEMS such proposals,
 # (2) at least CO_ERROR_MIN_BOTH both wrong, and (3) both wrong at least
 # CO_ERROR_LIFT times as often as independent errors would be (the product of
-# each lens's own error rate on those proposals).
+# each lens's own error rate on those proposals). (3) is compared in integers,
+# both × items ≥ CO_ERROR_LIFT × first × second: the float lift of a pair at
+# exactly twice the independent rate can land a hair below 2.
 CO_ERROR_MIN_ITEMS = 20
 CO_ERROR_MIN_BOTH = 5
-CO_ERROR_LIFT = 2.0
+CO_ERROR_LIFT = 2
 
 
 @dataclass(frozen=True)
@@ -193,8 +195,10 @@ class CoErrors:
     def fail_together(self) -> bool:
         if self.items < CO_ERROR_MIN_ITEMS or self.both_wrong < CO_ERROR_MIN_BOTH:
             return False
-        lift = self.lift
-        return lift is not None and lift >= CO_ERROR_LIFT
+        independent = self.first_wrong * self.second_wrong
+        return independent > 0 and (
+            self.both_wrong * self.items >= CO_ERROR_LIFT * independent
+        )
 
 
 # Drift: the defaults an admin sees beside a lens's floor.

@@ -3,12 +3,17 @@
 import itertools
 import math
 import random
+from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reviewapp.core.agreement import PairTable, cohen_kappa
 from reviewapp.core.calibration import (
     CO_ERROR_LIFT,
+    CO_ERROR_MIN_BOTH,
+    CO_ERROR_MIN_ITEMS,
     DRIFTED,
     MIN_KAPPA_ITEMS,
     ONE_CLASS,
@@ -140,6 +145,61 @@ def test_a_pair_erring_together_beyond_independence_is_flagged():
 
 def test_a_pair_erring_as_independence_predicts_is_not_flagged():
     assert not CoErrors(items=400, first_wrong=100, second_wrong=100, both_wrong=25).fail_together
+
+
+@pytest.mark.parametrize(
+    ("items", "first", "second", "both", "flagged"),
+    [
+        (25, 10, 10, 8, True),  # lift exactly 2 (its float lift is 1.9999999999999996)
+        (25, 10, 10, 7, False),  # lift 1.75
+        (20, 10, 10, 5, False),  # lift 1.0: independence explains it
+        (40, 10, 10, 5, True),  # lift exactly 2
+        (100, 50, 20, 20, True),  # lift exactly 2
+        (100, 50, 20, 19, False),  # lift 1.9
+        (19, 5, 5, 5, False),  # too few items
+        (20, 2, 2, 2, False),  # too few shared errors
+    ],
+)
+def test_a_pair_is_flagged_at_exactly_twice_the_independent_rate_and_not_below(
+    items, first, second, both, flagged
+):
+    assert CoErrors(items, first, second, both).fail_together is flagged
+
+
+def _flagged_in_fractions(e: CoErrors) -> bool:
+    """The README's rule with exact rationals: observed ≥ 2 × (first / n) × (second / n)."""
+    if e.items < CO_ERROR_MIN_ITEMS or e.both_wrong < CO_ERROR_MIN_BOTH:
+        return False
+    n = Fraction(e.items)
+    expected = (e.first_wrong / n) * (e.second_wrong / n)
+    return expected > 0 and e.both_wrong / n >= CO_ERROR_LIFT * expected
+
+
+@st.composite
+def _co_errors(draw) -> CoErrors:
+    items = draw(st.integers(0, 400))
+    first = draw(st.integers(0, items))
+    second = draw(st.integers(0, items))
+    both = draw(st.integers(0, min(first, second)))
+    return CoErrors(items, first, second, both)
+
+
+@given(_co_errors())
+def test_fail_together_is_the_exact_rule_on_any_counts(errors):
+    assert errors.fail_together is _flagged_in_fractions(errors)
+
+
+def test_every_pair_at_exactly_twice_the_independent_rate_is_flagged():
+    at_two = [
+        CoErrors(items, first, second, both)
+        for items in range(CO_ERROR_MIN_ITEMS, 61)
+        for first in range(1, items + 1)
+        for second in range(first, items + 1)
+        for both in range(CO_ERROR_MIN_BOTH, min(first, second) + 1)
+        if both * items == 2 * first * second
+    ]
+    assert len(at_two) > 400
+    assert [e for e in at_two if not e.fail_together] == []
 
 
 def test_a_pair_with_too_few_joint_errors_is_not_flagged():
