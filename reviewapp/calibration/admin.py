@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
@@ -34,11 +34,32 @@ class LensFloorAdmin(admin.ModelAdmin):
     """Each lens's agreement floor; a lens without a row has the defaults (one is made on its
     first adjudication)."""
 
-    list_display = ("lens", "floor", "window", "drifting", "last_kappa", "evaluated_at")
+    list_display = ("lens", "floor", "window", "state", "last_kappa_shown", "evaluated_at")
     list_filter = ("drifting",)
-    fields = ("lens", "floor", "window", "drifting", "last_kappa", "drifted_at", "evaluated_at")
-    readonly_fields = ("drifting", "last_kappa", "drifted_at", "evaluated_at")
+    list_select_related = ("lens",)
+    fields = ("lens", "floor", "window", "state", "last_kappa_shown", "drifted_at", "evaluated_at")
+    readonly_fields = ("state", "last_kappa_shown", "drifted_at", "evaluated_at")
     search_fields = ("lens__name",)
+
+    # Words, not Django's boolean icons: on "drifting" its green tick marked the lens in trouble.
+    @admin.display(description="state", ordering="drifting")
+    def state(self, obj: LensFloor) -> str:
+        if obj.drifting:
+            return mark_safe('<span class="flag" data-state="below">⚠ below its floor</span>')
+        if obj.last_kappa is None:
+            return format_html(
+                '<span data-state="unchecked">no kappa yet (fewer than {} decisions, or all '
+                "in one class)</span>",
+                obj.window,
+            )
+        return mark_safe('<span data-state="ok">at or above its floor</span>')
+
+    # Rounded for people; the API and the exports keep the raw value.
+    @admin.display(description="last kappa", ordering="last_kappa")
+    def last_kappa_shown(self, obj: LensFloor) -> str:
+        if obj.last_kappa is None:
+            return "—"
+        return f"{obj.last_kappa:.3f} (over its last {obj.window} decisions)"
 
     def get_readonly_fields(self, request, obj=None):
         # The lens a floor belongs to never changes.
