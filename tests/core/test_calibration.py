@@ -14,16 +14,22 @@ from reviewapp.core.calibration import (
     CO_ERROR_LIFT,
     CO_ERROR_MIN_BOTH,
     CO_ERROR_MIN_ITEMS,
+    DO_NOT_TRUST,
     DRIFTED,
     MIN_KAPPA_ITEMS,
     ONE_CLASS,
     RECOVERED,
     TOO_FEW,
+    TRUST,
+    WATCH,
     CoErrors,
     HumanTable,
+    Kappa,
+    co_errors_reading,
     drift_transition,
     kappa_with_interval,
     lens_agreement,
+    lens_standing,
 )
 
 
@@ -216,3 +222,41 @@ def test_drift_fires_once_below_the_floor_and_recovers_at_it():
 def test_an_undefined_kappa_changes_no_drift_state():
     assert drift_transition(drifting=False, kappa=None, floor=0.4) is None
     assert drift_transition(drifting=True, kappa=None, floor=0.4) is None
+
+
+def test_a_shared_count_independence_explains_is_said_to_be_chance():
+    reading = co_errors_reading(CoErrors(41, 30, 30, 22))  # lift 1.0
+    assert "about what each lens's own error rate predicts (22.0)" in reading
+    assert "not a shared blind spot" in reading
+
+
+def test_a_pair_that_fails_together_is_told_so_with_the_expected_count():
+    assert co_errors_reading(CoErrors(25, 10, 10, 8)).startswith(
+        "They fail together: both wrong on 8, where independent errors would give 4.0."
+    )
+
+
+def test_too_few_items_and_too_few_shared_errors_are_told_apart():
+    assert co_errors_reading(CoErrors(10, 5, 5, 5)).startswith("Too few decided proposals")
+    assert co_errors_reading(CoErrors(40, 5, 5, 2)).startswith("Rarely wrong together")
+
+
+@pytest.mark.parametrize(
+    ("kappa", "drifting", "level", "why"),
+    [
+        (
+            Kappa(0.9, 0.8, 1.0),
+            False,
+            TRUST,
+            "(0.80 to 1.00) lies wholly at or above its floor 0.4",
+        ),
+        (Kappa(0.5, 0.2, 0.8), False, WATCH, "straddles its floor 0.4"),
+        (Kappa(0.2, 0.05, 0.35), False, DO_NOT_TRUST, "lies wholly below its floor 0.4"),
+        (Kappa(-0.3, -0.6, 0.5), False, DO_NOT_TRUST, "less often than chance would"),
+        (Kappa(None, reason="too_few"), False, WATCH, "no kappa yet: fewer than 10"),
+        (Kappa(0.9, 0.8, 1.0), True, DO_NOT_TRUST, "over its last 50 decisions is -0.20"),
+    ],
+)
+def test_each_lens_gets_one_standing_with_its_reason(kappa, drifting, level, why):
+    standing = lens_standing(kappa, floor=0.4, drifting=drifting, rolling=-0.2, window=50)
+    assert standing.level == level and why in standing.why
