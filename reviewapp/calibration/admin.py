@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
-from reviewapp.core.calibration import DEFAULT_FLOOR, DEFAULT_WINDOW
+from reviewapp.core.calibration import DEFAULT_FLOOR, DEFAULT_WINDOW, lens_standing
 from reviewapp.review.models import Lens, Panel
 
 from .models import LensFloor
@@ -104,6 +104,13 @@ def lens_agreement_html(lens: Lens) -> SafeString:
     link = (
         reverse("proposal_list") + "?" + urlencode({"agreement_lens": lens.pk, "cell": "labelled"})
     )
+    standing = lens_standing(
+        kappa,
+        floor=f.floor.floor if f.floor else DEFAULT_FLOOR,
+        drifting=f.drifting,
+        rolling=f.floor.last_kappa if f.floor else None,
+        window=f.floor.window if f.floor else DEFAULT_WINDOW,
+    )
     flag = (
         format_html(
             '<p class="errornote" data-drifting="{}">Below its agreement floor: kappa {} over '
@@ -117,11 +124,15 @@ def lens_agreement_html(lens: Lens) -> SafeString:
         else ""
     )
     return format_html(
-        '{}<p><a href="{}">{} proposals</a> decided by a reviewer ({} escalations, {} audits). '
+        '{}<p data-standing="{}"><strong>{}</strong>: {}</p><p>Over all decisions to date: '
+        '<a href="{}">{} proposals</a> decided by a reviewer ({} escalations, {} audits). '
         "Agreement {}; Cohen's kappa {}; true-pass rate {}, true-fail rate {}. "
         'By window and week: <a href="{}">lenses against the reviewers</a>. '
         'Claims marked incorrect: {}. <a href="{}">Its agreement floor</a>.</p>',
         flag,
+        standing.level,
+        standing.label,
+        standing.why,
         link,
         overall.n,
         f.escalations,
@@ -146,7 +157,8 @@ def panel_calibration_html(panel: Panel) -> SafeString:
     pair_rows = format_html_join(
         "",
         '<li data-fail-together="{}|{}"><strong>These lenses fail together:</strong> {} × {}: '
-        'both wrong on <a href="{}">{}</a> of {} decided, where independence predicts {}.</li>',
+        'both wrong on <a href="{}">{}</a> of {} decided, where independence predicts {} '
+        "({} wrong on {}, {} on {}; all decisions to date).</li>",
         (
             (
                 p.first,
@@ -165,6 +177,10 @@ def panel_calibration_html(panel: Panel) -> SafeString:
                 p.errors.both_wrong,
                 p.errors.items,
                 f"{p.errors.expected_both:.1f}",
+                p.first,
+                p.errors.first_wrong,
+                p.second,
+                p.errors.second_wrong,
             )
             for p in flagged
         ),

@@ -5,7 +5,7 @@ from playwright.sync_api import expect
 
 from reviewapp.calibration.models import LensFloor
 from reviewapp.calibration.services import floor_update
-from tests.calibration.builders import panel_of
+from tests.calibration.builders import agreeing, disagreeing, many, panel_of
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -74,3 +74,17 @@ def test_a_panels_lens_rows_are_named_by_their_lenses(as_admin):
     expect(rows).to_have_count(2)
     expect(rows.nth(0)).to_have_text("accuracy in panel " + panel.name)
     expect(rows.nth(1)).to_have_text("policy in panel " + panel.name)
+
+
+@pytest.mark.parametrize("viewport", WIDTHS)
+def test_the_lens_page_says_whether_to_trust_the_lens_and_over_which_window(as_admin, viewport):
+    panel, (lens,) = panel_of("alpha")
+    many(panel, lens, agreeing(6) + disagreeing(6))
+    page = as_admin(f"/admin/review/lens/{lens.pk}/change/", viewport)
+    standing = page.locator("[data-standing]")
+    expect(standing).to_have_attribute("data-standing", "watch")
+    expect(standing).to_contain_text("Watch: kappa 0.00, but its 95 % interval")
+    expect(standing).to_contain_text("straddles its floor 0.4")
+    expect(page.locator("#content-main")).to_contain_text(
+        "Over all decisions to date: 12 proposals"
+    )
