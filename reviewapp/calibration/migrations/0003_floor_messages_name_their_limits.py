@@ -8,7 +8,6 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('calibration', '0002_lens_agreement_day_claims'),
-        ('review', '0021_access_losses'),
     ]
 
     operations = [
