@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from reviewapp.core.replay import share_text
-from reviewapp.review.models import Proposal
+from reviewapp.review.models import Panel, Proposal
 
 from .forms import ReplayForm
 from .models import RegressionCase, Replay, ReplayCase
@@ -135,9 +135,16 @@ class ReplayAdmin(admin.ModelAdmin):
     def add_view(self, request, form_url="", extra_context=None):
         if not self.has_add_permission(request):
             raise PermissionDenied
+        asked = request.GET.get("panel", "")
+        panel = Panel.objects.filter(pk=asked).first() if asked.isdigit() else None
         form = ReplayForm(
             request.POST or None,
-            initial={"panel": request.GET.get("panel"), "lens": request.GET.get("lens")},
+            initial={
+                "panel": asked,
+                "lens": request.GET.get("lens"),
+                # The panel's lenses ticked: the draft starts as the panel stands.
+                "members": list(panel.lenses.all()) if panel else [],
+            },
         )
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 from reviewapp.replay.models import Replay
 from reviewapp.replay.services import replay_plan, replay_start
 from tests.core.openai_stub import Answer
-from tests.factories import UserFactory
+from tests.factories import LensFactory, UserFactory
 from tests.replay.builders import CITE, human_decided, llm_lens, run_in_process, split_panel
 from tests.review.helpers import judgement
 
@@ -94,6 +94,7 @@ def test_the_finished_replay_shows_its_draft_outcomes_and_drops_cancel_without_a
     draft_column = page.locator("#replay-cases tbody tr td:nth-child(4)")
     expect(draft_column).to_have_text(["approved"] * 3)
     expect(page.locator("#replay-result")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
     assert not page.errors
 
 
@@ -141,8 +142,12 @@ def test_the_form_offers_the_draft_panels_lenses_as_ticks(open_as, viewport):
     panel = split_panel()
     ada = UserFactory(username="ada", is_staff=True, is_superuser=True)
     page = open_as(ada, f"/admin/replay/replay/add/?panel={panel.pk}", viewport=viewport)
+    LensFactory(name="spare")
+    page.reload()
     ticks = page.locator("#replay-plan input[type=checkbox][name=members]")
-    expect(ticks).to_have_count(2)
+    expect(ticks).to_have_count(3)
     expect(page.locator("#replay-plan select[name=members]")).to_have_count(0)
-    page.get_by_label("accuracy", exact=True).check()
-    expect(ticks.first).to_be_checked()
+    # The panel's own lenses start ticked; the others not.
+    expect(page.get_by_label("accuracy", exact=True)).to_be_checked()
+    expect(page.get_by_label("tone", exact=True)).to_be_checked()
+    expect(page.get_by_label("spare", exact=True)).not_to_be_checked()
