@@ -48,8 +48,8 @@ class LensFloorAdmin(admin.ModelAdmin):
             return mark_safe('<span class="flag" data-state="below">⚠ below its floor</span>')
         if obj.last_kappa is None:
             return format_html(
-                '<span data-state="unchecked">no kappa yet (fewer than {} decisions, or all '
-                "in one class)</span>",
+                '<span data-state="unchecked" title="fewer than {} decisions, or all in one '
+                'class">no kappa yet</span>',
                 obj.window,
             )
         return mark_safe('<span data-state="ok">at or above its floor</span>')

@@ -112,7 +112,7 @@ class LensFloor(models.Model):
         f"(default {DEFAULT_WINDOW}: its 95 % interval is then about ±0.22 at kappa 0.6). "
         "Fewer, and the check waits: kappa is undefined.",
     )
-    drifting = models.BooleanField(default=False, editable=False)
+    drifting = models.BooleanField("below its floor", default=False, editable=False)
     drifted_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_kappa = models.FloatField(null=True, blank=True, editable=False)
     evaluated_at = models.DateTimeField(null=True, blank=True, editable=False)
