@@ -188,7 +188,8 @@ def panel_calibration_html(panel: Panel) -> SafeString:
     audit = audits[0] if audits else None
     audit_text = (
         format_html(
-            '{} audited automatic decisions, <a href="{}">{}</a> overturned ({}).',
+            '{} audited automatic decisions, <a href="{}">{}</a> overturned ({}; all decisions '
+            "to date).",
             audit.audits,
             reverse("proposal_list")
             + "?"
@@ -203,7 +204,10 @@ def panel_calibration_html(panel: Panel) -> SafeString:
         format_html("<ul>{}</ul>", pair_rows)
         if flagged
         else format_html(
-            "<p>No pair of its lenses errs together beyond chance ({} pairs).</p>", len(pairs)
+            "<p>No pair of its lenses errs together beyond chance ({} pair{}, all decisions to "
+            "date).</p>",
+            len(pairs),
+            "" if len(pairs) == 1 else "s",
         )
     )
     return format_html("{}<p>{}</p>", pairs_text, audit_text)
