@@ -541,15 +541,16 @@ CELERY_BEAT_SCHEDULE["webhook-sweep"] = {
 _public_url = _read(env.url, "REVIEWAPP_PUBLIC_URL", default=None, schemes={"http", "https"})
 REVIEWAPP_PUBLIC_URL = _public_url.geturl().rstrip("/") if _public_url else "http://localhost:8000"
 # Email goes through Django's default mailer (MAILERS, Django 6.1): SMTP when EMAIL_HOST
-# is set; otherwise each message is written to a file under EMAIL_FILE_PATH (the
-# one-command run). EMAIL_BACKEND names another Django backend
+# is set or DEBUG is off (a production server never writes mail to files: `check
+# --deploy` refuses that); otherwise each message is written to a file under
+# EMAIL_FILE_PATH (the one-command run). EMAIL_BACKEND names another Django backend
 # (django.core.mail.backends.console.EmailBackend prints them).
 _email_host = _read(env.str, "EMAIL_HOST", default="")
 _email_backend = _read(
     env.str,
     "EMAIL_BACKEND",
     default="django.core.mail.backends.smtp.EmailBackend"
-    if _email_host
+    if _email_host or not DEBUG
     else "django.core.mail.backends.filebased.EmailBackend",
 )
 EMAIL_TIMEOUT_SECONDS = _read(env.float, "EMAIL_TIMEOUT", default=10.0)
