@@ -20,8 +20,12 @@
   var help = document.getElementById("shortcuts-help");
   var selectedId = null;
 
+  // A box or a choice one ticks takes no letters: the shortcuts work there too.
+  var TICKED = /^(checkbox|radio|button|submit|reset)$/;
+
   function isTyping(target) {
     if (!target || !target.tagName) return false;
+    if (target.tagName === "INPUT" && TICKED.test(target.type)) return false;
     return target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
   }
 

@@ -135,3 +135,22 @@ def test_the_marks_fit_a_phone(open_as, reviewer, escalation):
     assert page.locator(".claim-mark").first.is_visible()
     assert _claim("tone").pk  # both lenses' claims are offered
     assert page.locator(".claim-mark").count() == 2
+
+
+@pytest.mark.parametrize(
+    ("fieldset", "label", "key", "said"),
+    [("#tag-choices", "tone", "a", "approve"), ("#wrong-reason", "accuracy", "r", "reject")],
+)
+def test_a_and_r_choose_the_outcome_from_a_ticked_box(
+    open_as, reviewer, escalation, fieldset, label, key, said
+):
+    page = _claimed_page(open_as, reviewer, escalation)
+    box = page.locator(fieldset).get_by_label(label)
+    box.check()
+    box.focus()
+
+    page.keyboard.press(key)
+
+    assert page.evaluate("document.activeElement.id") == "rationale"
+    assert said in page.locator("#chosen-outcome").inner_text()
+    assert box.is_checked()
