@@ -112,7 +112,7 @@
   // --- a session that ended without logging out ------------------------------------
   // Every signed-in page marks this browser; logging out clears the mark. The
   // login page finding it says the session expired, and, when desk.js holds a
-  // typed rationale (localStorage, "reviewapp:draft:<escalation>"), that it is kept.
+  // draft (localStorage, "reviewapp:draft:<escalation>"), that it is kept.
   var SIGNED_IN = "reviewapp:signed-in";
   function local(fn) {
     try { return fn(window.localStorage); } catch (e) { return null; } // storage disabled
