@@ -324,6 +324,29 @@
     row.dataset.mark = checked ? checked.value : "";
   }
 
+  // The same words marked alike under a lens that verified them and one that refuted
+  // them: the two lenses cannot both be right, nor both wrong. Said in place; a warning,
+  // since the reviewer may still sign what they mean.
+  var OPPOSITE = { verified: "refuted", refuted: "verified" };
+
+  function checkConflicts() {
+    var rows = markRows();
+    rows.forEach(function (row) {
+      var note = row.querySelector(".mark-conflict");
+      if (!note) return;
+      var mark = row.dataset.mark, opposite = OPPOSITE[row.dataset.assessment];
+      var other = (mark === "correct" || mark === "incorrect") && opposite && rows.find(function (r) {
+        return r.dataset.span === row.dataset.span && r.dataset.assessment === opposite && r.dataset.mark === mark;
+      });
+      note.hidden = !other;
+      note.textContent = other
+        ? "⚠ Both marked " + mark + ": " + row.dataset.lens + " calls these words " + row.dataset.assessment +
+          " and " + other.dataset.lens + " " + other.dataset.assessment + ", so they cannot both be " +
+          (mark === "correct" ? "right" : "wrong") + "."
+        : "";
+    });
+  }
+
   function step(row, by) {
     var rows = markRows();
     var next = rows[rows.indexOf(row) + by];
@@ -341,12 +364,14 @@
       var radio = radios[MARK_KEYS[event.key]];
       radio.checked = true;
       showMark(row);
+      checkConflicts();
       saveDraft();
       if (status) status.textContent = "Marked " + radio.value + ".";
       step(row, 1);
     } else if (event.key === "0") {
       radios.forEach(function (r) { r.checked = false; });
       showMark(row);
+      checkConflicts();
       saveDraft();
       if (status) status.textContent = "Mark cleared.";
     } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
@@ -359,13 +384,14 @@
 
   document.addEventListener("change", function (event) {
     var row = event.target.closest && event.target.closest(".claim-mark");
-    if (row) showMark(row);
+    if (row) { showMark(row); checkConflicts(); }
   });
 
   // --- after a swap: put the draft back, and the eyes where they belong ----------------
   function settle(focus) {
     restore();
     markRows().forEach(showMark);
+    checkConflicts();
     var c = card();
     if (!c) return;
     var message = c.querySelector("[data-card-message]");
