@@ -70,8 +70,36 @@ def test_a_reviewer_sees_the_others_review_once_theirs_is_in(two_needed):
     html = page(ben, two_needed)
 
     assert "secret-ann" in html and "secret-ben" in html
-    assert "You already reviewed" in html
+    assert "waiting for 1 more" in html
     assert 'id="approve-btn"' not in html
+
+
+def test_after_giving_a_review_the_card_says_it_is_in_and_offers_nothing_to_edit(two_needed):
+    ann = ReviewerFactory(username="ann")
+    decide(ann, two_needed)
+
+    html = page(ann, two_needed)
+
+    assert "<strong>Your review is in</strong>; waiting for 1 more." in html
+    assert 'id="rationale"' not in html and 'class="claim-mark"' not in html
+    assert f'data-reviewed="{two_needed.pk}"' in html  # desk.js drops the draft
+
+
+def _inbox_row(user, escalation) -> str:
+    client = Client()
+    client.force_login(user)
+    html = client.get(reverse("inbox")).content.decode()
+    row = html[html.index(f'data-id="{escalation.pk}"') :]
+    return " ".join(row[: row.index("</tr>")].split())
+
+
+def test_the_inbox_row_says_your_review_is_in_and_how_many_more_are_awaited(two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    decide(ann, two_needed)
+
+    assert "Your review is in; waiting for 1 more" in _inbox_row(ann, two_needed)
+    assert "1 of 2 reviews in" in _inbox_row(ben, two_needed)
+    assert "Your review is in" not in _inbox_row(ben, two_needed)
 
 
 def test_agreeing_reviews_through_the_page_decide_and_list_both(two_needed):
