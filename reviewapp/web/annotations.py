@@ -79,7 +79,8 @@ def _span_key(claim: Claim) -> str:
 
 
 def signed_annotations(decision: Decision) -> dict:
-    """A decision's marks, tags and wrong-reason lenses, read from what it signed."""
+    """A decision's (or a review's) marks, tags and wrong-reason lenses, read from what it
+    signed."""
     try:
         signed = json.loads(decision.payload)
     except ValueError:
@@ -100,3 +101,25 @@ def marks_quoted(marks: list) -> list[dict]:
         for pk, text, cite in Claim.objects.filter(pk__in=ids).values_list("pk", "text", "cite")
     }
     return [{**m, "quote": quotes.get(m.get("claim"), "")} for m in marks]
+
+
+def reviews_compared(reviews: list) -> list[dict]:
+    """The reviews' signed marks side by side: every claim any review marked, named by its
+    words, with each review's mark and whether two reviews gave it different marks (those
+    first). Sets `signed` (its marks, tags and lenses) on each review."""
+    rows: dict[object, dict] = {}
+    for i, review in enumerate(reviews):
+        review.signed = signed_annotations(review)
+        for m in review.signed["claims"]:
+            row = rows.setdefault(
+                m.get("claim"),
+                {**m, "marks": [None] * len(reviews)},
+            )
+            row["marks"][i] = m.get("mark")
+    for row in rows.values():
+        row["differ"] = len({m for m in row["marks"] if m}) > 1
+        row["cells"] = [
+            {"reviewer": r.reviewer_name, "mark": m}
+            for r, m in zip(reviews, row["marks"], strict=True)
+        ]
+    return sorted(rows.values(), key=lambda r: (not r["differ"], str(r["lens"]), str(r["claim"])))

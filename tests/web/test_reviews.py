@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from reviewapp.review.models import Escalation
+from reviewapp.review.models import Claim, Escalation, Tag
 from reviewapp.review.services.escalations import escalation_claim, escalation_review
 from tests.api.conftest import evaluated
 from tests.factories import ReconcilerFactory, ReviewerFactory
@@ -204,3 +204,52 @@ def test_a_review_that_no_longer_verifies_refuses_the_decision_keeping_what_was_
     assert "ann&#x27;s review" in html and "does not verify" in html
     assert "secret-ben" in html  # what ben typed is still in the box
     assert not Decision.objects.exists()
+
+
+def _review_marked(escalation, user, outcome, mark, tags=()):
+    claim = Claim.objects.get(judgement__proposal=escalation.proposal)
+    escalation_review(
+        escalation_id=escalation.pk,
+        outcome=outcome,
+        rationale=f"{user.username} looked",
+        user=user,
+        decided_by_name=user.username,
+        marks=[(claim.pk, mark)],
+        tags=list(tags),
+    )
+    return claim
+
+
+def test_the_reconciler_sees_each_reviews_marks_and_tags_with_the_differing_claims_flagged(
+    two_needed,
+):
+    Tag.objects.create(name="stale-data")
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    claim = _review_marked(two_needed, ann, "approved", "correct", tags=["stale-data"])
+    _review_marked(two_needed, ben, "rejected", "incorrect")
+
+    html = page(ReconcilerFactory(username="rex"), two_needed)
+
+    marks = html[html.index('id="review-marks"') :]
+    marks = " ".join(marks[: marks.index("</ul>\n  ")].split())
+    assert f'data-claim="{claim.pk}" data-differ' in marks
+    assert "reviewers differ" in marks
+    assert "<q dir=\"auto\">Close account 7731.</q>" in marks
+    assert "<strong>ann</strong>:" in marks and "correct" in marks
+    assert "<strong>ben</strong>:" in marks and "incorrect" in marks
+    assert '<span class="tag">stale-data</span>' in html
+
+
+def test_claims_the_reviewers_marked_alike_are_not_flagged(two_needed):
+    three = ReviewerFactory(username="cal")
+    two_needed.reviews_needed = 3
+    two_needed.save(update_fields=["reviews_needed"])
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    _review_marked(two_needed, ann, "approved", "correct")
+    _review_marked(two_needed, ben, "approved", "correct")
+
+    html = page(ben, two_needed)
+
+    assert 'id="review-marks"' in html
+    assert "reviewers differ" not in html
+    assert "review-marks" not in page(three, two_needed)  # blind until theirs is in
