@@ -215,4 +215,5 @@ def test_an_expired_session_keeps_every_mark_tag_and_lens_and_signs_them(
     assert {m["mark"] for m in signed["claims"]} == {"correct", "irrelevant"}
     assert (signed["tags"], signed["wrong_reason"]) == (["hallucination"], ["accuracy"])
     # Signed: nothing is left to put back.
-    assert page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('reviewapp:draft:'))") == []
+    drafts = "Object.keys(localStorage).filter(k => k.startsWith('reviewapp:draft:'))"
+    assert page.evaluate(drafts) == []
