@@ -20,13 +20,17 @@ CONTROLS = (
     "input:not([type=hidden]):not([type=checkbox]):not([type=radio]), "
     "label:has(> input[type=checkbox]), label:has(> input[type=radio])"
 )
-PRIMARY = "[data-claim-form] button, #claim-btn, #approve-btn, #reject-btn, #confirm-sign-btn, .mark-choice"
+PRIMARY = (
+    "[data-claim-form] button, #claim-btn, #approve-btn, #reject-btn, #confirm-sign-btn, "
+    ".mark-choice"
+)
 
 SMALLER_THAN = """([selector, width, height]) => [...document.querySelectorAll(selector)]
     .filter(el => el.getClientRects().length && getComputedStyle(el).visibility !== 'hidden')
     .map(el => {
         const r = el.getBoundingClientRect();
-        return {control: el.id || el.className || el.tagName, text: el.textContent.trim().slice(0, 40),
+        return {control: el.id || el.className || el.tagName,
+                text: el.textContent.trim().slice(0, 40),
                 width: Math.round(r.width * 10) / 10, height: Math.round(r.height * 10) / 10};
     })
     .filter(c => c.width < width || c.height < height)"""
@@ -38,7 +42,7 @@ def escalations(db):
     Tag.objects.create(name="hallucination")
     Tag.objects.create(name="tone")
     proposals = [
-        split_panel_proposal(panel, content=f"{i}. The sky is blue. Water is wet.", title=f"Item {i}")
+        split_panel_proposal(panel, content=f"{i}. The sky is blue. Water is wet.", title=str(i))
         for i in range(2)
     ]
     return [Escalation.objects.get(proposal=p) for p in proposals]
