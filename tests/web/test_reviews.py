@@ -253,3 +253,15 @@ def test_claims_the_reviewers_marked_alike_are_not_flagged(two_needed):
     assert 'id="review-marks"' in html
     assert "reviewers differ" not in html
     assert "review-marks" not in page(three, two_needed)  # blind until theirs is in
+
+
+def test_a_second_review_from_a_stale_page_is_refused_keeping_what_was_typed(two_needed):
+    ann = ReviewerFactory(username="ann")
+    decide(ann, two_needed)
+
+    response = decide(ann, two_needed)
+
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "You already reviewed this escalation." in html
+    assert "ann says approved, secret-ann</textarea>" in html
