@@ -4,13 +4,16 @@ A replay runs a draft lens or panel on proposals humans already decided; this
 is the part that needs no database: routing one proposal under a
 configuration (the same table as the live final step, `routing.route`),
 counting a side's automatic decisions, escalations and contradictions of the
-human decision, and what each lens's verdicts did on either side.
+human decision, what each lens's verdicts did on either side, and what the
+draft's evidence for a guarantee would be (shown, never counted).
 """
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .checkers import CheckVerdict
+from .guarantee.patterns import VotePattern, vote_pattern
+from .guarantee.sequence import Labels
 from .quorum import Quorum, Verdict
 from .routing import route
 
@@ -30,16 +33,52 @@ def replay_outcome(
     `verdicts` names each lens that answered ("pass"/"fail"); a lens of the panel
     missing from it never answered, as a failed lens in the live pipeline.
     """
+    routed, _ = _routed(need, lenses, verdicts, checker_verdicts, requires_sign_off)
+    return routed.outcome or ESCALATED
+
+
+def _routed(need, lenses, verdicts, checker_verdicts, requires_sign_off):
+    """The live routing table on these verdicts: (the route, the pattern it decided by)."""
     quorum = Quorum(need, lenses)
     answered = [(name, Verdict(verdicts[name])) for name in quorum.lenses if name in verdicts]
     missing = [name for name in quorum.lenses if name not in verdicts]
+    checks = [CheckVerdict(v) for v in checker_verdicts]
+    tally = quorum.tally(answered)
     routed = route(
-        checker_verdicts=[CheckVerdict(v) for v in checker_verdicts],
-        panel=quorum.tally(answered),
+        checker_verdicts=checks,
+        panel=tally,
         failed_lenses=missing,
         requires_sign_off=requires_sign_off,
     )
-    return routed.outcome or ESCALATED
+    pattern = vote_pattern(
+        routed=routed, panel=tally, failed_lenses=missing, checker_verdicts=checks
+    )
+    return routed, pattern
+
+
+def draft_evidence(
+    rows: Iterable[tuple[str, Mapping[str, str], Iterable[str]]],
+    *,
+    need: int,
+    lenses: Iterable[str],
+    requires_sign_off: bool = False,
+) -> dict[VotePattern, Labels]:
+    """What a guarantee would hold as evidence for the draft configuration, over (human
+    outcome, draft verdicts by lens, checker verdicts) rows: per vote pattern the draft
+    decided alone by, how many of those decisions a reviewer's matched. Only for showing:
+    a replay's verdicts were never routed, so they never count as evidence."""
+    lenses = list(lenses)
+    counts: dict[VotePattern, Labels] = {}
+    for human, verdicts, checks in rows:
+        answered = {name: v for name, v in verdicts.items() if v in ("pass", "fail")}
+        _, pattern = _routed(need, lenses, answered, checks, requires_sign_off)
+        if pattern is None:
+            continue
+        seen = counts.get(pattern, Labels())
+        counts[pattern] = Labels(
+            labels=seen.labels + 1, agreed=seen.agreed + (pattern.outcome == human)
+        )
+    return counts
 
 
 @dataclass

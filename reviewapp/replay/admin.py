@@ -189,6 +189,7 @@ class ReplayAdmin(admin.ModelAdmin):
             "result": replay.result,
             "result_rates": _result_rates(replay.result),
             "lens_rows": _lens_rows(replay.result),
+            "evidence_rows": _evidence_rows(replay.result),
             "detail_url": reverse("admin:replay_replay_change", args=[replay.pk]),
             "progress_url": reverse("admin:replay_replay_progress", args=[replay.pk]),
             "may_change": self.has_change_permission(request, replay),
@@ -295,6 +296,18 @@ def _lens_rows(result: dict | None) -> list[dict]:
             }
         )
     return rows
+
+
+def _evidence_rows(result: dict | None) -> list[dict]:
+    """The draft's would-be evidence per vote pattern, in words."""
+    return [
+        {
+            **row,
+            "agreement": share_text(row["agreed"], row["labels"]),
+            "bound": f"{row['lower_bound']:.0%}",
+        }
+        for row in (result or {}).get("evidence", [])
+    ]
 
 
 @admin.register(RegressionCase)

@@ -7,12 +7,16 @@ from django.utils import timezone
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
+from reviewapp.core.guarantee.sequence import standings
 from reviewapp.core.quorum import Quorum, QuorumError
-from reviewapp.core.replay import compare, lens_changes, replay_outcome
+from reviewapp.core.replay import compare, draft_evidence, lens_changes, replay_outcome
 from reviewapp.review.models import Decision, Evidence, Judgement, Lens, Panel, Proposal
 
 from .models import RegressionCase, Replay, ReplayCase
 
+# The confidence a replay's would-be evidence is bounded at (a panel's guarantee is the
+# guarantee app's; a replay shows evidence, it never counts toward one).
+EVIDENCE_CONFIDENCE = 0.95
 # What a draft may change on a lens: what it says and whom it asks.
 DRAFT_LENS_FIELDS = ("instructions", "model", "base_url", "mandate")
 # Backends a replay can run here; an external lens's judgements arrive over the API.
@@ -305,7 +309,8 @@ def replay_store_result(replay_id: int) -> None:
     )
     result = compare(case[:4] for case in cases)
     result["replayed"] = len(cases)
-    current = Replay.objects.values_list("draft", flat=True).get(pk=replay_id)["current"]
+    draft = Replay.objects.values_list("draft", flat=True).get(pk=replay_id)
+    current = draft["current"]
     names = dict(zip(current.get("lens_ids", []), current["lenses"], strict=False))
     stored = stored_verdicts([case[0] for case in cases])
     result["lenses"] = [
@@ -323,7 +328,38 @@ def replay_store_result(replay_id: int) -> None:
             for proposal_id, human, _, _, verdicts in cases
         )
     ]
+    result["evidence"] = _would_be_evidence(draft, cases)
     Replay.objects.filter(pk=replay_id).update(result=result)
+
+
+def _would_be_evidence(draft: dict, cases: list[tuple]) -> list[dict]:
+    """Per vote pattern the draft decided alone by: its decisions on the replayed proposals,
+    how many matched the reviewer's, and the lower bound a guarantee would put on that."""
+    checks = checker_verdicts([case[0] for case in cases])
+    counts = draft_evidence(
+        (
+            (
+                human,
+                {name: shown["verdict"] for name, shown in (verdicts or {}).items()},
+                checks.get(proposal_id, []),
+            )
+            for proposal_id, human, _, _, verdicts in cases
+        ),
+        need=draft["need"],
+        lenses=[lens["name"] for lens in draft["lenses"]],
+        requires_sign_off=draft["requires_sign_off"],
+    )
+    return [
+        {
+            "pattern": standing.pattern.key,
+            "votes": standing.pattern.votes,
+            "outcome": standing.pattern.outcome,
+            "labels": standing.labels,
+            "agreed": standing.agreed,
+            "lower_bound": standing.lower_bound,
+        }
+        for standing in standings(counts, patterns=(), target=None, confidence=EVIDENCE_CONFIDENCE)
+    ]
 
 
 def progress(replay: Replay) -> tuple[int, int]:

@@ -2,8 +2,16 @@
 
 import pytest
 
+from reviewapp.core.guarantee.patterns import VotePattern
+from reviewapp.core.guarantee.sequence import Labels
 from reviewapp.core.quorum import NotAMajority
-from reviewapp.core.replay import compare, lens_changes, replay_outcome, share_text
+from reviewapp.core.replay import (
+    compare,
+    draft_evidence,
+    lens_changes,
+    replay_outcome,
+    share_text,
+)
 
 
 def test_a_reached_pass_with_every_checker_passing_is_approved():
@@ -95,3 +103,26 @@ def test_each_lens_counts_its_verdicts_right_on_either_side_and_the_ones_the_dra
     assert (a.pass_to_fail, a.fail_to_pass) == (1, 0)
     assert (b.fail_to_pass, b.no_answer, b.draft_judged, b.draft_right) == (1, 1, 1, 1)
     assert (c.current_judged, c.draft_judged, c.draft_right) == (0, 1, 1)
+
+
+def test_draft_evidence_counts_each_automatic_decision_under_its_vote_pattern():
+    rows = [
+        ("approved", {"a": "pass", "b": "pass", "c": "fail"}, ["pass"]),
+        ("rejected", {"a": "pass", "b": "pass", "c": "fail"}, ["pass"]),
+        ("rejected", {"a": "fail", "b": "fail", "c": "failed: timeout"}, ["pass"]),
+    ]
+    counts = draft_evidence(rows, need=2, lenses=["a", "b", "c"])
+    assert counts == {
+        VotePattern("approved", 2, 1, 0, True): Labels(labels=2, agreed=1),
+        VotePattern("rejected", 0, 2, 1, True): Labels(labels=1, agreed=1),
+    }
+
+
+def test_draft_evidence_leaves_out_what_the_draft_would_escalate_or_a_checker_decided():
+    rows = [
+        ("approved", {"a": "pass", "b": "fail"}, []),  # no majority: escalated
+        ("rejected", {"a": "pass", "b": "pass"}, ["fail"]),  # the checker rules
+        ("approved", {"a": "pass", "b": "pass"}, []),
+    ]
+    counts = draft_evidence(rows, need=2, lenses=["a", "b"], requires_sign_off=False)
+    assert counts == {VotePattern("approved", 2, 0, 0, False): Labels(labels=1, agreed=1)}

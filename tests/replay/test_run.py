@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from reviewapp.guarantee.models import PatternEvidence
 from reviewapp.ledger.models import LedgerEntry
 from reviewapp.replay.models import Replay, ReplayCase
 from reviewapp.replay.services import replay_cancel, replay_plan, replay_start
@@ -74,6 +75,22 @@ def test_a_replay_runs_the_new_lens_for_real_and_counts_both_sides(openai_server
         "llm-fresh": {"verdict": "pass", "reused": False},
     }
     assert _written() == before  # no judgement, decision, escalation, failure or ledger entry
+
+
+def test_a_replay_shows_the_drafts_would_be_evidence_and_never_counts_it(openai_server):
+    openai_server.respond = lambda request: Answer(judgement("pass", CITE))
+    replay = _draft_with_a_new_llm_lens(openai_server, ["approved", "rejected", "rejected"])
+    replay_start(replay=replay)
+
+    run_in_process(replay.pk)
+
+    replay.refresh_from_db()
+    # All three approved by 2 passes against 1 fail; the reviewer approved one of them.
+    [row] = replay.result["evidence"]
+    assert row["pattern"] == "approved:2p1f0m:unchecked"
+    assert (row["labels"], row["agreed"]) == (3, 1)
+    assert 0 <= row["lower_bound"] < 1 / 3
+    assert not PatternEvidence.objects.exists()
 
 
 def test_a_replay_delivered_twice_runs_each_proposal_once(openai_server):
