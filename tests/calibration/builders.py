@@ -7,6 +7,8 @@ through escalation_decide, the real path that records the human labels.
 
 import itertools
 
+from django.test import TestCase
+
 from reviewapp.review.models import Claim, Decision, Escalation, Judgement, Lens, Proposal
 from reviewapp.review.services.decisions import decision_append
 from reviewapp.review.services.escalations import escalation_decide
@@ -79,13 +81,15 @@ def adjudicated(
         for lens, lens_marks in (marks or {}).items()
         for position, mark in enumerate(lens_marks)
     ]
-    escalation_decide(
-        escalation_id=escalation.pk,
-        outcome=outcome,
-        rationale="Checked by hand.",
-        decided_by_name="reviewer",
-        marks=claim_marks,
-    )
+    # As committed: the drift check follows the decision's commit.
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        escalation_decide(
+            escalation_id=escalation.pk,
+            outcome=outcome,
+            rationale="Checked by hand.",
+            decided_by_name="reviewer",
+            marks=claim_marks,
+        )
     return proposal
 
 

@@ -35,7 +35,8 @@ def audit_open_maybe(
     or at the rate the decision's `ruling` gives (the guarantee may spend the same budget
     unevenly across vote patterns).
 
-    Call inside the decision's transaction: the audit exists exactly when its draw was won.
+    The final step calls it once the decision has committed, in a transaction of its
+    own (`finalize._audit_draw`): the audit exists exactly when its draw was won.
     """
     if ruling is not None and ruling.audit_percent is not None:
         rate = ruling.audit_percent
