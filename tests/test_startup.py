@@ -5,6 +5,8 @@ import secrets
 import subprocess
 import sys
 
+import pytest
+
 from tests.security.test_deploy import ROOT, production_env, run
 
 

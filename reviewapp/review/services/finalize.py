@@ -117,8 +117,9 @@ def proposal_finalize(
     panel's vote decided alone (`_ruled`), and escalate (`_escalate`: the
     escalation, its announcement, then its ledger entries) or decide (`_decide`:
     the signed decision and its ledger entries). Once that commits, a decision's
-    audit is drawn (`_audit_draw`) in a transaction of its own: it needs neither
-    the proposal's lock nor the chain head's, which every decision waits for.
+    audit is drawn (`_audit_draw`; a won draw opens it in a transaction of its
+    own): it needs neither the proposal's lock nor the chain head's, which every
+    decision waits for.
 
     Idempotent: a proposal already final is left alone, so a re-delivered final
     step writes nothing. A proposal has evidence exactly when it is final.
@@ -330,8 +331,7 @@ def _audit_draw(proposal: Proposal, decision: Decision, ruling: Ruling | None) -
     running it again would find the proposal final.
     """
     try:
-        with transaction.atomic():
-            audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
+        audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
     except Exception:
         log.exception("audit draw failed after decision %s", decision.pk)
 
