@@ -8,11 +8,11 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
-from reviewapp.core.calibration import DEFAULT_FLOOR, DEFAULT_WINDOW
+from reviewapp.core.calibration import DEFAULT_FLOOR, DEFAULT_WINDOW, lens_standing
 from reviewapp.review.models import Lens, Panel
 
 from .models import LensFloor
@@ -34,11 +34,32 @@ class LensFloorAdmin(admin.ModelAdmin):
     """Each lens's agreement floor; a lens without a row has the defaults (one is made on its
     first adjudication)."""
 
-    list_display = ("lens", "floor", "window", "drifting", "last_kappa", "evaluated_at")
+    list_display = ("lens", "floor", "window", "state", "last_kappa_shown", "evaluated_at")
     list_filter = ("drifting",)
-    fields = ("lens", "floor", "window", "drifting", "last_kappa", "drifted_at", "evaluated_at")
-    readonly_fields = ("drifting", "last_kappa", "drifted_at", "evaluated_at")
+    list_select_related = ("lens",)
+    fields = ("lens", "floor", "window", "state", "last_kappa_shown", "drifted_at", "evaluated_at")
+    readonly_fields = ("state", "last_kappa_shown", "drifted_at", "evaluated_at")
     search_fields = ("lens__name",)
+
+    # Words, not Django's boolean icons: on "drifting" its green tick marked the lens in trouble.
+    @admin.display(description="state", ordering="drifting")
+    def state(self, obj: LensFloor) -> str:
+        if obj.drifting:
+            return mark_safe('<span class="flag" data-state="below">⚠ below its floor</span>')
+        if obj.last_kappa is None:
+            return format_html(
+                '<span data-state="unchecked" title="fewer than {} decisions, or all in one '
+                'class">no kappa yet</span>',
+                obj.window,
+            )
+        return mark_safe('<span data-state="ok">at or above its floor</span>')
+
+    # Rounded for people; the API and the exports keep the raw value.
+    @admin.display(description="last kappa", ordering="last_kappa")
+    def last_kappa_shown(self, obj: LensFloor) -> str:
+        if obj.last_kappa is None:
+            return "—"
+        return f"{obj.last_kappa:.3f} (over its last {obj.window} decisions)"
 
     def get_readonly_fields(self, request, obj=None):
         # The lens a floor belongs to never changes.
@@ -83,6 +104,13 @@ def lens_agreement_html(lens: Lens) -> SafeString:
     link = (
         reverse("proposal_list") + "?" + urlencode({"agreement_lens": lens.pk, "cell": "labelled"})
     )
+    standing = lens_standing(
+        kappa,
+        floor=f.floor.floor if f.floor else DEFAULT_FLOOR,
+        drifting=f.drifting,
+        rolling=f.floor.last_kappa if f.floor else None,
+        window=f.floor.window if f.floor else DEFAULT_WINDOW,
+    )
     flag = (
         format_html(
             '<p class="errornote" data-drifting="{}">Below its agreement floor: kappa {} over '
@@ -96,11 +124,15 @@ def lens_agreement_html(lens: Lens) -> SafeString:
         else ""
     )
     return format_html(
-        '{}<p><a href="{}">{} proposals</a> decided by a reviewer ({} escalations, {} audits). '
+        '{}<p data-standing="{}"><strong>{}</strong>: {}</p><p>Over all decisions to date: '
+        '<a href="{}">{} proposals</a> decided by a reviewer ({} escalations, {} audits). '
         "Agreement {}; Cohen's kappa {}; true-pass rate {}, true-fail rate {}. "
         'By window and week: <a href="{}">lenses against the reviewers</a>. '
         'Claims marked incorrect: {}. <a href="{}">Its agreement floor</a>.</p>',
         flag,
+        standing.level,
+        standing.label,
+        standing.why,
         link,
         overall.n,
         f.escalations,
@@ -125,7 +157,8 @@ def panel_calibration_html(panel: Panel) -> SafeString:
     pair_rows = format_html_join(
         "",
         '<li data-fail-together="{}|{}"><strong>These lenses fail together:</strong> {} × {}: '
-        'both wrong on <a href="{}">{}</a> of {} decided, where independence predicts {}.</li>',
+        'both wrong on <a href="{}">{}</a> of {} decided, where independence predicts {} '
+        "({} wrong on {}, {} on {}; all decisions to date).</li>",
         (
             (
                 p.first,
@@ -144,6 +177,10 @@ def panel_calibration_html(panel: Panel) -> SafeString:
                 p.errors.both_wrong,
                 p.errors.items,
                 f"{p.errors.expected_both:.1f}",
+                p.first,
+                p.errors.first_wrong,
+                p.second,
+                p.errors.second_wrong,
             )
             for p in flagged
         ),
@@ -151,7 +188,8 @@ def panel_calibration_html(panel: Panel) -> SafeString:
     audit = audits[0] if audits else None
     audit_text = (
         format_html(
-            '{} audited automatic decisions, <a href="{}">{}</a> overturned ({}).',
+            '{} audited automatic decisions, <a href="{}">{}</a> overturned ({}; all decisions '
+            "to date).",
             audit.audits,
             reverse("proposal_list")
             + "?"
@@ -166,7 +204,10 @@ def panel_calibration_html(panel: Panel) -> SafeString:
         format_html("<ul>{}</ul>", pair_rows)
         if flagged
         else format_html(
-            "<p>No pair of its lenses errs together beyond chance ({} pairs).</p>", len(pairs)
+            "<p>No pair of its lenses errs together beyond chance ({} pair{}, all decisions to "
+            "date).</p>",
+            len(pairs),
+            "" if len(pairs) == 1 else "s",
         )
     )
     return format_html("{}<p>{}</p>", pairs_text, audit_text)

@@ -7,6 +7,7 @@ transaction (services.labels_record, services.audit_labels_record), so every
 figure reads sums and never walks proposals.
 """
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from reviewapp.core.calibration import DEFAULT_FLOOR, DEFAULT_WINDOW, MIN_KAPPA_ITEMS
@@ -83,23 +84,35 @@ class LensAgreementDay(models.Model):
         return f"lens {self.lens_id} {self.day}"
 
 
+FLOOR_RANGE_MESSAGE = f"The floor is a kappa: from -1 to 1 (the default is {DEFAULT_FLOOR})."
+WINDOW_MIN_MESSAGE = (
+    f"The window must be at least {MIN_KAPPA_ITEMS} decisions: over fewer, kappa is undefined "
+    "and the floor would never be checked."
+)
+
+
 class LensFloor(models.Model):
     """A lens's agreement floor, and whether its rolling kappa is below it now."""
 
     lens = models.OneToOneField(Lens, on_delete=models.CASCADE, related_name="agreement_floor")
     floor = models.FloatField(
         default=DEFAULT_FLOOR,
+        validators=[
+            MinValueValidator(-1, FLOOR_RANGE_MESSAGE),
+            MaxValueValidator(1, FLOOR_RANGE_MESSAGE),
+        ],
         help_text=f"Minimum Cohen's kappa with the reviewers (default {DEFAULT_FLOOR}: below "
         "0.4 is 'fair' agreement or worse on Landis & Koch's scale). Below it, the lens is "
         "flagged and a lens.drift webhook fires once; lens.recovered when it is back.",
     )
     window = models.PositiveIntegerField(
         default=DEFAULT_WINDOW,
+        validators=[MinValueValidator(MIN_KAPPA_ITEMS, WINDOW_MIN_MESSAGE)],
         help_text=f"How many of the lens's latest human adjudications the kappa is taken over "
         f"(default {DEFAULT_WINDOW}: its 95 % interval is then about ±0.22 at kappa 0.6). "
         "Fewer, and the check waits: kappa is undefined.",
     )
-    drifting = models.BooleanField(default=False, editable=False)
+    drifting = models.BooleanField("below its floor", default=False, editable=False)
     drifted_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_kappa = models.FloatField(null=True, blank=True, editable=False)
     evaluated_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -107,15 +120,19 @@ class LensFloor(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(floor__gte=-1, floor__lte=1), name="lens_floor_in_kappa_range"
+                condition=models.Q(floor__gte=-1, floor__lte=1),
+                name="lens_floor_in_kappa_range",
+                violation_error_message=FLOOR_RANGE_MESSAGE,
             ),
             models.CheckConstraint(
-                condition=models.Q(window__gte=MIN_KAPPA_ITEMS), name="lens_floor_window_min"
+                condition=models.Q(window__gte=MIN_KAPPA_ITEMS),
+                name="lens_floor_window_min",
+                violation_error_message=WINDOW_MIN_MESSAGE,
             ),
         ]
 
     def __str__(self) -> str:
-        return f"floor {self.floor} over {self.window} for lens {self.lens_id}"
+        return f"{self.lens.name}: floor {self.floor} over its last {self.window} decisions"
 
 
 class PairErrorDay(models.Model):

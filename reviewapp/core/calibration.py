@@ -153,10 +153,12 @@ def lens_agreement(table: HumanTable) -> LensAgreement:
 # judged and a human decided, (1) at least CO_ERROR_MIN_ITEMS such proposals,
 # (2) at least CO_ERROR_MIN_BOTH both wrong, and (3) both wrong at least
 # CO_ERROR_LIFT times as often as independent errors would be (the product of
-# each lens's own error rate on those proposals).
+# each lens's own error rate on those proposals). (3) is compared in integers,
+# both × items ≥ CO_ERROR_LIFT × first × second: the float lift of a pair at
+# exactly twice the independent rate can land a hair below 2.
 CO_ERROR_MIN_ITEMS = 20
 CO_ERROR_MIN_BOTH = 5
-CO_ERROR_LIFT = 2.0
+CO_ERROR_LIFT = 2
 
 
 @dataclass(frozen=True)
@@ -189,12 +191,82 @@ class CoErrors:
             return None
         return self.observed_rate / expected
 
+    def error_rate(self, wrong: int) -> float | None:
+        return wrong / self.items if self.items else None
+
     @property
     def fail_together(self) -> bool:
         if self.items < CO_ERROR_MIN_ITEMS or self.both_wrong < CO_ERROR_MIN_BOTH:
             return False
-        lift = self.lift
-        return lift is not None and lift >= CO_ERROR_LIFT
+        independent = self.first_wrong * self.second_wrong
+        return independent > 0 and (self.both_wrong * self.items >= CO_ERROR_LIFT * independent)
+
+
+def co_errors_reading(e: CoErrors) -> str:
+    """What a pair's shared errors mean, in a sentence an admin can act on."""
+    if e.items < CO_ERROR_MIN_ITEMS:
+        return f"Too few decided proposals to tell (fewer than {CO_ERROR_MIN_ITEMS})."
+    if e.fail_together:
+        return (
+            f"They fail together: both wrong on {e.both_wrong}, where independent errors would "
+            f"give {e.expected_both:.1f}. A second opinion from this pair adds little."
+        )
+    if e.both_wrong < CO_ERROR_MIN_BOTH:
+        return f"Rarely wrong together (fewer than {CO_ERROR_MIN_BOTH} shared errors)."
+    return (
+        f"Both wrong on {e.both_wrong}, about what each lens's own error rate predicts "
+        f"({e.expected_both:.1f}) if they err independently: not a shared blind spot."
+    )
+
+
+# What an admin should do with a lens, from its kappa with the reviewers.
+TRUST, WATCH, DO_NOT_TRUST = "trust", "watch", "do_not_trust"
+STANDING_LABELS = {TRUST: "Trust", WATCH: "Watch", DO_NOT_TRUST: "Do not trust"}
+
+
+@dataclass(frozen=True)
+class Standing:
+    level: str  # TRUST, WATCH or DO_NOT_TRUST
+    why: str
+
+    @property
+    def label(self) -> str:
+        return STANDING_LABELS[self.level]
+
+
+def lens_standing(
+    kappa: Kappa, *, floor: float, drifting: bool, rolling: float | None, window: int
+) -> Standing:
+    """Trust, watch or do not trust a lens, and why.
+
+    `kappa` is over the figures' window; `rolling` is the drift check's kappa
+    over the lens's last `window` decisions, which decides `drifting`. A lens
+    below its floor now is not trusted whatever its longer record says.
+    """
+    if drifting:
+        shown = "undefined" if rolling is None else f"{rolling:.2f}"
+        return Standing(
+            DO_NOT_TRUST,
+            f"its kappa over its last {window} decisions is {shown}, below its floor {floor:g}.",
+        )
+    if kappa.value is None:
+        return Standing(WATCH, f"no kappa yet: {kappa.reason_text}.")
+    if kappa.value < 0:
+        return Standing(
+            DO_NOT_TRUST,
+            f"kappa {kappa.value:.2f} is below 0: it agrees with the reviewers less often "
+            "than chance would.",
+        )
+    interval = f"its 95 % interval ({kappa.low:.2f} to {kappa.high:.2f})"
+    if kappa.high < floor:
+        return Standing(DO_NOT_TRUST, f"{interval} lies wholly below its floor {floor:g}.")
+    if kappa.low >= floor:
+        return Standing(TRUST, f"{interval} lies wholly at or above its floor {floor:g}.")
+    return Standing(
+        WATCH,
+        f"kappa {kappa.value:.2f}, but {interval} straddles its floor {floor:g}: "
+        "more decisions will settle it.",
+    )
 
 
 # Drift: the defaults an admin sees beside a lens's floor.

@@ -24,7 +24,11 @@ from reviewapp.core.calibration import (
     CO_ERROR_LIFT,
     CO_ERROR_MIN_BOTH,
     CO_ERROR_MIN_ITEMS,
+    DEFAULT_FLOOR,
+    DEFAULT_WINDOW,
     MIN_KAPPA_ITEMS,
+    co_errors_reading,
+    lens_standing,
 )
 
 from . import charts
@@ -37,10 +41,26 @@ CO_ERROR_RULE = (
     "lens's own error rate)."
 )
 KAPPA_RULE = (
-    "Cohen's kappa between the lens's verdict and the reviewer's decision (approve = pass), "
-    "with its 95 % interval (Fleiss, Cohen & Everitt 1969). — means undefined: fewer than "
-    f"{MIN_KAPPA_ITEMS} decisions, or every verdict and decision in one class."
+    "Cohen's kappa between the lens's verdict and the reviewer's decision (approve = pass): "
+    "1 is full agreement, 0 is what chance alone would give, below 0 is worse than chance "
+    "(the lens and the reviewers disagree more often than if the lens guessed). Its 95 % "
+    "interval is the range its true kappa most likely lies in, given how many decisions there "
+    "are: a wide interval means too few decisions to say (Fleiss, Cohen & Everitt 1969). "
+    f"— means undefined: fewer than {MIN_KAPPA_ITEMS} decisions, or every verdict and "
+    "decision in one class."
 )
+
+
+def window_label(window: Window) -> str:
+    """The window every figure of the page is over, named."""
+    since, until = window.since, window.until
+    if since and until:
+        return f"decisions from {since:%Y-%m-%d} to {until:%Y-%m-%d}"
+    if since:
+        return f"decisions from {since:%Y-%m-%d} on"
+    if until:
+        return f"decisions up to {until:%Y-%m-%d}"
+    return "all decisions to date"
 
 
 def _pct(value: float | None) -> str:
@@ -63,6 +83,13 @@ def _list(window: Window, **params) -> str:
 def _lens_row(f: LensFigures, window: Window) -> dict:
     overall = f.overall
     kappa = overall.kappa
+    standing = lens_standing(
+        kappa,
+        floor=f.floor.floor if f.floor else DEFAULT_FLOOR,
+        drifting=f.drifting,
+        rolling=f.floor.last_kappa if f.floor else None,
+        window=f.floor.window if f.floor else DEFAULT_WINDOW,
+    )
 
     def link(cell: str, kind: str | None = None) -> str:
         return _list(window, agreement_lens=f.lens_id, cell=cell, kind=kind)
@@ -83,6 +110,7 @@ def _lens_row(f: LensFigures, window: Window) -> dict:
         "claims_incorrect": _pct(f.claims_marked_incorrect),
         "claims_reason": f.claims_marked_incorrect_reason or "",
         "table": overall.table,
+        "standing": standing,
         "drifting": f.drifting,
         "floor": f.floor,
         "links": {
@@ -105,8 +133,12 @@ def _pair_row(p: PairCoErrors, window: Window) -> dict:
         "second": p.second,
         "items": e.items,
         "first_wrong": e.first_wrong,
+        "first_rate": _pct(e.error_rate(e.first_wrong)),
         "second_wrong": e.second_wrong,
+        "second_rate": _pct(e.error_rate(e.second_wrong)),
         "both_wrong": e.both_wrong,
+        "both_rate": _pct(e.error_rate(e.both_wrong)),
+        "reading": co_errors_reading(e),
         "expected_both": "—" if e.expected_both is None else f"{e.expected_both:.1f}",
         "lift": "—" if e.lift is None else f"{e.lift:.1f}×",
         "fail_together": e.fail_together,
@@ -137,6 +169,7 @@ def calibration(*, since: date | None, until: date | None, panel_id: int | None)
     audits = [a for a in panel_audits(window) if panel_id is None or a.panel_id == panel_id]
     return {
         "window": window,
+        "window_label": window_label(window),
         "lenses": [_lens_row(f, window) for f in shown],
         "drifting": [f for f in figures if f.drifting],
         "pairs": pairs,
@@ -169,6 +202,7 @@ def calibration(*, since: date | None, until: date | None, panel_id: int | None)
             series=[Series("kappa", "kappa", charts.BLUE)],
             domain=(-1.0, 1.0),
             fmt=lambda v: f"{v:g}",
+            narrow=True,
         ),
         "trends": [(f.name, _trend_chart(f)) for f in shown],
     }

@@ -131,10 +131,12 @@ def _two_lines(label: str, limit: int) -> list[str]:
     return [_short(label, limit)]
 
 
-def _svg(chart_id: str, title: str, desc: str, height: float, body: list[str]) -> SafeString:
+def _svg(
+    chart_id: str, title: str, desc: str, height: float, body: list[str], width: int = WIDTH
+) -> SafeString:
     return mark_safe(
-        f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {WIDTH} {_n(height)}" '
-        f'width="{WIDTH}" height="{_n(height)}" role="img" aria-label="{escape(title)}" '
+        f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {width} {_n(height)}" '
+        f'width="{width}" height="{_n(height)}" role="img" aria-label="{escape(title)}" '
         f'aria-describedby="{escape(chart_id)}-desc" preserveAspectRatio="xMinYMin meet" '
         f'font-family="system-ui, sans-serif" xmlns="http://www.w3.org/2000/svg">'
         f"<title>{escape(title)}</title>"
@@ -310,6 +312,7 @@ def line(
 
 LABEL_W = 220
 VALUE_W = 70
+NARROW_WIDTH, NARROW_LABEL_W = 360, 130
 
 
 @dataclass(frozen=True)
@@ -350,16 +353,22 @@ def bars(
     domain: tuple[float, float] = (0.0, 1.0),
     fmt: Callable[[float], str] = percent,
     stacked: bool = False,
+    narrow: bool = False,
 ) -> SafeString:
     """Horizontal bars, one group per row; grouped by series, or stacked.
 
     A domain below zero (kappa runs from −1 to 1) draws bars out from a zero line.
+    `narrow` draws it NARROW_WIDTH wide, to be shown at its own size: scaled down
+    to a phone's width, the wide chart's labels shrink to about 5 px.
     """
     if not rows:
         return empty(chart_id, title, desc)
+    width, label_w, label_chars = (
+        (NARROW_WIDTH, NARROW_LABEL_W, 18) if narrow else (WIDTH, LABEL_W, 32)
+    )
     bar_h = _BarLayout.BAR_H
     per_row = bar_h + 4 if stacked else len(series) * (bar_h + 3)
-    shown = wrapped_labels([row.label for row in rows])
+    shown = wrapped_labels([row.label for row in rows], label_chars)
     # Room for a two-line label; the bars are centred beside it.
     block = max(per_row, 30) if any(len(lines) > 1 for lines in shown) else per_row
     legend_h = 26 if len(series) > 1 else 0
@@ -371,12 +380,14 @@ def bars(
         block=block,
         top=legend_h + 8,
         rows=len(rows),
+        plot_x=label_w,
+        plot_w=width - label_w - VALUE_W,
     )
     parts = _legend(series, layout.plot_x, 16) if legend_h else []
     parts += _bar_axis(layout, fmt)
     for r, row in enumerate(rows):
         parts += _bar_row(layout, r, row, shown[r], series, fmt)
-    return _svg(chart_id, title, desc, layout.axis_y + 24, parts)
+    return _svg(chart_id, title, desc, layout.axis_y + 24, parts, width)
 
 
 def _bar_axis(layout: _BarLayout, fmt: Callable[[float], str]) -> list[str]:

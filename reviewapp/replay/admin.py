@@ -13,7 +13,8 @@ from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from reviewapp.review.models import Proposal
+from reviewapp.core.replay import share_text
+from reviewapp.review.models import Panel, Proposal
 
 from .forms import ReplayForm
 from .models import RegressionCase, Replay, ReplayCase
@@ -134,9 +135,16 @@ class ReplayAdmin(admin.ModelAdmin):
     def add_view(self, request, form_url="", extra_context=None):
         if not self.has_add_permission(request):
             raise PermissionDenied
+        asked = request.GET.get("panel", "")
+        panel = Panel.objects.filter(pk=asked).first() if asked.isdigit() else None
         form = ReplayForm(
             request.POST or None,
-            initial={"panel": request.GET.get("panel"), "lens": request.GET.get("lens")},
+            initial={
+                "panel": asked,
+                "lens": request.GET.get("lens"),
+                # The panel's lenses ticked: the draft starts as the panel stands.
+                "members": list(panel.lenses.all()) if panel else [],
+            },
         )
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
@@ -175,8 +183,12 @@ class ReplayAdmin(admin.ModelAdmin):
             "replay": replay,
             "done": done,
             "total": total,
+            # Fewer decided proposals than asked for: said on the page before the start.
+            "short_of_asked": total < replay.size,
             "percent": round(100 * done / total) if total else 100,
             "result": replay.result,
+            "result_rates": _result_rates(replay.result),
+            "lens_rows": _lens_rows(replay.result),
             "detail_url": reverse("admin:replay_replay_change", args=[replay.pk]),
             "progress_url": reverse("admin:replay_replay_progress", args=[replay.pk]),
             "may_change": self.has_change_permission(request, replay),
@@ -203,11 +215,15 @@ class ReplayAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/replay/replay/detail.html", context)
 
     def progress_view(self, request, object_id):
-        """The htmx fragment: polls itself while the replay runs."""
+        """The htmx fragment: polls itself while the replay runs. Polled once it has ended,
+        it has the page reload: the Draft column, the result and the buttons change too."""
         replay = self._replay(request, object_id)
-        return TemplateResponse(
+        response = TemplateResponse(
             request, "admin/replay/replay/_progress.html", self._context(request, replay)
         )
+        if request.htmx and replay.is_finished:
+            response["HX-Refresh"] = "true"
+        return response
 
     def start_view(self, request, object_id):
         replay = self._replay(request, object_id, change=True)
@@ -230,6 +246,55 @@ class ReplayAdmin(admin.ModelAdmin):
                 request, f"This replay had already ended ({replay.status}).", messages.WARNING
             )
         return HttpResponseRedirect(reverse("admin:replay_replay_change", args=[replay.pk]))
+
+
+def _result_rates(result: dict | None) -> list[dict]:
+    """The side-by-side rows, each count out of the proposals replayed ("16 of 41 (39 %)")."""
+    if not result:
+        return []
+    total = result["replayed"]
+
+    def row(key: str, label: str, count) -> dict:
+        cells = [
+            {
+                "side": side,
+                "text": share_text(count(result[side]), total),
+                # The proposals behind a contradiction, linked.
+                "ids": result[side]["contradictions"] if key == "contradictions" else [],
+            }
+            for side in ("current", "draft")
+        ]
+        return {"key": key, "label": label, "cells": cells}
+
+    return [
+        row("automatic", "Decided automatically", lambda side: side["automatic"]),
+        row("approved", "… approved", lambda side: side["approved"]),
+        row("rejected", "… rejected", lambda side: side["rejected"]),
+        row("escalated", "Escalated to a reviewer", lambda side: side["escalated"]),
+        row(
+            "contradictions",
+            "Decided automatically against the reviewer's decision",
+            lambda side: len(side["contradictions"]),
+        ),
+    ]
+
+
+def _lens_rows(result: dict | None) -> list[dict]:
+    """What each lens's verdicts did, in words for the result's per-lens table."""
+    rows = []
+    for change in (result or {}).get("lenses", []):
+        rows.append(
+            {
+                **change,
+                "current": share_text(change["current_right"], change["current_judged"])
+                if change["current_judged"]
+                else "—",
+                "draft": share_text(change["draft_right"], change["draft_judged"])
+                if change["draft_judged"]
+                else "—",
+            }
+        )
+    return rows
 
 
 @admin.register(RegressionCase)

@@ -26,10 +26,13 @@ class ReplayForm(forms.Form):
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 90})
     )
     members = forms.ModelMultipleChoiceField(
-        queryset=Lens.objects.all(),
+        queryset=Lens.objects.order_by("name"),
         required=False,
-        label="Panel members",
-        help_text="Empty keeps the panel's lenses. A lens new to the panel is run for real.",
+        # Ticks, not a multi-select that needs Ctrl-click and loses a choice to a stray click.
+        widget=forms.CheckboxSelectMultiple,
+        label="Draft panel's lenses",
+        help_text="Tick the lenses of the draft panel; none ticked keeps the panel's own. "
+        "A lens new to the panel is run for real.",
     )
     need = forms.IntegerField(
         required=False, min_value=1, help_text="Empty keeps the panel's need."
@@ -40,7 +43,8 @@ class ReplayForm(forms.Form):
         max_value=10000,
         initial=100,
         label="N",
-        help_text="How many proposals, newest first.",
+        help_text="How many proposals, newest first. If the panel has fewer, the next page "
+        "says how many before anything runs.",
     )
 
     def lens_changes(self) -> dict[int, dict]:

@@ -8,7 +8,7 @@ from django.utils import timezone
 from reviewapp.audit.models import AuditEntry
 from reviewapp.audit.services import audit_record
 from reviewapp.core.quorum import Quorum, QuorumError
-from reviewapp.core.replay import compare, replay_outcome
+from reviewapp.core.replay import compare, lens_changes, replay_outcome
 from reviewapp.review.models import Decision, Evidence, Judgement, Lens, Panel, Proposal
 
 from .models import RegressionCase, Replay, ReplayCase
@@ -296,12 +296,33 @@ def replay_cancel(*, replay: Replay, user=None) -> bool:
 
 
 def replay_store_result(replay_id: int) -> None:
-    """The side-by-side counts over the cases finished so far, stored on the replay."""
-    rows = ReplayCase.objects.filter(replay_id=replay_id, done_at__isnull=False).values_list(
-        "proposal_id", "human_outcome", "current_outcome", "draft_outcome"
+    """The side-by-side counts over the cases finished so far, stored on the replay, with
+    what each lens's verdicts did (the current panel's stored ones beside the draft's)."""
+    cases = list(
+        ReplayCase.objects.filter(replay_id=replay_id, done_at__isnull=False).values_list(
+            "proposal_id", "human_outcome", "current_outcome", "draft_outcome", "draft_verdicts"
+        )
     )
-    result = compare(rows)
-    result["replayed"] = len(rows)
+    result = compare(case[:4] for case in cases)
+    result["replayed"] = len(cases)
+    current = Replay.objects.values_list("draft", flat=True).get(pk=replay_id)["current"]
+    names = dict(zip(current.get("lens_ids", []), current["lenses"], strict=False))
+    stored = stored_verdicts([case[0] for case in cases])
+    result["lenses"] = [
+        change.to_dict()
+        for change in lens_changes(
+            (
+                human,
+                {
+                    names[lens_id]: verdict
+                    for lens_id, verdict in stored.get(proposal_id, {}).items()
+                    if lens_id in names
+                },
+                {name: shown["verdict"] for name, shown in (verdicts or {}).items()},
+            )
+            for proposal_id, human, _, _, verdicts in cases
+        )
+    ]
     Replay.objects.filter(pk=replay_id).update(result=result)
 
 

@@ -38,7 +38,12 @@ from reviewapp.review.services.escalations import (
     escalation_review,
 )
 
-from .annotations import annotation_form, posted_annotations, signed_annotations
+from .annotations import (
+    annotation_form,
+    posted_annotations,
+    reviews_compared,
+    signed_annotations,
+)
 from .presenters import (
     escalation_reasons,
     proposal_view,
@@ -133,6 +138,7 @@ def _reviews_context(escalation: Escalation | None, user) -> dict:
         "reviews_needed": escalation.reviews_needed,
         "reviews_count": len(reviews),
         "reviews": reviews if shown else None,
+        "reviews_marks": reviews_compared(reviews) if shown else [],
     }
 
 

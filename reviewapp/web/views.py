@@ -132,6 +132,7 @@ def _inbox_page(request, filters, listed, now):
     by_id = (
         Escalation.objects.select_related(*INBOX_RELATED)
         .defer(*(f"proposal__{name}" for name in PROPOSAL_HEAVY))
+        .with_reviews_of(request.user)
         .in_bulk(list(page.object_list))
     )
     page.object_list = [by_id[pk] for pk in page.object_list if pk in by_id]

@@ -20,8 +20,12 @@
   var help = document.getElementById("shortcuts-help");
   var selectedId = null;
 
+  // A box or a choice one ticks takes no letters: the shortcuts work there too.
+  var TICKED = /^(checkbox|radio|button|submit|reset)$/;
+
   function isTyping(target) {
     if (!target || !target.tagName) return false;
+    if (target.tagName === "INPUT" && TICKED.test(target.type)) return false;
     return target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
   }
 
@@ -108,7 +112,7 @@
   // --- a session that ended without logging out ------------------------------------
   // Every signed-in page marks this browser; logging out clears the mark. The
   // login page finding it says the session expired, and, when desk.js holds a
-  // typed rationale (localStorage, "reviewapp:draft:<escalation>"), that it is kept.
+  // draft (localStorage, "reviewapp:draft:<escalation>"), that it is kept.
   var SIGNED_IN = "reviewapp:signed-in";
   function local(fn) {
     try { return fn(window.localStorage); } catch (e) { return null; } // storage disabled

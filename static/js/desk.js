@@ -2,10 +2,14 @@
  * The adjudication card: nothing typed is lost, the claim stays alive while
  * the reviewer works, and deciding leads on to the next escalation.
  *
- * - The rationale is saved in localStorage per escalation on every keystroke
- *   and put back whenever the box is empty (page load, a card swapped in
- *   after a claim or a refusal, a return after logging in again). It is
- *   removed once the card shows that escalation decided.
+ * - Everything the reviewer gives (the rationale, the claim marks, the tags,
+ *   "right for the wrong reason") is saved in localStorage per escalation on
+ *   every change and put back (page load, a card swapped in after a claim or
+ *   a refusal, a return after logging in again): the rationale when the box
+ *   is empty, the rest when the card came with nothing chosen. A card that
+ *   came back with something typed or chosen (a refusal echoes it) is the
+ *   draft from then on. The draft is removed once the card shows that
+ *   escalation decided, or the reviewer's own review in.
  * - Typing renews the claim (POST .../heartbeat, at most once per
  *   data-heartbeat-seconds); a lost claim or session is said in the card.
  * - a / r choose the outcome and focus the box (before a claim, they say to
@@ -52,16 +56,74 @@
   }
 
   // --- the draft ---------------------------------------------------------------
+  // Stored as JSON {rationale, marks: {claim id: mark}, tags: [...], wrong_reason: [...]};
+  // an older draft is the rationale's bare text.
+  function loadDraft(id) {
+    var raw = store(function (s) { return s.getItem(draftKey(id)); });
+    if (!raw) return null;
+    try {
+      var draft = JSON.parse(raw);
+      if (draft && typeof draft === "object" && "rationale" in draft) return draft;
+    } catch (e) { /* the bare text of an older draft */ }
+    return { rationale: raw };
+  }
+
+  function chosenIn(f) {
+    var marks = {};
+    f.querySelectorAll(".claim-mark input[type=radio]:checked").forEach(function (r) {
+      marks[r.closest(".claim-mark").dataset.claim] = r.value;
+    });
+    function ticked(name) {
+      return Array.prototype.map.call(
+        f.querySelectorAll("input[type=checkbox][name=" + name + "]:checked"),
+        function (box) { return box.value; });
+    }
+    return { marks: marks, tags: ticked("tags"), wrong_reason: ticked("wrong_reason") };
+  }
+
+  function anyChosen(chosen) {
+    return Object.keys(chosen.marks).length > 0 || chosen.tags.length > 0 || chosen.wrong_reason.length > 0;
+  }
+
+  function putBack(f, saved) {
+    Object.keys(saved.marks || {}).forEach(function (claim) {
+      var row = f.querySelector('.claim-mark[data-claim="' + claim + '"]');
+      var radio = row && row.querySelector('input[type=radio][value="' + saved.marks[claim] + '"]');
+      if (radio) radio.checked = true;
+    });
+    ["tags", "wrong_reason"].forEach(function (name) {
+      (saved[name] || []).forEach(function (value) {
+        f.querySelectorAll("input[type=checkbox][name=" + name + "]").forEach(function (box) {
+          if (box.value === value) box.checked = true;
+        });
+      });
+    });
+  }
+
+  function saveDraft() {
+    var f = form(), b = box();
+    if (!f || !b) return;
+    var draft = chosenIn(f);
+    draft.rationale = b.value;
+    store(function (s) {
+      if (draft.rationale || anyChosen(draft)) s.setItem(draftKey(f.dataset.escalation), JSON.stringify(draft));
+      else s.removeItem(draftKey(f.dataset.escalation));
+    });
+  }
+
   function restore() {
     var c = card();
     if (!c) return;
-    if (c.dataset.decided) store(function (s) { s.removeItem(draftKey(c.dataset.decided)); });
+    ["decided", "reviewed"].forEach(function (done) {
+      if (c.dataset[done]) store(function (s) { s.removeItem(draftKey(c.dataset[done])); });
+    });
     var f = form(), b = box();
     if (!f || !b) return;
-    var saved = store(function (s) { return s.getItem(draftKey(f.dataset.escalation)); });
-    if (saved && !b.value) b.value = saved;
-    // The server echoed what was typed (a refusal): that is the draft now.
-    if (b.value) store(function (s) { s.setItem(draftKey(f.dataset.escalation), b.value); });
+    var saved = loadDraft(f.dataset.escalation);
+    if (saved && saved.rationale && !b.value) b.value = saved.rationale;
+    if (saved && !anyChosen(chosenIn(f))) putBack(f, saved);
+    // What the card shows now (an echo of a refusal, or the draft put back) is the draft.
+    saveDraft();
     var next = document.getElementById("decide-and-next");
     if (next) next.checked = store(function (s) { return s.getItem(NEXT_SETTING); }) === "1";
     var queue = f.querySelector("[data-queue]");
@@ -75,13 +137,16 @@
   }
 
   document.addEventListener("input", function (event) {
-    var b = box(), f = form();
-    if (event.target !== b || !f) return;
-    store(function (s) {
-      if (b.value) s.setItem(draftKey(f.dataset.escalation), b.value);
-      else s.removeItem(draftKey(f.dataset.escalation));
-    });
+    var b = box();
+    if (event.target !== b) return;
+    saveDraft();
     heartbeat();
+  });
+
+  // A mark, tag or lens ticked with the mouse or the space bar.
+  document.addEventListener("change", function (event) {
+    var f = form();
+    if (f && event.target.form === f && event.target.id !== "decide-and-next") saveDraft();
   });
 
   document.addEventListener("change", function (event) {
@@ -259,6 +324,29 @@
     row.dataset.mark = checked ? checked.value : "";
   }
 
+  // The same words marked alike under a lens that verified them and one that refuted
+  // them: the two lenses cannot both be right, nor both wrong. Said in place; a warning,
+  // since the reviewer may still sign what they mean.
+  var OPPOSITE = { verified: "refuted", refuted: "verified" };
+
+  function checkConflicts() {
+    var rows = markRows();
+    rows.forEach(function (row) {
+      var note = row.querySelector(".mark-conflict");
+      if (!note) return;
+      var mark = row.dataset.mark, opposite = OPPOSITE[row.dataset.assessment];
+      var other = (mark === "correct" || mark === "incorrect") && opposite && rows.find(function (r) {
+        return r.dataset.span === row.dataset.span && r.dataset.assessment === opposite && r.dataset.mark === mark;
+      });
+      note.hidden = !other;
+      note.textContent = other
+        ? "⚠ Both marked " + mark + ": " + row.dataset.lens + " calls these words " + row.dataset.assessment +
+          " and " + other.dataset.lens + " " + other.dataset.assessment + ", so they cannot both be " +
+          (mark === "correct" ? "right" : "wrong") + "."
+        : "";
+    });
+  }
+
   function step(row, by) {
     var rows = markRows();
     var next = rows[rows.indexOf(row) + by];
@@ -276,11 +364,15 @@
       var radio = radios[MARK_KEYS[event.key]];
       radio.checked = true;
       showMark(row);
+      checkConflicts();
+      saveDraft();
       if (status) status.textContent = "Marked " + radio.value + ".";
       step(row, 1);
     } else if (event.key === "0") {
       radios.forEach(function (r) { r.checked = false; });
       showMark(row);
+      checkConflicts();
+      saveDraft();
       if (status) status.textContent = "Mark cleared.";
     } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
       step(row, event.key === "ArrowDown" ? 1 : -1);
@@ -292,13 +384,14 @@
 
   document.addEventListener("change", function (event) {
     var row = event.target.closest && event.target.closest(".claim-mark");
-    if (row) showMark(row);
+    if (row) { showMark(row); checkConflicts(); }
   });
 
   // --- after a swap: put the draft back, and the eyes where they belong ----------------
   function settle(focus) {
     restore();
     markRows().forEach(showMark);
+    checkConflicts();
     var c = card();
     if (!c) return;
     var message = c.querySelector("[data-card-message]");

@@ -133,3 +133,46 @@ def test_the_admin_offers_only_reviewers_as_assignees(admin_client_ada, escalati
     choices = response.context["adminform"].form.fields["assigned_user"].queryset
     assert "rita" in {u.username for u in choices}
     assert "olga" not in {u.username for u in choices}
+
+
+def test_a_reviewers_disagree_rule_for_a_one_review_panel_is_refused_as_never_firing(
+    admin_client_ada, legal
+):
+    panel = make_panel("c", "d")
+
+    response = admin_client_ada.post(
+        reverse("admin:review_assignmentrule_add"),
+        {"panel": panel.pk, "reason": "reviewers_disagree", "assigned_group": legal.pk},
+    )
+
+    assert response.status_code == 200
+    assert "takes one review, so its reviewers never disagree" in response.content.decode()
+    assert not AssignmentRule.objects.exists()
+
+
+def test_a_reviewers_disagree_rule_for_a_two_review_panel_is_taken(admin_client_ada, legal):
+    panel = make_panel("c", "d")
+    Panel.objects.filter(pk=panel.pk).update(reviews_needed=2)
+
+    response = admin_client_ada.post(
+        reverse("admin:review_assignmentrule_add"),
+        {"panel": panel.pk, "reason": "reviewers_disagree", "assigned_group": legal.pk},
+    )
+
+    assert response.status_code == 302
+    assert AssignmentRule.objects.get().reason == "reviewers_disagree"
+
+
+def test_a_second_rule_for_the_same_panel_and_reason_is_refused_as_never_firing(
+    admin_client_ada, legal
+):
+    AssignmentRule.objects.create(reason="no_quorum", assigned_group=legal)
+
+    response = admin_client_ada.post(
+        reverse("admin:review_assignmentrule_add"),
+        {"reason": "no_quorum", "assigned_group": Group.objects.create(name="ops").pk},
+    )
+
+    assert response.status_code == 200
+    assert "already assigns these escalations" in response.content.decode()
+    assert AssignmentRule.objects.count() == 1

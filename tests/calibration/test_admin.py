@@ -93,6 +93,15 @@ def test_the_panel_page_flags_lenses_that_fail_together(admin_client):
     assert "These lenses fail together" in html
 
 
+def test_the_panel_page_names_the_window_of_its_pairs_and_audits(admin_client):
+    panel, (a, b) = panel_of("alpha", "beta")
+    adjudicated(panel, {a: "pass", b: "pass"}, "approved")
+    html = admin_client.get(f"/admin/review/panel/{panel.pk}/change/").content.decode()
+    assert "No pair of its lenses errs together beyond chance (1 pair, all decisions to date)" in (
+        html
+    )
+
+
 def test_a_floor_is_added_in_the_admin_for_a_lens_without_one(admin_client):
     panel, (lens,) = panel_of("alpha")
     response = admin_client.post(

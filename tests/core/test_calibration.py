@@ -3,22 +3,33 @@
 import itertools
 import math
 import random
+from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reviewapp.core.agreement import PairTable, cohen_kappa
 from reviewapp.core.calibration import (
     CO_ERROR_LIFT,
+    CO_ERROR_MIN_BOTH,
+    CO_ERROR_MIN_ITEMS,
+    DO_NOT_TRUST,
     DRIFTED,
     MIN_KAPPA_ITEMS,
     ONE_CLASS,
     RECOVERED,
     TOO_FEW,
+    TRUST,
+    WATCH,
     CoErrors,
     HumanTable,
+    Kappa,
+    co_errors_reading,
     drift_transition,
     kappa_with_interval,
     lens_agreement,
+    lens_standing,
 )
 
 
@@ -142,6 +153,61 @@ def test_a_pair_erring_as_independence_predicts_is_not_flagged():
     assert not CoErrors(items=400, first_wrong=100, second_wrong=100, both_wrong=25).fail_together
 
 
+@pytest.mark.parametrize(
+    ("items", "first", "second", "both", "flagged"),
+    [
+        (25, 10, 10, 8, True),  # lift exactly 2 (its float lift is 1.9999999999999996)
+        (25, 10, 10, 7, False),  # lift 1.75
+        (20, 10, 10, 5, False),  # lift 1.0: independence explains it
+        (40, 10, 10, 5, True),  # lift exactly 2
+        (100, 50, 20, 20, True),  # lift exactly 2
+        (100, 50, 20, 19, False),  # lift 1.9
+        (19, 5, 5, 5, False),  # too few items
+        (20, 2, 2, 2, False),  # too few shared errors
+    ],
+)
+def test_a_pair_is_flagged_at_exactly_twice_the_independent_rate_and_not_below(
+    items, first, second, both, flagged
+):
+    assert CoErrors(items, first, second, both).fail_together is flagged
+
+
+def _flagged_in_fractions(e: CoErrors) -> bool:
+    """The README's rule with exact rationals: observed ≥ 2 × (first / n) × (second / n)."""
+    if e.items < CO_ERROR_MIN_ITEMS or e.both_wrong < CO_ERROR_MIN_BOTH:
+        return False
+    n = Fraction(e.items)
+    expected = (e.first_wrong / n) * (e.second_wrong / n)
+    return expected > 0 and e.both_wrong / n >= CO_ERROR_LIFT * expected
+
+
+@st.composite
+def _co_errors(draw) -> CoErrors:
+    items = draw(st.integers(0, 400))
+    first = draw(st.integers(0, items))
+    second = draw(st.integers(0, items))
+    both = draw(st.integers(0, min(first, second)))
+    return CoErrors(items, first, second, both)
+
+
+@given(_co_errors())
+def test_fail_together_is_the_exact_rule_on_any_counts(errors):
+    assert errors.fail_together is _flagged_in_fractions(errors)
+
+
+def test_every_pair_at_exactly_twice_the_independent_rate_is_flagged():
+    at_two = [
+        CoErrors(items, first, second, both)
+        for items in range(CO_ERROR_MIN_ITEMS, 61)
+        for first in range(1, items + 1)
+        for second in range(first, items + 1)
+        for both in range(CO_ERROR_MIN_BOTH, min(first, second) + 1)
+        if both * items == 2 * first * second
+    ]
+    assert len(at_two) > 400
+    assert [e for e in at_two if not e.fail_together] == []
+
+
 def test_a_pair_with_too_few_joint_errors_is_not_flagged():
     assert not CoErrors(items=100, first_wrong=3, second_wrong=3, both_wrong=3).fail_together
 
@@ -156,3 +222,41 @@ def test_drift_fires_once_below_the_floor_and_recovers_at_it():
 def test_an_undefined_kappa_changes_no_drift_state():
     assert drift_transition(drifting=False, kappa=None, floor=0.4) is None
     assert drift_transition(drifting=True, kappa=None, floor=0.4) is None
+
+
+def test_a_shared_count_independence_explains_is_said_to_be_chance():
+    reading = co_errors_reading(CoErrors(41, 30, 30, 22))  # lift 1.0
+    assert "about what each lens's own error rate predicts (22.0)" in reading
+    assert "not a shared blind spot" in reading
+
+
+def test_a_pair_that_fails_together_is_told_so_with_the_expected_count():
+    assert co_errors_reading(CoErrors(25, 10, 10, 8)).startswith(
+        "They fail together: both wrong on 8, where independent errors would give 4.0."
+    )
+
+
+def test_too_few_items_and_too_few_shared_errors_are_told_apart():
+    assert co_errors_reading(CoErrors(10, 5, 5, 5)).startswith("Too few decided proposals")
+    assert co_errors_reading(CoErrors(40, 5, 5, 2)).startswith("Rarely wrong together")
+
+
+@pytest.mark.parametrize(
+    ("kappa", "drifting", "level", "why"),
+    [
+        (
+            Kappa(0.9, 0.8, 1.0),
+            False,
+            TRUST,
+            "(0.80 to 1.00) lies wholly at or above its floor 0.4",
+        ),
+        (Kappa(0.5, 0.2, 0.8), False, WATCH, "straddles its floor 0.4"),
+        (Kappa(0.2, 0.05, 0.35), False, DO_NOT_TRUST, "lies wholly below its floor 0.4"),
+        (Kappa(-0.3, -0.6, 0.5), False, DO_NOT_TRUST, "less often than chance would"),
+        (Kappa(None, reason="too_few"), False, WATCH, "no kappa yet: fewer than 10"),
+        (Kappa(0.9, 0.8, 1.0), True, DO_NOT_TRUST, "over its last 50 decisions is -0.20"),
+    ],
+)
+def test_each_lens_gets_one_standing_with_its_reason(kappa, drifting, level, why):
+    standing = lens_standing(kappa, floor=0.4, drifting=drifting, rolling=-0.2, window=50)
+    assert standing.level == level and why in standing.why

@@ -3,7 +3,7 @@
 import pytest
 
 from reviewapp.core.quorum import NotAMajority
-from reviewapp.core.replay import compare, replay_outcome
+from reviewapp.core.replay import compare, lens_changes, replay_outcome, share_text
 
 
 def test_a_reached_pass_with_every_checker_passing_is_approved():
@@ -72,3 +72,26 @@ def test_compare_counts_each_side_and_lists_the_contradictions():
         "escalated": 1,
         "contradictions": [2, 4],
     }
+
+
+def test_a_share_reads_as_a_count_out_of_its_total_with_a_whole_percentage():
+    assert share_text(16, 41) == "16 of 41 (39 %)"
+    assert share_text(0, 0) == "0 of 0"
+
+
+def test_each_lens_counts_its_verdicts_right_on_either_side_and_the_ones_the_draft_changed():
+    rows = [
+        ("approved", {"a": "pass", "b": "fail"}, {"a": "fail", "b": "pass", "c": "pass"}),
+        ("rejected", {"a": "pass", "b": "fail"}, {"a": "pass", "b": "failed: timeout"}),
+    ]
+    a, b, c = lens_changes(rows)
+    assert (a.lens, a.current_right, a.current_judged, a.draft_right, a.draft_judged) == (
+        "a",
+        1,
+        2,
+        0,
+        2,
+    )
+    assert (a.pass_to_fail, a.fail_to_pass) == (1, 0)
+    assert (b.fail_to_pass, b.no_answer, b.draft_judged, b.draft_right) == (1, 1, 1, 1)
+    assert (c.current_judged, c.draft_judged, c.draft_right) == (0, 1, 1)

@@ -5,8 +5,10 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from reviewapp.audit.models import AuditEntry
-from reviewapp.review.models import Escalation
-from tests.factories import ReviewerFactory
+from reviewapp.review.models import AssignmentRule, Escalation
+from reviewapp.review.services.escalations import escalation_review
+from tests.api.conftest import evaluated
+from tests.factories import ReconcilerFactory, ReviewerFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +95,28 @@ def test_assigning_someone_who_is_not_a_reviewer_is_a_400_that_says_so(
     assert "olga is not a reviewer" in response.content.decode()
     escalation.refresh_from_db()
     assert escalation.assigned_user is None
+
+
+def test_a_reconcile_assigned_by_rule_is_in_the_reconcilers_to_my_groups(
+    client, reviewer, second_reviewer
+):
+    rex = ReconcilerFactory(username="rex")
+    AssignmentRule.objects.create(
+        reason="reviewers_disagree", assigned_group=Group.objects.get(name="reconcilers")
+    )
+    proposal = evaluated("Close account 7731 today.", requires_sign_off=True, reviews_needed=2)
+    escalation = Escalation.objects.get(proposal=proposal)
+    for user, outcome in ((reviewer, "approved"), (second_reviewer, "rejected")):
+        escalation_review(
+            escalation_id=escalation.pk,
+            outcome=outcome,
+            rationale="Looked.",
+            user=user,
+            decided_by_name=user.username,
+        )
+    client.force_login(rex)
+
+    response = client.get(reverse("inbox"), {"assigned": "groups"})
+
+    assert f'data-id="{escalation.pk}"' in response.content.decode()
+    assert "assigned to group reconcilers" in response.content.decode()

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.conf import settings
 
 from reviewapp.review.models import Claim, ClaimMark, Decision, Escalation, Tag
 from reviewapp.review.services.escalations import escalation_claim
@@ -135,3 +136,84 @@ def test_the_marks_fit_a_phone(open_as, reviewer, escalation):
     assert page.locator(".claim-mark").first.is_visible()
     assert _claim("tone").pk  # both lenses' claims are offered
     assert page.locator(".claim-mark").count() == 2
+
+
+@pytest.mark.parametrize(
+    ("fieldset", "label", "key", "said"),
+    [("#tag-choices", "tone", "a", "approve"), ("#wrong-reason", "accuracy", "r", "reject")],
+)
+def test_a_and_r_choose_the_outcome_from_a_ticked_box(
+    open_as, reviewer, escalation, fieldset, label, key, said
+):
+    page = _claimed_page(open_as, reviewer, escalation)
+    box = page.locator(fieldset).get_by_label(label)
+    box.check()
+    box.focus()
+
+    page.keyboard.press(key)
+
+    assert page.evaluate("document.activeElement.id") == "rationale"
+    assert said in page.locator("#chosen-outcome").inner_text()
+    assert box.is_checked()
+
+
+PASSWORD = "pw-for-tests"  # tests/factories.py
+
+
+def _mark_everything(page):
+    """Both claims marked, a tag and a lens ticked, a rationale typed."""
+    page.locator(".claim-mark").first.focus()
+    page.keyboard.press("1")  # accuracy: correct; on to tone's
+    page.keyboard.press("3")  # tone: irrelevant
+    page.locator("#tag-choices").get_by_label("hallucination").check()
+    page.locator("#wrong-reason").get_by_label("accuracy").check()
+    page.fill("#rationale", "Accuracy holds; tone's cite is beside the point.")
+
+
+def _everything_is_back(page):
+    page.wait_for_selector("#approve-btn")
+    marks = page.locator(".claim-mark")
+    assert [marks.nth(i).get_attribute("data-mark") for i in range(2)] == [
+        "correct",
+        "irrelevant",
+    ]
+    assert marks.first.locator("input[value=correct]").is_checked()
+    assert page.locator("#tag-choices").get_by_label("hallucination").is_checked()
+    assert not page.locator("#tag-choices").get_by_label("tone").is_checked()
+    assert page.locator("#wrong-reason").get_by_label("accuracy").is_checked()
+    assert page.input_value("#rationale") == "Accuracy holds; tone's cite is beside the point."
+
+
+def test_a_reload_keeps_every_mark_tag_and_lens(open_as, reviewer, escalation):
+    page = _claimed_page(open_as, reviewer, escalation)
+    _mark_everything(page)
+
+    page.reload()
+
+    _everything_is_back(page)
+
+
+def test_an_expired_session_keeps_every_mark_tag_and_lens_and_signs_them(
+    open_as, reviewer, escalation
+):
+    page = _claimed_page(open_as, reviewer, escalation)
+    _mark_everything(page)
+    page.context.clear_cookies(name=settings.SESSION_COOKIE_NAME)
+    page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
+    page.wait_for_url("**/login/**")
+    page.fill("#id_username", reviewer.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**/proposals/{escalation.proposal_id}")
+
+    _everything_is_back(page)
+    page.click("#approve-btn")
+    page.click("#confirm-sign-btn")
+    page.wait_for_selector("#decision-annotations")
+    signed = json.loads(Decision.objects.get().payload)
+    assert {m["mark"] for m in signed["claims"]} == {"correct", "irrelevant"}
+    assert (signed["tags"], signed["wrong_reason"]) == (["hallucination"], ["accuracy"])
+    # Signed: nothing is left to put back.
+    drafts = "Object.keys(localStorage).filter(k => k.startsWith('reviewapp:draft:'))"
+    assert page.evaluate(drafts) == []

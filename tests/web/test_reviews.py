@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from reviewapp.review.models import Escalation
+from reviewapp.review.models import Claim, Escalation, Tag
 from reviewapp.review.services.escalations import escalation_claim, escalation_review
 from tests.api.conftest import evaluated
 from tests.factories import ReconcilerFactory, ReviewerFactory
@@ -70,8 +70,36 @@ def test_a_reviewer_sees_the_others_review_once_theirs_is_in(two_needed):
     html = page(ben, two_needed)
 
     assert "secret-ann" in html and "secret-ben" in html
-    assert "You already reviewed" in html
+    assert "waiting for 1 more" in html
     assert 'id="approve-btn"' not in html
+
+
+def test_after_giving_a_review_the_card_says_it_is_in_and_offers_nothing_to_edit(two_needed):
+    ann = ReviewerFactory(username="ann")
+    decide(ann, two_needed)
+
+    html = page(ann, two_needed)
+
+    assert "<strong>Your review is in</strong>; waiting for 1 more." in html
+    assert 'id="rationale"' not in html and 'class="claim-mark"' not in html
+    assert f'data-reviewed="{two_needed.pk}"' in html  # desk.js drops the draft
+
+
+def _inbox_row(user, escalation) -> str:
+    client = Client()
+    client.force_login(user)
+    html = client.get(reverse("inbox")).content.decode()
+    row = html[html.index(f'data-id="{escalation.pk}"') :]
+    return " ".join(row[: row.index("</tr>")].split())
+
+
+def test_the_inbox_row_says_your_review_is_in_and_how_many_more_are_awaited(two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    decide(ann, two_needed)
+
+    assert "Your review is in; waiting for 1 more" in _inbox_row(ann, two_needed)
+    assert "1 of 2 reviews in" in _inbox_row(ben, two_needed)
+    assert "Your review is in" not in _inbox_row(ben, two_needed)
 
 
 def test_agreeing_reviews_through_the_page_decide_and_list_both(two_needed):
@@ -176,3 +204,64 @@ def test_a_review_that_no_longer_verifies_refuses_the_decision_keeping_what_was_
     assert "ann&#x27;s review" in html and "does not verify" in html
     assert "secret-ben" in html  # what ben typed is still in the box
     assert not Decision.objects.exists()
+
+
+def _review_marked(escalation, user, outcome, mark, tags=()):
+    claim = Claim.objects.get(judgement__proposal=escalation.proposal)
+    escalation_review(
+        escalation_id=escalation.pk,
+        outcome=outcome,
+        rationale=f"{user.username} looked",
+        user=user,
+        decided_by_name=user.username,
+        marks=[(claim.pk, mark)],
+        tags=list(tags),
+    )
+    return claim
+
+
+def test_the_reconciler_sees_each_reviews_marks_and_tags_with_the_differing_claims_flagged(
+    two_needed,
+):
+    Tag.objects.create(name="stale-data")
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    claim = _review_marked(two_needed, ann, "approved", "correct", tags=["stale-data"])
+    _review_marked(two_needed, ben, "rejected", "incorrect")
+
+    html = page(ReconcilerFactory(username="rex"), two_needed)
+
+    marks = html[html.index('id="review-marks"') :]
+    marks = " ".join(marks[: marks.index("</ul>\n  ")].split())
+    assert f'data-claim="{claim.pk}" data-differ' in marks
+    assert "reviewers differ" in marks
+    assert "<q dir=\"auto\">Close account 7731.</q>" in marks
+    assert "<strong>ann</strong>:" in marks and "correct" in marks
+    assert "<strong>ben</strong>:" in marks and "incorrect" in marks
+    assert '<span class="tag">stale-data</span>' in html
+
+
+def test_claims_the_reviewers_marked_alike_are_not_flagged(two_needed):
+    three = ReviewerFactory(username="cal")
+    two_needed.reviews_needed = 3
+    two_needed.save(update_fields=["reviews_needed"])
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    _review_marked(two_needed, ann, "approved", "correct")
+    _review_marked(two_needed, ben, "approved", "correct")
+
+    html = page(ben, two_needed)
+
+    assert 'id="review-marks"' in html
+    assert "reviewers differ" not in html
+    assert "review-marks" not in page(three, two_needed)  # blind until theirs is in
+
+
+def test_a_second_review_from_a_stale_page_is_refused_keeping_what_was_typed(two_needed):
+    ann = ReviewerFactory(username="ann")
+    decide(ann, two_needed)
+
+    response = decide(ann, two_needed)
+
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "You already reviewed this escalation." in html
+    assert "ann says approved, secret-ann</textarea>" in html

@@ -112,3 +112,40 @@ def test_each_reviewer_marks_claims_in_their_review_and_the_last_ones_decide(ope
     assert [m["mark"] for m in signed["claims"]] == ["correct"]
     assert ClaimMark.objects.get().mark == "correct"
     assert ann_page.errors == [] and ben_page.errors == []
+
+
+def test_your_own_finished_review_reads_as_in_on_the_card_and_in_the_inbox(open_as, two_needed):
+    ann = ReviewerFactory(username="ann")
+    page = open_as(ann, f"/proposals/{two_needed.proposal_id}")
+    page.locator(".claim-mark").first.focus()
+    page.keyboard.press("1")
+
+    _review(page, "approved", "ann looked")
+
+    assert "Your review is in; waiting for 1 more." in _card(page)
+    assert page.locator("#rationale, .claim-mark").count() == 0
+    drafts = "Object.keys(localStorage).filter(k => k.startsWith('reviewapp:draft:'))"
+    assert page.evaluate(drafts) == []
+    page.goto("/")
+    row = page.locator(f"tr[data-id='{two_needed.pk}']")
+    assert "Your review is in; waiting for 1 more" in row.inner_text()
+    assert page.errors == []
+
+
+def test_the_reconciler_sees_where_the_reviewers_marks_differ(open_as, two_needed):
+    ann, ben = ReviewerFactory(username="ann"), ReviewerFactory(username="ben")
+    path = f"/proposals/{two_needed.proposal_id}"
+    for user, key, outcome in ((ann, "1", "approved"), (ben, "2", "rejected")):
+        page = open_as(user, path)
+        page.locator(".claim-mark").first.focus()
+        page.keyboard.press(key)
+        _review(page, outcome, f"{user.username} looked")
+
+    rex_page = open_as(ReconcilerFactory(username="rex"), path)
+
+    differing = rex_page.locator("#review-marks [data-differ]")
+    assert differing.count() == 1
+    text = " ".join(differing.inner_text().split())
+    assert "reviewers differ" in text and "Close account 7731 today." in text
+    assert "ann: ✓ correct" in text and "ben: ✗ incorrect" in text
+    assert rex_page.errors == []

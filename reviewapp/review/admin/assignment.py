@@ -7,6 +7,7 @@ from django.db.models import Q
 from ..groups import REVIEWERS_GROUP
 from ..models import AssignmentRule, Escalation
 from ..services.assignments import escalation_assign
+from .forms.assignment import AssignmentRuleForm
 from .mixins import AuditedAdminMixin
 
 
@@ -27,6 +28,7 @@ class ReviewerChoicesMixin:
 
 @admin.register(AssignmentRule)
 class AssignmentRuleAdmin(ReviewerChoicesMixin, AuditedAdminMixin, admin.ModelAdmin):
+    form = AssignmentRuleForm
     audit_target_type = "assignment rule"
     audit_fields = ("panel", "reason", "assigned_user", "assigned_group")
     list_display = ("__str__", "panel", "reason", "assigned_user", "assigned_group")

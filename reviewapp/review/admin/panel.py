@@ -39,6 +39,10 @@ class PanelLensInline(admin.TabularInline):
     def get_extra(self, request, obj=None, **kwargs):
         return 0 if obj is not None else 3
 
+    def get_queryset(self, request):
+        # Each row is titled with its lens's and panel's names (PanelLens.__str__).
+        return super().get_queryset(request).select_related("lens", "panel")
+
 
 @admin.register(Panel)
 class PanelAdmin(AuditedAdminMixin, admin.ModelAdmin):

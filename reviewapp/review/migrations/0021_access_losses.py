@@ -30,7 +30,9 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('review', '0020_sweeps_and_internal_error_kind'),
-        ('ledger', '0004_guarded_keys_chain_head_truncate'),
+        # Its triggers call the ledger's refusal function, which ledger 0005 and 0006
+        # drop and re-create: after them, whatever else a fresh database migrates first.
+        ('ledger', '0006_reviews_append_only'),
         ('auth', '0012_alter_user_first_name_max_length'),
     ]
 

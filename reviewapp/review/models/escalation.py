@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models import Q
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ..access import may_reconcile, may_sign_decisions
@@ -65,6 +66,18 @@ FALLBACK_ACTIONS = ("reject", "approve")
 
 
 class EscalationQuerySet(models.QuerySet):
+    def with_reviews_of(self, user):
+        """Each row with `reviews_given` and whether `user` gave one (`reviewed_by_user`),
+        read in the same query: what `standing(places=False)` says of several reviews."""
+        from .review import Review  # review.py imports this module
+
+        reviews = Review.objects.filter(escalation=OuterRef("pk"))
+        given = reviews.order_by().values("escalation").annotate(n=Count("pk")).values("n")
+        return self.annotate(
+            reviews_given=Coalesce(Subquery(given[:1]), 0),
+            reviewed_by_user=Exists(reviews.filter(reviewer=user.pk)),
+        )
+
     def undecided(self):
         """Open, claimed and reconcile escalations: the inbox's (the `inbox_open` index)."""
         return self.filter(status__in=Escalation.UNDECIDED)
@@ -277,11 +290,15 @@ class Escalation(models.Model):
             state.reviewed_by_me = self.reviews.filter(reviewer=user).exists()
             found = self.review_places(user, now)
             state.holders, state.place_free = found.holders, found.free
+            state.reviews_given = found.given
             state.mine = state.live = found.mine is not None
             if found.mine:
                 state.claimed_at = found.mine.claimed_at
                 state.expires_at = found.mine.claimed_at + claim_ttl()
             return state
+        if state.several and hasattr(self, "reviews_given"):  # read by `with_reviews_of`
+            state.reviews_given = self.reviews_given
+            state.reviewed_by_me = self.reviewed_by_user
         if self.status == self.Status.CLAIMED and self.claimed_at:
             state.holder = self.holder_name()
             state.holder_id = self.claimed_by_id
@@ -389,6 +406,7 @@ class ClaimState:
     may_sign: bool = False
     # Several reviews: each reviewer gives theirs, once, from a place of their own.
     reviews_needed: int = 1
+    reviews_given: int = 0
     reviewed_by_me: bool = False
     may_reconcile: bool = False
     # Several reviews: who else holds a place now, and whether one is left.
@@ -413,6 +431,15 @@ class ClaimState:
     @property
     def several(self) -> bool:
         return self.reviews_needed > 1
+
+    @property
+    def reviews_awaited(self) -> int:
+        return max(self.reviews_needed - self.reviews_given, 0)
+
+    @property
+    def my_review_in(self) -> bool:
+        """This user's review is in and nothing is left for them to give here."""
+        return self.several and self.reviewed_by_me and self.undecided
 
     @property
     def claimable(self) -> bool:

@@ -128,4 +128,4 @@ class PanelLens(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.panel_id}#{self.position}: {self.lens_id}"
+        return f"{self.lens.name} in panel {self.panel.name}"

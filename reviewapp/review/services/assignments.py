@@ -1,4 +1,5 @@
-"""Whose queue an escalation is in: staff's assignments and the rules applied on open."""
+"""Whose queue an escalation is in: staff's assignments, and the rules applied on open and
+when the reviews disagree."""
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -66,10 +67,17 @@ def escalation_assign(*, escalation: Escalation, user=None, group=None, by, note
     return escalation
 
 
-def assignment_rule_for(*, panel_id: int | None, reasons: list[str]) -> AssignmentRule | None:
-    """The rule for a new escalation: panel and reason, then panel, then reason; oldest first."""
+def assignment_rule_for(
+    *, panel_id: int | None, reasons: list[str], any_reason: bool = True
+) -> AssignmentRule | None:
+    """The rule for `reasons`: panel and reason, then panel, then reason; oldest first.
+
+    Without `any_reason`, only a rule naming one of `reasons` matches (a rule
+    for any reason of its panel was applied when the escalation opened).
+    """
+    reason_q = Q(reason__in=reasons) | Q(reason="") if any_reason else Q(reason__in=reasons)
     rules = AssignmentRule.objects.filter(
-        (Q(panel_id=panel_id) | Q(panel__isnull=True)) & (Q(reason__in=reasons) | Q(reason=""))
+        (Q(panel_id=panel_id) | Q(panel__isnull=True)) & reason_q
     ).select_related("assigned_user", "assigned_group")
     return min(
         rules,
@@ -78,18 +86,37 @@ def assignment_rule_for(*, panel_id: int | None, reasons: list[str]) -> Assignme
     )
 
 
-def escalation_assign_by_rules(*, escalation: Escalation, panel_id: int | None) -> None:
-    """Apply the matching assignment rule to a just-opened escalation (inside its transaction)."""
-    rule = assignment_rule_for(panel_id=panel_id, reasons=list(escalation.reasons or []))
-    if rule is None:
-        return
+def _rule_applied(escalation: Escalation, rule: AssignmentRule, old: dict) -> None:
     escalation.assigned_user = rule.assigned_user
     escalation.assigned_group = rule.assigned_group
     escalation.save(update_fields=["assigned_user", "assigned_group"])
     _assignment_changed(
         escalation,
         by="assignment rule",
-        old=_names(None, None),
+        old=old,
         new=_names(rule.assigned_user, rule.assigned_group),
         note=f"rule {rule.pk}: {rule}",
     )
+
+
+def escalation_assign_by_rules(*, escalation: Escalation, panel_id: int | None) -> None:
+    """Apply the matching assignment rule to a just-opened escalation (inside its transaction)."""
+    rule = assignment_rule_for(panel_id=panel_id, reasons=list(escalation.reasons or []))
+    if rule is not None:
+        _rule_applied(escalation, rule, _names(None, None))
+
+
+def escalation_assign_on_reconcile(*, escalation: Escalation) -> None:
+    """The reviews disagree: a rule for that reason puts the escalation in its queue now.
+
+    Called inside the transaction that sends it to reconcile, on the locked row;
+    with no such rule its assignment stays as it was.
+    """
+    rule = assignment_rule_for(
+        panel_id=escalation.proposal.panel_id,
+        reasons=[Escalation.Reason.REVIEWERS_DISAGREE.value],
+        any_reason=False,
+    )
+    if rule is not None:
+        old = _names(escalation.assigned_user, escalation.assigned_group)
+        _rule_applied(escalation, rule, old)

@@ -15,6 +15,7 @@ from ..access import may_reconcile, may_sign_decisions
 from ..models import Decision, DecisionAudit, Escalation, Proposal, ReviewClaim
 from ..models.escalation import claim_ttl
 from .annotations import Annotations, annotations_payload, annotations_validate
+from .assignments import escalation_assign_on_reconcile
 from .audits import audit_verdict_sign
 from .decisions import decision_append
 from .reviews import ReviewUnverified as ReviewUnverified  # raised by escalation_review
@@ -384,6 +385,7 @@ def _review(escalation, outcome, rationale, user, name, annotated) -> ReviewResu
         )
         return ReviewResult("decided", len(reviews), needed, decision)
     escalation.to_reconcile()
+    escalation_assign_on_reconcile(escalation=escalation)
     events.reviews_disagreed.send(sender=Escalation, escalation=escalation)
     return ReviewResult("reconcile", len(reviews), needed)
 

@@ -7,7 +7,10 @@ from reviewapp.review.services.assignments import (
     AssignmentClosed,
     NotStaffToAssign,
     escalation_assign,
+    escalation_assign_by_rules,
 )
+from reviewapp.review.services.escalations import escalation_review
+from tests.api.conftest import evaluated
 from tests.web.builders import make_panel, split_panel_proposal
 
 
@@ -122,3 +125,68 @@ def test_a_rule_for_another_reason_leaves_the_escalation_unassigned(panel, team)
 
     assert escalation.assigned_group is None
     assert _entries(escalation) == []
+
+
+def _disagreeing_reviews(escalation, first, second):
+    for user, outcome in ((first, "approved"), (second, "rejected")):
+        escalation_review(
+            escalation_id=escalation.pk,
+            outcome=outcome,
+            rationale=f"{user.username} looked.",
+            user=user,
+            decided_by_name=user.username,
+        )
+
+
+@pytest.fixture
+def two_needed(db):
+    proposal = evaluated("Close account 7731 today.", requires_sign_off=True, reviews_needed=2)
+    return Escalation.objects.get(proposal=proposal)
+
+
+def test_a_reviewers_disagree_rule_assigns_the_escalation_when_it_enters_reconcile(
+    two_needed, reviewer, second_reviewer
+):
+    reconcilers = Group.objects.create(name="reconcilers")
+    AssignmentRule.objects.create(
+        panel=two_needed.proposal.panel, reason="reviewers_disagree", assigned_group=reconcilers
+    )
+
+    _disagreeing_reviews(two_needed, reviewer, second_reviewer)
+
+    two_needed.refresh_from_db()
+    assert two_needed.status == Escalation.Status.RECONCILE
+    assert two_needed.assigned_group == reconcilers
+    [entry] = _entries(two_needed)
+    assert (entry.action, entry.actor_name) == ("assign", "assignment rule")
+    assert entry.changes == {"assigned_group": {"old": None, "new": "reconcilers"}}
+
+
+def test_the_reconcile_rule_replaces_the_assignment_made_on_open_and_says_so(
+    two_needed, reviewer, second_reviewer, team
+):
+    AssignmentRule.objects.create(panel=two_needed.proposal.panel, assigned_group=team)
+    reconcilers = Group.objects.create(name="reconcilers")
+    AssignmentRule.objects.create(reason="reviewers_disagree", assigned_group=reconcilers)
+    escalation_assign_by_rules(escalation=two_needed, panel_id=two_needed.proposal.panel_id)
+
+    _disagreeing_reviews(two_needed, reviewer, second_reviewer)
+
+    two_needed.refresh_from_db()
+    assert two_needed.assigned_group == reconcilers
+    entry = _entries(two_needed)[-1]
+    assert entry.action == "reassign"
+    assert entry.changes == {"assigned_group": {"old": "legal", "new": "reconcilers"}}
+
+
+def test_without_a_reviewers_disagree_rule_reconcile_keeps_the_assignment(
+    two_needed, reviewer, second_reviewer, team
+):
+    AssignmentRule.objects.create(panel=two_needed.proposal.panel, assigned_group=team)
+    escalation_assign_by_rules(escalation=two_needed, panel_id=two_needed.proposal.panel_id)
+
+    _disagreeing_reviews(two_needed, reviewer, second_reviewer)
+
+    two_needed.refresh_from_db()
+    assert two_needed.assigned_group == team
+    assert len(_entries(two_needed)) == 1
