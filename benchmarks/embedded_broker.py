@@ -200,11 +200,10 @@ def main() -> int:
     finally:
         for process in [*helpers, *workers.values()]:
             if process.poll() is None:
-                with_group = process in workers.values()
-                if with_group:
-                    os.killpg(process.pid, signal.SIGTERM)
-                else:
-                    process.terminate()
+                # A worker's main process alone: it stops its pool and exits. Signalled
+                # as a group, the pool died first and the main process waited out its
+                # own timeout for it (20 s a worker).
+                process.terminate()
         for process in [*helpers, *workers.values()]:
             try:
                 process.wait(20)

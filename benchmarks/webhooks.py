@@ -2,9 +2,10 @@
 
 Run:  .venv/bin/python benchmarks/webhooks.py [--proposals 300] [--deliveries 1000]
 
-On a fresh PostgreSQL database of its own (`reviewapp_bench_webhooks`) and Redis
-/13, so it never disturbs the other benchmarks' `reviewapp_bench` and /14 (production
-settings, DEBUG off; loopback receivers allowed with REVIEWAPP_WEBHOOK_ALLOW_LOCAL):
+On a fresh PostgreSQL database of its own (`reviewapp_bench_webhooks`, or
+BENCH_WEBHOOKS_DB) and Redis /13, so it never disturbs the other benchmarks'
+`reviewapp_bench` and /14 (production settings, DEBUG off; loopback receivers allowed
+with REVIEWAPP_WEBHOOK_ALLOW_LOCAL):
 
 1. The outbox's cost per proposal, in this process, on the 3-lens recorded
    panel of benchmarks/pipeline.py: each proposal is submitted and evaluated
@@ -39,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import support as s  # noqa: E402
 
 TARGET_SHARE = 0.10
-DATABASE = "reviewapp_bench_webhooks"
+DATABASE = os.environ.get("BENCH_WEBHOOKS_DB", "reviewapp_bench_webhooks")
 BROKER = os.environ.get("BENCH_WEBHOOKS_BROKER_URL", "redis://127.0.0.1:6379/13")
 
 
@@ -100,10 +101,15 @@ def outbox_cost(n: int) -> None:
     s.record_answers([item for batch in batches for item in batch])
     run_proposals(panel.name, batches[0][: max(10, n // 10)], client)  # warm caches and plans
 
+    # What the webhooks app does on review's events (webhooks/receivers.py).
     hooks = [
-        "reviewapp.review.services.decisions.webhook_record_decided",
-        "reviewapp.review.services.finalize.webhook_record_escalated",
-        "reviewapp.review.services.proposals.webhook_record_judgement_requested",
+        f"reviewapp.webhooks.receivers.{name}"
+        for name in (
+            "webhook_decided_watchers",
+            "webhook_record_decided",
+            "webhook_record_escalated",
+            "webhook_record_judgement_requested",
+        )
     ]
     no_outbox = [mock.patch(target, lambda **kwargs: None) for target in hooks]
     idle_client, _ = api_client_create(name="bench-unsubscribed", scopes=["submit", "read"])

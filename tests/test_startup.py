@@ -5,6 +5,8 @@ import secrets
 import subprocess
 import sys
 
+import pytest
+
 from tests.security.test_deploy import ROOT, production_env, run
 
 
@@ -44,6 +46,7 @@ def test_a_malformed_signing_key_stops_the_web_server_at_start(tmp_path):
     assert "REVIEWAPP_SIGNING_KEY must be a base64-encoded 32-byte ed25519 seed" in result.stderr
 
 
+@pytest.mark.worker  # a real `celery worker`, started in the test (no fixture to mark it)
 def test_a_worker_without_a_signing_key_exits_at_start_saying_what_to_set(tmp_path):
     env = production_env(tmp_path)
     del env["REVIEWAPP_SIGNING_KEY"]

@@ -4,6 +4,7 @@
   resetting them, Django set up in the benchmark's own process;
 - `processes`: gunicorn and Celery workers started as child processes;
 - `private_servers`: throwaway PostgreSQL and Redis servers that drills restart;
+- `bulk_sql`: `INSERT … SELECT` statements whose columns come from the models;
 - `workload`: the 3-lens recorded panel, its content and answers, tokens and sessions;
 - `noop`: no-op Celery tasks, the yardstick a pipeline's cost is compared with;
 - `measurement`: percentiles, task run times, CPU seconds per process group;
@@ -12,6 +13,7 @@
 - `profiling`: py-spy profiles (imported on its own: only two benchmarks use it).
 """
 
+from .bulk_sql import insert_select
 from .measurement import (
     CpuMeter,
     cpu_seconds,
@@ -69,6 +71,7 @@ __all__ = [
     "flush_redis",
     "fresh_stack",
     "heading",
+    "insert_select",
     "line",
     "load_average",
     "migrate",

@@ -82,13 +82,19 @@ def django_setup(env: dict[str, str]) -> None:
 
 
 def reset_database(name: str = BENCH_DB, server_url: str = PG_URL) -> None:
-    """Drop and re-create `name` on the server (never the shared test databases)."""
+    """Drop and re-create `name` on the server (never the shared test databases).
+
+    With BENCH_TEMPLATE_DB, a copy of that (migrated) database, so `migrate` finds
+    nothing to do: the suite runs each benchmark at a tiny size this way
+    (tests/benchmarks/test_runs.py), where migrating would take longer than the run.
+    """
     import psycopg
 
     assert name not in ("reviewapp", "test_reviewapp", "postgres"), name
+    template = os.environ.get("BENCH_TEMPLATE_DB")
     with psycopg.connect(f"{server_url}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
 
 
 def migrate() -> None:

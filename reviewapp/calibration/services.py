@@ -5,7 +5,10 @@
 `audit_verdict_signed`; see receivers.py), so a label exists exactly when its
 decision or verdict does; `labels_rebuild` writes them all again from both in a few
 statements (after a bulk load, or to backfill). Drift is evaluated for the
-lenses of the decided proposal only, in one query for all of them.
+lenses of the decided proposal only, in one query for all of them, once the
+decision has committed (`drift_evaluate`, in a transaction of its own): the
+decision's transaction holds the chain head's lock, which every decision waits
+for, and the floors' locks need not join it.
 """
 
 from datetime import datetime
@@ -76,7 +79,8 @@ def _label_write(
     audit: bool,
     machine_approved: bool | None,
 ) -> None:
-    """The label of the proposal and of each lens on it, its day sums, then the drift check."""
+    """The label of the proposal and of each lens on it and its day sums; the drift check
+    follows the commit."""
     proposal = decision.proposal
     with transaction.atomic(savepoint=False):
         label = HumanLabel.objects.create(
@@ -119,7 +123,10 @@ def _label_write(
             day=decided_at.date(),
             approved=approved,
         )
-        drift_evaluate(lens_ids=[lens_id for lens_id, _ in verdicts])
+        # After commit: a crossing is announced once under the floors' own locks, and
+        # the next label checks again if this process is lost before it runs.
+        lens_ids = [lens_id for lens_id, _ in verdicts]
+        transaction.on_commit(lambda: drift_evaluate(lens_ids=lens_ids), robust=True)
 
 
 def _claims_marked(decision: Decision) -> dict[int, tuple[int, int]]:

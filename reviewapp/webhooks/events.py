@@ -302,6 +302,10 @@ def _of_event(endpoints: list[Endpoint], event_type: str) -> list[Endpoint]:
 
 def _subscribed_all() -> list[Endpoint]:
     """Every active endpoint whose client may hear anything, whatever it subscribed to."""
+    # Asked of every decision and escalation, where most installations have no endpoint
+    # at all: a plain EXISTS says so, for a tenth of the CPU of building the query below.
+    if not Endpoint.objects.filter(disabled_at__isnull=True).exists():
+        return []
     endpoints = list(
         Endpoint.objects.filter(
             disabled_at__isnull=True, client__in=ApiClient.objects.live()

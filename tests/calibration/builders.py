@@ -7,6 +7,8 @@ through escalation_decide, the real path that records the human labels.
 
 import itertools
 
+from django.test import TestCase
+
 from reviewapp.review.models import Claim, Decision, Escalation, Judgement, Lens, Proposal
 from reviewapp.review.services.decisions import decision_append
 from reviewapp.review.services.escalations import escalation_decide
@@ -28,6 +30,7 @@ def adjudicated(
     audit: bool = False,
     tally_outcome: str = "no_quorum",
     marks: dict[Lens, list[str]] | None = None,
+    committed: bool = True,
 ) -> Proposal:
     """A proposal the lenses judged (`verdicts`: lens → "pass"/"fail"), escalated and decided.
 
@@ -36,7 +39,8 @@ def adjudicated(
     reason "audit" opened, and `outcome` is the reviewer's audit verdict.
     `tally_outcome` is what the panel reached ("reached_pass" …). `marks`
     (lens → marks): one cited claim of that lens per mark, marked so in the
-    reviewer's decision.
+    reviewer's decision. `committed`: what follows the decision's commit runs too
+    (the drift check), as in a worker or a request; False leaves it to the caller.
     """
     number = next(_counter)
     proposal = Proposal.objects.create(
@@ -79,13 +83,15 @@ def adjudicated(
         for lens, lens_marks in (marks or {}).items()
         for position, mark in enumerate(lens_marks)
     ]
-    escalation_decide(
-        escalation_id=escalation.pk,
-        outcome=outcome,
-        rationale="Checked by hand.",
-        decided_by_name="reviewer",
-        marks=claim_marks,
-    )
+    # As committed: the drift check follows the decision's commit.
+    with TestCase.captureOnCommitCallbacks(execute=committed):
+        escalation_decide(
+            escalation_id=escalation.pk,
+            outcome=outcome,
+            rationale="Checked by hand.",
+            decided_by_name="reviewer",
+            marks=claim_marks,
+        )
     return proposal
 
 

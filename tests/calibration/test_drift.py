@@ -92,6 +92,17 @@ def test_a_lens_without_a_floor_set_gets_the_default_one():
     assert (floor.floor, floor.window) == (0.4, 50)
 
 
+def test_the_drift_check_runs_once_the_decision_has_committed(django_capture_on_commit_callbacks):
+    panel, lens = _drifting_lens()
+    with django_capture_on_commit_callbacks() as after_commit:
+        adjudicated(panel, {lens: "pass"}, "approved", committed=False)
+    # Decided and labelled, but the floor not yet evaluated: that waits for the commit.
+    assert LensFloor.objects.get(lens=lens).evaluated_at is None
+    for callback in after_commit:
+        callback()
+    assert LensFloor.objects.get(lens=lens).evaluated_at is not None
+
+
 def test_evaluating_drift_costs_the_same_queries_however_many_adjudications():
     panel, lens = _drifting_lens()
     other = LensFactory()

@@ -160,3 +160,31 @@ def test_an_agreeing_audit_is_not_announced_as_disputed(monkeypatch):
     verdict(proposal, "approved")
 
     assert not Delivery.objects.filter(event_type=Event.DECISION_DISPUTED).exists()
+
+
+def test_the_audit_is_drawn_once_the_decisions_transaction_has_ended(monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from reviewapp.review.evaluation.tasks import evaluate_proposal
+    from reviewapp.review.services.proposals import proposal_submit
+
+    monkeypatch.setattr(audits, "AUDIT_RANDOM", random.Random(3))
+    panel = one_lens_panel(CONTENT, audit_rate=100)
+    proposal, _ = proposal_submit(panel_name=panel.name, content=CONTENT)
+    with CaptureQueriesContext(connection) as queries:
+        evaluate_proposal(proposal.pk)
+    statements = [q["sql"] for q in queries.captured_queries]
+    # (On PostgreSQL the decision's INSERT is inside the statement that advances the chain.)
+    decided = next(i for i, s in enumerate(statements) if 'INSERT INTO "review_decision"' in s)
+    # Inside the test's transaction the step's transaction is a savepoint: released once
+    # the decision is written, before the audit's escalation is opened in one of its own.
+    step_ends = next(
+        i for i, s in enumerate(statements) if i > decided and s.startswith("RELEASE SAVEPOINT")
+    )
+    audit = next(
+        i for i, s in enumerate(statements) if s.startswith('INSERT INTO "review_escalation"')
+    )
+    assert decided < step_ends < audit
+    assert statements[audit - 1].startswith("SAVEPOINT")
+    assert audit_of(proposal).detail["decision"] == Decision.objects.get(proposal=proposal).pk

@@ -35,7 +35,9 @@ def audit_open_maybe(
     or at the rate the decision's `ruling` gives (the guarantee may spend the same budget
     unevenly across vote patterns).
 
-    Call inside the decision's transaction: the audit exists exactly when its draw was won.
+    The final step calls it once the decision has committed (`finalize._audit_draw`):
+    a won draw opens the audit in a transaction of its own, so the audit exists exactly
+    when its draw was won; a lost one writes nothing and opens no transaction.
     """
     if ruling is not None and ruling.audit_percent is not None:
         rate = ruling.audit_percent
@@ -45,18 +47,19 @@ def audit_open_maybe(
         )
     if not audit_drawn(rate or 0, AUDIT_RANDOM.random):
         return None
-    return escalation_open(
-        proposal=proposal,
-        reasons=[Escalation.Reason.AUDIT.value],
-        terms={"reviews_needed": 1},  # one verdict and no deadline: the decision stands
-        detail={
-            "explanation": f"Audit: the system {decision.outcome} this proposal; "
-            "a reviewer checks it (the decision stands).",
-            "decision": decision.pk,
-            # Which vote pattern's evidence the verdict is (when a guarantee ruled on it).
-            **({"guarantee": ruling.detail} if ruling and ruling.detail else {}),
-        },
-    )
+    with transaction.atomic():
+        return escalation_open(
+            proposal=proposal,
+            reasons=[Escalation.Reason.AUDIT.value],
+            terms={"reviews_needed": 1},  # one verdict and no deadline: the decision stands
+            detail={
+                "explanation": f"Audit: the system {decision.outcome} this proposal; "
+                "a reviewer checks it (the decision stands).",
+                "decision": decision.pk,
+                # Which vote pattern's evidence the verdict is (when a guarantee ruled on it).
+                **({"guarantee": ruling.detail} if ruling and ruling.detail else {}),
+            },
+        )
 
 
 def audit_payload(

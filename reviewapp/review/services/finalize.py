@@ -1,6 +1,7 @@
 """The final step: run checkers, tally the panel, route to a decision or a human."""
 
 import base64
+import logging
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -17,12 +18,22 @@ from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, le
 
 from ..automatic import Ruling, automatic_outcome_ruling
 from ..keys import server_signer
-from ..models import CheckerConfig, Evidence, Judgement, Lens, LensFailure, Proposal
+from ..models import (
+    CheckerConfig,
+    Decision,
+    Evidence,
+    Judgement,
+    Lens,
+    LensFailure,
+    Proposal,
+)
 from .audits import audit_open_maybe
 from .decisions import decision_append
 from .escalating import escalation_announce, escalation_open
 from .in_flight import gone_from_snapshot
 from .judgements import LensAnswer, answered_lens_ids, answers_write, proposal_lock_counter
+
+log = logging.getLogger(__name__)
 
 _FAILURE = "lens-failure"  # not a verdict: marks a lens failure among the answers
 
@@ -103,9 +114,12 @@ def proposal_finalize(
     given are failures, `_record_missing_lenses`), read them all back
     (`_panel_answers`), tally them (`_tally`), store the checkers' evidence
     (`_store_evidence`), route (`_route`), ask the guarantee about an outcome the
-    panel's vote decided alone (`_ruled`), and escalate (`_escalate`) or decide
-    (`_decide`), each of which writes its ledger entries and records what
-    follows it (the escalation's announcement; the decision's audit draw).
+    panel's vote decided alone (`_ruled`), and escalate (`_escalate`: the
+    escalation, its announcement, then its ledger entries) or decide (`_decide`:
+    the signed decision and its ledger entries). Once that commits, a decision's
+    audit is drawn (`_audit_draw`; a won draw opens it in a transaction of its
+    own): it needs neither the proposal's lock nor the chain head's, which every
+    decision waits for.
 
     Idempotent: a proposal already final is left alone, so a re-delivered final
     step writes nothing. A proposal has evidence exactly when it is final.
@@ -147,8 +161,9 @@ def proposal_finalize(
         proposal.finalized_at = timezone.now()
         if decided.escalates:
             _escalate(proposal, decided, checked, evidence, failed, ruling)
-        else:
-            _decide(proposal, decided, signer, evidence, judgements, ruling)
+            return proposal
+        decision = _decide(proposal, decided, signer, evidence, judgements)
+    _audit_draw(proposal, decision, ruling)
     return proposal
 
 
@@ -281,20 +296,19 @@ def _escalate(
     )
     proposal.status = Proposal.Status.ESCALATED
     proposal.save(update_fields=_FINAL_FIELDS)
+    # Announced before the ledger's lock is taken (its outbox rows still commit with
+    # it): every append waits for that lock in turn, so only the append runs under it.
+    escalation_announce(escalation=escalation)
     if evidence:  # else ledger_append takes no lock
         check_foreign_keys_now()
     ledger_append(evidence_entry(row) for row in evidence)
-    escalation_announce(escalation=escalation)
 
 
-def _decide(
-    proposal: Proposal, decided, signer: Signer, evidence, judgements, ruling: Ruling | None
-) -> None:
-    """The system's signed decision, chained with its evidence in the ledger; then the
-    audit draw that may follow it."""
+def _decide(proposal: Proposal, decided, signer: Signer, evidence, judgements) -> Decision:
+    """The system's signed decision, chained with its evidence in the ledger."""
     proposal.status = Proposal.Status.DECIDED
     proposal.save(update_fields=_FINAL_FIELDS)
-    decision = decision_append(
+    return decision_append(
         proposal=proposal,
         outcome=decided.outcome,
         basis="system",
@@ -304,7 +318,22 @@ def _decide(
         lenses=[{"lens_name": n, "lens_version": v} for n, v, _ in judgements],
         evidence_is_new=True,
     )
-    audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
+
+
+def _audit_draw(proposal: Proposal, decision: Decision, ruling: Ruling | None) -> None:
+    """After the decision commits: draw its audit, opening the audit's escalation if won.
+
+    Not in the decision's transaction: opening an escalation (its search vector, the
+    assignment rules) would hold the chain head's lock, which every decision waits for.
+    The decision stands either way; a worker lost between the two commits loses this one
+    draw (a sample at the panel's rate, never a decision or a label). A draw that fails
+    is logged, as a robust on_commit callback's error is: the step itself succeeded, and
+    running it again would find the proposal final.
+    """
+    try:
+        audit_open_maybe(proposal=proposal, decision=decision, ruling=ruling)
+    except Exception:
+        log.exception("audit draw failed after decision %s", decision.pk)
 
 
 # (lens_name, lens_version, verdict) of each judgement, and the names of failed lenses.

@@ -19,7 +19,6 @@ def panel_quorum_error(*, need: int, lenses: list[Lens]) -> str | None:
     return None
 
 
-@transaction.atomic
 def _refuse_bad_settings(*, need, lenses, reviews_needed, priority, audit_rate) -> None:
     """A ValidationError naming the field, for what `core.quorum` or the ranges refuse."""
     refusal = panel_quorum_error(need=need, lenses=lenses)
@@ -46,6 +45,7 @@ def _members_set(panel: Panel, lenses: list[Lens], checkers) -> None:
     panel.checkers.set(checkers)
 
 
+@transaction.atomic
 def panel_configure(
     *,
     name: str,
