@@ -471,11 +471,24 @@ if not 0 <= REVIEWAPP_LEDGER_WITNESS_QUORUM <= len(REVIEWAPP_LEDGER_WITNESSES):
 REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS = _read(
     env.float, "REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS", default=60.0
 )
+# The sequencer gives committed entries their indexes right after each commit; this timer
+# is its backstop (an entry left by a process killed after its commit), and an entry
+# waiting longer than the bound is an alert in /healthz and the admin.
+REVIEWAPP_LEDGER_SEQUENCE_EVERY_SECONDS = _read(
+    env.float, "REVIEWAPP_LEDGER_SEQUENCE_EVERY_SECONDS", default=5.0
+)
+REVIEWAPP_LEDGER_SEQUENCE_LATE_SECONDS = _read(
+    env.float, "REVIEWAPP_LEDGER_SEQUENCE_LATE_SECONDS", default=60.0
+)
 # Raw ledger entries and the ledger export need an authenticated reader unless this is true.
 REVIEWAPP_LEDGER_PUBLIC = _read(env.bool, "REVIEWAPP_LEDGER_PUBLIC", default=False)
 CELERY_BEAT_SCHEDULE["ledger-checkpoint"] = {
     "task": "reviewapp.ledger.tasks.ledger_checkpoint",
     "schedule": REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS,
+}
+CELERY_BEAT_SCHEDULE["ledger-sequence"] = {
+    "task": "reviewapp.ledger.tasks.ledger_sequence",
+    "schedule": REVIEWAPP_LEDGER_SEQUENCE_EVERY_SECONDS,
 }
 CELERY_BEAT_SCHEDULE["ledger-witness-catch-up"] = {
     "task": "reviewapp.ledger.tasks.ledger_witness_catch_up",
@@ -566,9 +579,7 @@ if _email_backend.endswith(".smtp.EmailBackend"):
     if _email_options["use_tls"] and _email_options["use_ssl"]:
         raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both.")
 elif _email_backend.endswith(".filebased.EmailBackend"):
-    _email_options = {
-        "file_path": _read(env.str, "EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))
-    }
+    _email_options = {"file_path": _read(env.str, "EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))}
 else:
     _email_options = {}
 MAILERS = {"default": {"BACKEND": _email_backend, "OPTIONS": _email_options}}

@@ -11,7 +11,9 @@ def reinstall(apps, schema_editor):
         schema_editor.execute(sql, params=None)
 
     tables = immutability.TABLES_BEFORE_REVIEWS
-    immutability.uninstall(schema_editor.connection.vendor, execute, tables)
+    # Keep the shared functions: review's access-loss table (review 0021) may already use
+    # them (install re-creates them anyway).
+    immutability.uninstall(schema_editor.connection.vendor, execute, tables, functions=False)
     immutability.install(schema_editor.connection.vendor, execute, tables)
 
 

@@ -13,7 +13,7 @@ from reviewapp.core.judging import FailureKind
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import Route, below_guarantee, route
 from reviewapp.core.signing import Signer
-from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
+from reviewapp.ledger.services import evidence_entry, ledger_append
 
 from ..automatic import Ruling, automatic_outcome_ruling
 from ..keys import server_signer
@@ -281,8 +281,6 @@ def _escalate(
     )
     proposal.status = Proposal.Status.ESCALATED
     proposal.save(update_fields=_FINAL_FIELDS)
-    if evidence:  # else ledger_append takes no lock
-        check_foreign_keys_now()
     ledger_append(evidence_entry(row) for row in evidence)
     escalation_announce(escalation=escalation)
 
@@ -290,7 +288,7 @@ def _escalate(
 def _decide(
     proposal: Proposal, decided, signer: Signer, evidence, judgements, ruling: Ruling | None
 ) -> None:
-    """The system's signed decision, chained with its evidence in the ledger; then the
+    """The system's signed decision, entered in the ledger after its evidence; then the
     audit draw that may follow it."""
     proposal.status = Proposal.Status.DECIDED
     proposal.save(update_fields=_FINAL_FIELDS)
