@@ -98,8 +98,8 @@ def test_healthz_counts_a_ledger_entry_waiting_past_the_bound_for_its_index_as_d
 
     assert response.json()["status"] == "degraded"  # 503 only for a missing worker here
     sequencer = response.json()["sequencer"]
-    assert sequencer["ok"] is False and "2 ledger entries wait for their index" in (
-        sequencer["error"]
+    assert (
+        sequencer["ok"] is False and "2 ledger entries wait for their index" in (sequencer["error"])
     )
 
 
