@@ -36,8 +36,8 @@ from .models import PING, Delivery, Endpoint, Event
 
 
 def webhook_decided_watchers(*, proposal: Proposal) -> list[Endpoint]:
-    """The endpoints `webhook_record_decided` will tell, asked before the decision exists:
-    `decision_append` asks before it locks the chain head, a query fewer under that lock.
+    """The endpoints `webhook_record_decided` will tell, asked before the decision exists
+    (`decision_append` asks before it signs).
 
     The active endpoints read here are kept on the proposal for the `escalation.expired`
     of the same fallback decision, told moments later in the same transaction

@@ -48,22 +48,32 @@ _SEQUENCE_SQL = (
 )
 
 
-def _lock() -> None:
+def _lock(*, wait: bool = True) -> bool:
     """Sequencers take turns (SQLite: the IMMEDIATE transaction already serialises them).
 
     An advisory lock, not a row: it writes nothing, so a sequencer that finds
-    nothing to do commits without a WAL flush.
+    nothing to do commits without a WAL flush. Without ``wait``, False at once
+    if another sequencer holds it.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        if wait:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SEQUENCER_LOCK])
+            return True
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_SEQUENCER_LOCK])
+        return cursor.fetchone()[0]
 
 
-def ledger_sequence_batch(*, limit: int = BATCH) -> int:
-    """Give up to ``limit`` committed entries their indexes, in one transaction; how many."""
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
+def ledger_sequence_batch(*, limit: int = BATCH, wait: bool = True) -> int | None:
+    """Give up to ``limit`` committed entries their indexes, in one transaction; how many.
+
+    None, without ``wait``, when another sequencer holds the lock.
+    """
     with transaction.atomic():
-        _lock()
+        if not _lock(wait=wait):
+            return None
+        now = connection.ops.adapt_datetimefield_value(timezone.now())  # once it holds the lock
         with connection.cursor() as cursor:
             cursor.execute(_SEQUENCE_SQL, [limit, now])
             return len(cursor.fetchall())  # (SQLite's rowcount is -1 after a WITH)
@@ -79,9 +89,30 @@ def ledger_sequence(*, limit: int = BATCH) -> int:
             return total
 
 
+def _waiting() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {_TABLE} WHERE leaf_index IS NULL)")
+        return cursor.fetchone()[0]
+
+
+# How many batches a process sequences after its own commit, at most.
+AFTER_COMMIT_ROUNDS = 4
+
+
 def _sequence_committed() -> None:
+    """After a commit: sequence what waits, unless another sequencer holds the lock.
+
+    Then that one covers this commit: each sequencer, once it has let go, looks
+    again (a new snapshot, after every commit that found the lock held) and
+    sequences what waits. Appenders never queue on the lock, so batches grow
+    with the load. After a few rounds a process goes back to its own work; what
+    still waits then is taken by the next commit's sequencer, or by the timer.
+    """
     try:
-        ledger_sequence()
+        for _ in range(AFTER_COMMIT_ROUNDS):
+            done = ledger_sequence_batch(wait=False)
+            if done is None or (done < BATCH and not _waiting()):
+                return
     except Exception:  # the timer sequences what this missed; the commit stands
         logger.exception("sequencing the ledger after a commit failed")
 

@@ -96,13 +96,17 @@ class Report:
         if self.kind == "ledger":
             text = (
                 f"OK: {self.entries} ledger entries ({self.decisions} decisions, "
-                f"{self.evidence} evidence): signatures, leaf hashes and the decision chain "
-                f"verified; {self.checkpoints} signed checkpoint(s) match the recomputed tree"
+                f"{self.evidence} evidence): signatures, leaf hashes, each decision once and "
+                f"the v1 decisions' chain verified; {self.checkpoints} signed checkpoint(s) "
+                "match the recomputed tree"
             )
             if self.root:
                 text += f"; root at size {self.entries} is {self.root}"
         else:
-            text = f"OK: {self.decisions} decisions: signatures, hashes and the hash chain verified"
+            text = (
+                f"OK: {self.decisions} decisions: signatures, hashes, each decision once and "
+                "the v1 decisions' chain verified"
+            )
             if self.checkpoints:
                 text += "; every decision's inclusion in the checkpoint verified"
         if self.fallbacks:
