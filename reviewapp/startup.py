@@ -1,6 +1,6 @@
 """What a process needs from the machine, and what a server checks before it serves.
 
-Settings only read values (reviewapp/settings.py); what needs the machine is here.
+Settings only read values (reviewapp/settings/); what needs the machine is here.
 Every process that sets Django up gets its var directory (`prepare_var_dir`).
 The web server, `make run` and the worker then refuse to start, naming every
 problem, rather than fail later with a 500 or a checker that cannot run:

@@ -216,3 +216,19 @@ def test_the_poll_intervals_default_to_five_and_two_seconds():
     shown += "print(s.REVIEWAPP_INBOX_POLL_SECONDS, s.REVIEWAPP_PROGRESS_POLL_SECONDS)"
     result = _load_settings(shown)
     assert result.stdout.split() == ["5", "2"], result.stderr
+
+
+def test_production_sends_mail_over_smtp_even_without_an_email_host():
+    result = _load_settings(
+        "from django.conf import settings; print(settings.MAILERS['default']['BACKEND'])",
+        DEBUG="false",
+        SECRET_KEY="a-production-secret-key-long-enough-to-pass-the-check-0123456789",
+    )
+    assert result.stdout.strip() == "django.core.mail.backends.smtp.EmailBackend", result.stderr
+
+
+def test_the_one_command_run_writes_mail_to_files():
+    result = _load_settings(
+        "from django.conf import settings; print(settings.MAILERS['default']['BACKEND'])"
+    )
+    assert result.stdout.strip() == "django.core.mail.backends.filebased.EmailBackend"

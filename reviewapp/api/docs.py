@@ -14,7 +14,7 @@ class LocalSwagger(Swagger):
     (otherwise the page loads it from a CDN, blank offline). Installing it
     imports ninja, pydantic and django.test at django.setup() in every process,
     Celery workers included, which never serve a page: about 12 MB each. Its
-    static directory is in STATICFILES_DIRS instead (settings.py), and this
+    static directory is in STATICFILES_DIRS instead (settings/web.py), and this
     renders the page from templates/api/docs.html.
     """
 

@@ -40,9 +40,17 @@ def test_a_panel_refusal_shows_at_the_need_as_you_edit_once_and_before_save(admi
     refusal = page.locator("#panel-validation [data-panel-refusal]")
     expect(refusal).to_contain_text("1 of 2 is not a majority")
     expect(refusal).to_contain_text("With 2 lenses the need must be 2.")
-    # Right under the field being typed in, not below the lens rows.
-    need_box, refusal_box = page.locator("#id_need").bounding_box(), refusal.bounding_box()
-    assert 0 <= refusal_box["y"] - (need_box["y"] + need_box["height"]) < 40
+    # Right under the field being typed in, not below the lens rows. Measured in the page,
+    # waiting out any swap still in flight (an earlier keystroke's answer may land last).
+    page.wait_for_function(
+        """() => {
+            const need = document.querySelector("#id_need").getBoundingClientRect();
+            const refusal = document.querySelector("#panel-validation [data-panel-refusal]");
+            if (!refusal || !refusal.offsetHeight) return false;
+            const gap = refusal.getBoundingClientRect().top - need.bottom;
+            return gap >= 0 && gap < 40;
+        }"""
+    )
     # Fixing it clears the refusal, still without saving.
     page.fill("#id_need", "2")
     expect(page.locator("#panel-validation [data-panel-ok]")).to_contain_text("2 of its lenses")

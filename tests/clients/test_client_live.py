@@ -201,9 +201,7 @@ def test_the_servers_refusals_come_out_as_their_own_classes(live_server, token, 
     assert invalid.value.detail[0]["loc"][-1] == "panel"
 
 
-def test_the_panels_and_an_escalations_deadline_are_read_through_the_client(
-    live_server, token
-):
+def test_the_panels_and_an_escalations_deadline_are_read_through_the_client(live_server, token):
     from datetime import timedelta
 
     panel = one_lens_panel(

@@ -18,7 +18,7 @@ def names_read_by_the_code() -> dict[str, str]:
             if not isinstance(node, ast.Call):
                 continue
             called = ast.unparse(node.func)
-            if called == "_read" and len(node.args) > 1:  # settings.py's reader
+            if called == "read" and len(node.args) > 1:  # reviewapp/settings/environment.py
                 name = node.args[1]
             elif called in ("os.environ.get", "os.getenv") and node.args:
                 name = node.args[0]

@@ -11,7 +11,6 @@ from functools import partial
 from celery import current_app, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from kombu.exceptions import ChannelError
 
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
@@ -274,13 +273,13 @@ def finalize_proposal(proposal_id: int, deadline_passed: bool = False) -> None:
 
 def broker_backlog() -> int:
     """Messages waiting in the queue (not counting those a worker holds)."""
+    # Declared, not asked passively: kombu's Redis transport checks a queue's existence
+    # with a command it does not prefix (EXISTS), so under a `global_keyprefix` a
+    # passive declare calls every queue missing. Declaring is what a worker does anyway.
     with current_app.connection_for_read() as conn:
-        try:
-            return conn.default_channel.queue_declare(
-                queue=current_app.conf.task_default_queue, passive=True
-            ).message_count
-        except ChannelError:  # never declared: nothing was ever sent
-            return 0
+        return conn.default_channel.queue_declare(
+            queue=current_app.conf.task_default_queue
+        ).message_count
 
 
 @shared_task(name="reviewapp.review.tasks.sweep_stuck_proposals")
