@@ -422,7 +422,10 @@ def test_api_decisions_verify(tmp_path):
     path, _ = api_decisions(tmp_path)
     code, out, err = run(path, "--public-key", public_key_b64())
     assert code == 0, err
-    assert out.startswith("OK: 3 decisions: signatures, hashes, each decision once and the v1 decisions' chain verified")
+    assert out.startswith(
+        "OK: 3 decisions: signatures, hashes, each decision once and the v1 decisions' chain "
+        "verified"
+    )
 
 
 @pytest.mark.parametrize(
