@@ -21,7 +21,7 @@ from reviewapp.review.models import Decision, Proposal
 from reviewapp.review.services.decisions import decision_append
 from tests.factories import LensFactory, PanelFactory
 from tests.review.helpers import submit
-from tests.support.worker import ROOT, test_database_url
+from tests.support import worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("sequencer")]
 
@@ -145,11 +145,11 @@ def test_a_sequencer_killed_mid_batch_loses_and_duplicates_nothing(monkeypatch):
     assert services.sequencer_backlog().waiting == 4
     child = subprocess.Popen(
         [sys.executable, "-c", _KILLED_SEQUENCER],
-        cwd=ROOT,
+        cwd=worker.ROOT,
         env={
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": worker.test_database_url(),
         },
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
