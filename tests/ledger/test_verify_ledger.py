@@ -290,3 +290,20 @@ def test_missing_triggers_are_reported(ledger):
     assert (
         "append-only triggers are missing or disabled on: review_decision:update" in err.getvalue()
     )
+
+
+def test_decisions_signed_before_and_after_v2_verify_side_by_side(db):
+    from reviewapp.review.services.decisions import decision_check
+
+    chained = decide_chained_v1(2)
+    decide(2)
+    decide_chained_v1(1)  # chains on the last chained decision, across the v2 ones
+    services.checkpoint_create()
+    result = ledger_verify()
+    assert result.ok, result.problem
+    assert (result.decisions, result.evidence) == (5, 2)
+    out = io.StringIO()
+    call_command("verify_decisions", stdout=out)
+    assert "5 decisions verified" in out.getvalue()
+    assert decision_check(chained[0]).ok
+    assert services.decision_ledger_status(chained[0]).verified
