@@ -1,5 +1,6 @@
 """GET /healthz: is the database up, the broker, and a worker on the queue? And the ledger's
-witnesses: have they refused a checkpoint? Are review deadlines acted on in time?
+witnesses: have they refused a checkpoint? Does its sequencer keep up? Are review deadlines
+acted on in time?
 
 Also, for information (never what makes it degraded: a busy provider is not a
 broken app), each LLM endpoint's effective limit, calls waiting and recent 429s.
@@ -12,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from reviewapp.celery import app
 from reviewapp.ledger.cosigning import witness_report
+from reviewapp.ledger.services import sequencer_backlog
 from reviewapp.review.evaluation.endpoint_limits import llm_endpoints
 from reviewapp.review.services.deadlines import deadlines_overdue
 
@@ -94,6 +96,18 @@ def _witnesses() -> dict:
     return {"ok": True, "witnesses": witnesses}
 
 
+def _sequencer() -> dict:
+    """Ledger entries waiting for their index longer than the bound: "degraded", not 503."""
+    try:
+        backlog = sequencer_backlog()
+    except Exception as exc:
+        return {"ok": False, "error": str(exc)}
+    oldest = backlog.oldest.isoformat() if backlog.oldest else None
+    if backlog.late:
+        return {"ok": False, "error": backlog.alert, "waiting": backlog.waiting, "oldest": oldest}
+    return {"ok": True, "waiting": backlog.waiting, "oldest": oldest}
+
+
 def _deadlines() -> dict:
     """Review deadlines the scheduler has fallen behind on (more than a minute late by
     default): "degraded", not 503, since the app still serves."""
@@ -124,6 +138,7 @@ def healthz(request):
         checks["witnesses"] = _witnesses()
     if checks["database"]["ok"]:
         checks["deadlines"] = _deadlines()
+        checks["sequencer"] = _sequencer()
     healthy = all(check["ok"] for check in checks.values())
     return JsonResponse(
         {"status": "ok" if healthy else "degraded", **checks, "llm_endpoints": _endpoints()},

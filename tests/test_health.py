@@ -83,3 +83,31 @@ def test_healthz_counts_review_deadlines_more_than_a_minute_late_as_degraded(cli
 
     assert deadlines["ok"] is False and deadlines["overdue"] == 1
     assert "1 review deadlines not acted on" in deadlines["error"]
+
+
+@pytest.mark.django_db
+def test_healthz_counts_a_ledger_entry_waiting_past_the_bound_for_its_index_as_degraded(
+    client, time_machine
+):
+    evaluated("Ship it.")  # its entries wait for the sequencer: the test never commits
+    sequencer = client.get("/healthz").json()["sequencer"]
+    assert sequencer["ok"] is True and sequencer["waiting"] == 2
+
+    time_machine.move_to(timezone.now() + timedelta(seconds=61))
+    response = client.get("/healthz")
+
+    assert response.json()["status"] == "degraded"  # 503 only for a missing worker here
+    sequencer = response.json()["sequencer"]
+    assert (
+        sequencer["ok"] is False and "2 ledger entries wait for their index" in (sequencer["error"])
+    )
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_the_sequencer_alert_above_the_ledger_entries(admin_client, time_machine):
+    evaluated("Ship it.")
+    time_machine.move_to(timezone.now() + timedelta(seconds=61))
+
+    page = admin_client.get("/admin/ledger/ledgerentry/?sequenced=no").content.decode()
+
+    assert "Sequencer alert: 2 ledger entries wait for their index" in page

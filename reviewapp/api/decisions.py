@@ -22,9 +22,10 @@ AfterId = Annotated[int, Query(ge=0, le=2**63 - 1)]
     "/decisions",
     auth=ApiAuth("read"),
     response={200: DecisionPageOut, **errors()},
-    summary="Export decisions in chain order",
+    summary="Export decisions in id order",
     description="Ascending id, starting after `after`; follow `next_after` until it is null. "
-    "Only decisions on proposals this token may see.",
+    "Only decisions on proposals this token may see. Their order in the ledger is their "
+    "`ledger_index` (null for a decision signed moments ago, until it is sequenced).",
 )
 def decision_list(
     request,

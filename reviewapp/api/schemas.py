@@ -198,11 +198,17 @@ class DecisionOut(Schema):
     signature: str = Field(description="base64 ed25519 signature over `payload`.")
     key_id: str
     public_key: str | None = Field(description="base64; null only if the key is unknown.")
-    prev_hash: str
+    prev_hash: str | None = Field(
+        description="Only for decisions signed before the ledger ordered them alone "
+        "(`reviewapp.decision/v1` payloads): the previous such decision's `hash`, as signed. "
+        "Null for every later decision (`reviewapp.decision/v2`), which is signed alone."
+    )
     hash: str
     ledger_index: int | None = Field(
         description="The decision's entry in the ledger: `GET /api/ledger/proof/{ledger_index}` "
-        "proves it is included in a checkpoint. Null until it is appended."
+        "proves it is included in a checkpoint (within one checkpoint interval). A decision "
+        "is signed, and final, at once; it is null until the ledger's sequencer gives it its "
+        "index, normally within a fraction of a second."
     )
     claims: list[ClaimMarkOut] = Field(
         description="The reviewer's marks, as signed. Where several reviews were needed: "

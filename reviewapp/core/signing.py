@@ -156,10 +156,7 @@ class Signer:
 
     def sign(self, payload: Any) -> SignedPayload:
         """Canonicalise ``payload`` and sign exactly those bytes."""
-        return self.sign_canonical(canonical_json(payload))
-
-    def sign_canonical(self, payload_bytes: bytes) -> SignedPayload:
-        """Sign bytes that already are canonical JSON (``CanonicalTemplate.fill``'s)."""
+        payload_bytes = canonical_json(payload)
         return SignedPayload(payload_bytes, self.sign_bytes(payload_bytes), self.key_id)
 
     def __repr__(self) -> str:

@@ -12,9 +12,10 @@ ledger's signed checkpoints, the witness log outside the database and
 forces tampering to be deliberate.
 
 Two tables allow one change each: a signing key may be retired (its
-``retired_at`` set once, nothing else), and the decision chain head may only
-advance to a decision whose ``prev_hash`` is the current head — it can never
-be wound back to hide a deleted tail.
+``retired_at`` set once, nothing else), and a ledger entry may be given its
+index by the sequencer (``leaf_index`` set once, from NULL, nothing else), so
+no entry is ever sequenced twice or moved. (Until the ledger ordered decisions
+alone, the decision chain head, now dropped, could only advance.)
 
 - PostgreSQL: a ``BEFORE UPDATE OR DELETE … FOR EACH ROW`` trigger per table,
   raising SQLSTATE 23001 (restrict_violation, an IntegrityError in Django),
@@ -53,8 +54,10 @@ TABLES_BEFORE_REVIEWS = (
 )
 # A reviewer's signed review and audit verdict are as final as the decision they lead to;
 # the record of lost access keeps personal tokens dead (reviewapp/review/access_loss.py).
+# The chain head and the ledger's lock row went with the sequencer (ledger 0007).
+GONE_TABLES = ("review_chainhead", "ledger_lock")
 PROTECTED_TABLES = (
-    *TABLES_BEFORE_REVIEWS,
+    *(t for t in TABLES_BEFORE_REVIEWS if t not in GONE_TABLES),
     "review_review",
     "review_decisionaudit",
     "review_accessloss",
@@ -70,7 +73,17 @@ ALLOWED_UPDATE = {
         "AND NEW.key_id = OLD.key_id AND NEW.public_key = OLD.public_key "
         "AND NEW.created_at = OLD.created_at"
     ),
-    # Advancing the chain head by exactly one stored decision.
+    # Sequencing an entry: its leaf index goes from NULL to a number; nothing else changes.
+    "ledger_entry": (
+        "OLD.leaf_index IS NULL AND NEW.leaf_index IS NOT NULL AND NEW.id = OLD.id "
+        "AND NEW.kind = OLD.kind AND NEW.entry = OLD.entry AND NEW.leaf_hash = OLD.leaf_hash "
+        "AND NEW.created_at = OLD.created_at "
+        "AND (NEW.decision_id = OLD.decision_id "
+        "OR (NEW.decision_id IS NULL AND OLD.decision_id IS NULL)) "
+        "AND (NEW.evidence_id = OLD.evidence_id "
+        "OR (NEW.evidence_id IS NULL AND OLD.evidence_id IS NULL))"
+    ),
+    # Historical (migrations 0003-0005): advancing the chain head by one stored decision.
     "review_chainhead": (
         "NEW.id = OLD.id AND NEW.singleton = OLD.singleton AND EXISTS ("
         "SELECT 1 FROM review_decision d "

@@ -1,7 +1,8 @@
 """The ledger: every signed decision and piece of evidence, as leaves of one Merkle tree.
 
-All four tables are append-only; migration 0002 makes the database refuse
-UPDATE and DELETE on them (and on review_decision / review_evidence).
+Every table but the witnesses' is append-only: triggers (``immutability``) make the
+database refuse UPDATE and DELETE on them (and on review_decision / review_evidence),
+but for setting an entry's index, once.
 """
 
 from django.db import models
@@ -11,13 +12,19 @@ from reviewapp.review.models import Decision, Evidence
 
 
 class LedgerEntry(models.Model):
-    """One leaf. ``entry`` is the exact text hashed (``merkle.entry_bytes``)."""
+    """One leaf. ``entry`` is the exact text hashed (``merkle.entry_bytes``).
+
+    Stored with no ``leaf_index``, in its writer's transaction; the sequencer
+    sets it, once (``services.sequence``).
+    """
 
     class Kind(models.TextChoices):
         DECISION = "decision"
         EVIDENCE = "evidence"
 
-    leaf_index = models.BigIntegerField(unique=True)
+    leaf_index = models.BigIntegerField(
+        unique=True, null=True, blank=True, help_text="null until the sequencer sets it, once"
+    )
     kind = models.CharField(max_length=8, choices=Kind.choices)
     decision = models.OneToOneField(
         Decision, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entry"
@@ -28,11 +35,20 @@ class LedgerEntry(models.Model):
     entry = models.TextField(help_text="Canonical JSON of {kind, payload, signature, key_id}.")
     leaf_hash = models.CharField(max_length=64, help_text="hex SHA-256(0x00 || entry)")
     created_at = models.DateTimeField(auto_now_add=True)
+    sequenced_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "ledger_entry"
         ordering = ["leaf_index"]
         verbose_name_plural = "ledger entries"
+        indexes = [
+            # What the sequencer reads: the few entries waiting for their index.
+            models.Index(
+                fields=["id"],
+                condition=Q(leaf_index__isnull=True),
+                name="ledger_entry_unsequenced",
+            )
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=(
@@ -82,18 +98,6 @@ class LedgerCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"checkpoint {self.tree_size} @ {self.timestamp:%Y-%m-%d %H:%M:%S}"
-
-
-class LedgerLock(models.Model):
-    """One row, locked (SELECT … FOR UPDATE) while appending; never updated."""
-
-    singleton = models.BooleanField(default=True, unique=True)
-
-    class Meta:
-        db_table = "ledger_lock"
-
-    def __str__(self) -> str:
-        return "ledger append lock"
 
 
 class LedgerCosignature(models.Model):

@@ -4,7 +4,7 @@ from django.conf import settings
 
 from .cosigning import witness_submit, witnesses_behind
 from .models import LedgerCheckpoint
-from .services import checkpoint_create
+from .services import checkpoint_create, ledger_sequence
 from .witness import POST_TIMEOUT_SECONDS
 
 # One client per worker process: connections to the witness are reused.
@@ -16,6 +16,12 @@ def ledger_checkpoint() -> int | None:
     """Periodic (Celery beat): sign a checkpoint if the ledger grew since the last one."""
     checkpoint = checkpoint_create(only_if_grown=True)
     return checkpoint.tree_size if checkpoint else None
+
+
+@shared_task(name="reviewapp.ledger.tasks.ledger_sequence", ignore_result=True)
+def ledger_sequence_task() -> int:
+    """Periodic (Celery beat): sequence what no commit's own wake-up did (idempotent)."""
+    return ledger_sequence()
 
 
 @shared_task(

@@ -8,7 +8,8 @@ Checks, in ledger order, and stops at the first problem, naming the entry:
 - that the decision or evidence row it records still says what was signed
   (payload, signature, key, and the readable columns: outcome, basis,
   rationale, decided by, proposal; checker, version, verdict, reason);
-- the decision hash chain, in ledger order;
+- that each decision is in the log once, and the hash chain of the decisions
+  signed before v2 (``reviewapp.decision/v1``), in ledger order;
 - every stored subtree hash, recomputed from the entries below it, and
   every subtree within the latest checkpoint stored (those beyond it are
   integrated by the next checkpoint);
@@ -25,7 +26,9 @@ Checks, in ledger order, and stops at the first problem, naming the entry:
   checkpoint's cosignatures, re-verified against the configured witness keys:
   too few fails, naming the witnesses missing;
 
-then that every decision and piece of evidence is in the ledger at all.
+then the entries still waiting for their index (each checked by itself, as
+above; a warning, and a failure only if one is a decision already in the log),
+and that every decision and piece of evidence is in the ledger at all.
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class LedgerVerification:
     reviews: int = 0
     audits: int = 0
     checkpoints: int = 0
+    # Entries committed but not yet given their index by the sequencer.
+    waiting: int = 0
     problem: str | None = None
     warnings: list[str] = field(default_factory=list)
     # Key rows in the database that are not trust anchors (harmless unless they signed).
@@ -81,7 +86,7 @@ class LedgerVerification:
 
 def _where(context: tuple) -> str:
     index, kind, _, decision_id, proposal_id, evidence_id, checker = context
-    label = f"ledger entry {index}"
+    label = "ledger entry waiting for its index" if index is None else f"ledger entry {index}"
     if kind == "decision" and decision_id is not None:
         label += f" (decision {decision_id}, proposal {proposal_id})"
     elif kind == "evidence" and evidence_id is not None:
@@ -179,7 +184,11 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
     width = len(CONTEXT_FIELDS)
 
     def records():
-        rows = LedgerEntry.objects.order_by("leaf_index").values_list(*fields)
+        rows = (
+            LedgerEntry.objects.filter(leaf_index__isnull=False)
+            .order_by("leaf_index")
+            .values_list(*fields)
+        )
         for row in rows.iterator(chunk_size=2000):
             context = row[:width]
             yield context, (context[1], row[width:])
@@ -238,6 +247,7 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
             f"is stored, but the ledger ends with entry {verifier.size - 1}",
         )
     _check_witness_policy(result)
+    _check_waiting(verifier, keys, result)
     missing = Decision.objects.filter(ledger_entry__isnull=True).order_by("id").first()
     if missing is not None:
         raise Failure(
@@ -249,6 +259,24 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
             f"evidence {missing.pk} (checker {missing.checker_name})", "is not in the ledger"
         )
     _warnings(result)
+
+
+def _check_waiting(verifier: LedgerVerifier, keys, result: LedgerVerification) -> None:
+    """Entries without an index yet: each one's signature and row, and no decision twice."""
+    fields = CONTEXT_FIELDS + LEDGER_ROW_FIELDS
+    width = len(CONTEXT_FIELDS)
+    rows = LedgerEntry.objects.filter(leaf_index__isnull=True).order_by("id").values_list(*fields)
+    for row in rows.iterator(chunk_size=2000):
+        context = row[:width]
+        where = _where(context)
+        [(checked, row_problem)] = check_ledger_rows([(context[1], row[width:])], keys)
+        problem = checked.problem or row_problem
+        if not problem and context[1] == "decision":
+            first = verifier.decisions_seen.get(bytes.fromhex(checked.hash))
+            problem = first is not None and f"this decision is in the log already, entry {first}"
+        if problem:
+            raise Failure(where, problem)
+        result.waiting += 1
 
 
 def _take_reviews_and_audits(verifier: LedgerVerifier, keys, result: LedgerVerification) -> None:
@@ -301,6 +329,11 @@ def _warnings(result: LedgerVerification) -> None:
     elif latest < result.entries:
         result.warnings.append(
             f"{result.entries - latest} entries are not yet covered by a signed checkpoint"
+        )
+    if result.waiting:
+        result.warnings.append(
+            f"{result.waiting} entries wait for their index from the sequencer (checked "
+            "by themselves; their place in the log is checked once they have one)"
         )
     if result.untrusted_rows:
         result.warnings.append(

@@ -206,7 +206,7 @@ async def verify_decision(
         dict[str, Any],
         Field(
             description='A signed decision as get_review returns it under "decision" '
-            "(payload, signature, key_id, prev_hash, hash, ...)."
+            "(payload, signature, key_id, hash, ledger_index, ...)."
         ),
     ],
     content: Annotated[

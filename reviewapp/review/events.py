@@ -41,17 +41,17 @@ decision stands.)
 decision_preparing = Signal()
 """A decision is about to be signed (sender `Decision`; `proposal`, `prepared`).
 
-Sent by `decision_append` before it takes the chain-head lock that every
-decision waits for in turn. A receiver reads here what it can ahead of the
-decision and keeps it in the dict `prepared` under its own key; the same dict
-comes back with `decision_appended`, so less runs under the lock.
+Sent by `decision_append` before it signs and stores the decision. A receiver
+reads here what it can ahead of the decision and keeps it in the dict
+`prepared` under its own key; the same dict comes back with `decision_appended`.
 
 Heard by webhooks: the endpoints `proposal.decided` will go to.
 """
 
 decision_appended = Signal()
 """A decision was signed and entered the ledger (sender `Decision`; `decision`,
-`prepared`: the dict filled at `decision_preparing`), under the chain-head lock.
+`prepared`: the dict filled at `decision_preparing`), in its transaction, once the
+decision and its ledger entry (waiting for its index) are stored.
 
 Heard by webhooks (`proposal.decided`), calibration (a reviewer's decision is
 the human label each lens on the proposal is measured against; a system decision

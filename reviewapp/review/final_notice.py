@@ -14,9 +14,9 @@ CHANNEL = "reviewapp_final"
 
 def proposal_final_notify(*, proposal_id: int) -> None:
     if connection.vendor == "postgresql":
-        # After COMMIT, not inside the transaction: there it would add a statement
-        # while the chain head is held, and PostgreSQL serialises the commits of
-        # transactions that notify.
+        # After COMMIT, not inside the transaction: PostgreSQL serialises the commits
+        # of transactions that notify, and decisions commit side by side. (A decision's
+        # hook runs after the sequencer's, so a listener mostly reads it indexed.)
         transaction.on_commit(lambda: _notify(proposal_id))
 
 

@@ -56,10 +56,23 @@ REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS = read(
     env.float, "REVIEWAPP_LEDGER_WITNESS_CATCH_UP_SECONDS", default=60.0
 )
 # Raw ledger entries and the ledger export need an authenticated reader unless this is true.
+# The sequencer gives committed entries their indexes right after each commit; this timer
+# is its backstop (an entry left by a process killed after its commit), and an entry
+# waiting longer than the bound is an alert in /healthz and the admin.
+REVIEWAPP_LEDGER_SEQUENCE_EVERY_SECONDS = read(
+    env.float, "REVIEWAPP_LEDGER_SEQUENCE_EVERY_SECONDS", default=5.0
+)
+REVIEWAPP_LEDGER_SEQUENCE_LATE_SECONDS = read(
+    env.float, "REVIEWAPP_LEDGER_SEQUENCE_LATE_SECONDS", default=60.0
+)
 REVIEWAPP_LEDGER_PUBLIC = read(env.bool, "REVIEWAPP_LEDGER_PUBLIC", default=False)
 CELERY_BEAT_SCHEDULE["ledger-checkpoint"] = {
     "task": "reviewapp.ledger.tasks.ledger_checkpoint",
     "schedule": REVIEWAPP_LEDGER_CHECKPOINT_EVERY_SECONDS,
+}
+CELERY_BEAT_SCHEDULE["ledger-sequence"] = {
+    "task": "reviewapp.ledger.tasks.ledger_sequence",
+    "schedule": REVIEWAPP_LEDGER_SEQUENCE_EVERY_SECONDS,
 }
 CELERY_BEAT_SCHEDULE["ledger-witness-catch-up"] = {
     "task": "reviewapp.ledger.tasks.ledger_witness_catch_up",

@@ -36,8 +36,8 @@ from .models import PING, Delivery, Endpoint, Event
 
 
 def webhook_decided_watchers(*, proposal: Proposal) -> list[Endpoint]:
-    """The endpoints `webhook_record_decided` will tell, asked before the decision exists:
-    `decision_append` asks before it locks the chain head, a query fewer under that lock.
+    """The endpoints `webhook_record_decided` will tell, asked before the decision exists
+    (`decision_append` asks before it signs).
 
     The active endpoints read here are kept on the proposal for the `escalation.expired`
     of the same fallback decision, told moments later in the same transaction
@@ -175,7 +175,11 @@ def webhook_record_expired(*, escalation: Escalation, decision: Decision | None)
 
 def _decision_part(decision: Decision) -> dict:
     """The signed bytes exactly as stored, with the signature and key id: a receiver
-    verifies the decision itself with the public key."""
+    verifies the decision itself with the public key.
+
+    Written in the decision's transaction, before the ledger's sequencer gives it an
+    index: ``ledger_index`` is null here, and ``GET /api/decisions/{id}`` has it moments
+    later."""
     return {
         "id": decision.pk,
         "outcome": decision.outcome,
@@ -185,6 +189,7 @@ def _decision_part(decision: Decision) -> dict:
         "signature": decision.signature,
         "key_id": decision.key_id,
         "hash": decision.hash,
+        "ledger_index": None,
     }
 
 
@@ -314,9 +319,7 @@ def _subscribed_all() -> list[Endpoint]:
     # A personal token's endpoint hears nothing once its user may no longer review;
     # asked for all of them in one query, whatever the number of reviewers subscribed.
     may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
-    return [
-        e for e in endpoints if e.client.user_id is None or may_sign_decisions(e.client.user)
-    ]
+    return [e for e in endpoints if e.client.user_id is None or may_sign_decisions(e.client.user)]
 
 
 def _watchers(event_type: str, proposal: Proposal) -> list[Endpoint]:

@@ -39,7 +39,8 @@ def proposal_escalated(sender, *, escalation, **kwargs):
 
 @receiver(review_events.decision_preparing)
 def decided_watchers(sender, *, proposal, prepared, **kwargs):
-    # Asked before the decision locks the chain head: a query fewer under that lock.
+    # Asked before the decision is signed; kept for its `proposal.decided` (and a fallback's
+    # `escalation.expired`, see webhook_decided_watchers).
     prepared[PREPARED_WATCHERS] = webhook_decided_watchers(proposal=proposal)
 
 

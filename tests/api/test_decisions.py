@@ -7,8 +7,9 @@ from django.test import Client
 
 from reviewapp.core.signing import canonical_json, verify
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.ledger.services import checkpoint_create
+from reviewapp.ledger.services import checkpoint_create, ledger_sequence
 from reviewapp.review.models import Decision
+from tests.ledger.helpers import decide_chained_v1
 
 from .conftest import evaluated
 
@@ -23,11 +24,19 @@ def test_decision_has_the_documented_fields(api, decided):
     assert (body["outcome"], body["basis"], body["decided_by"]) == ("approved", "system", "system")
     assert body["rationale"] == decision.rationale
     assert body["key_id"] == decision.key_id
-    assert body["prev_hash"] == "0" * 64
+    assert body["prev_hash"] is None  # signed alone (v2): no chain
+
+
+def test_a_decision_is_served_signed_at_once_with_a_null_ledger_index_until_sequenced(api, decided):
+    body = api.get(f"/api/decisions/{Decision.objects.get().pk}").json()
+
+    assert body["ledger_index"] is None
+    assert body["signature"] and body["hash"]
 
 
 def test_decision_names_its_ledger_entry_to_ask_its_inclusion_proof_by(api, decided):
     decision = Decision.objects.get()
+    ledger_sequence()
     entry = LedgerEntry.objects.get(decision=decision)
 
     listed = api.get("/api/decisions").json()["items"][0]
@@ -86,13 +95,17 @@ def test_export_pages_and_says_where_to_continue(api, db):
     assert rest["next_after"] is None
 
 
-def test_exported_decisions_chain_each_to_the_previous_hash(api, db):
-    for text in ("One.", "Two."):
-        evaluated(text)
+def test_decisions_signed_before_v2_keep_their_chain_beside_those_signed_alone(api, db):
+    first, second = decide_chained_v1(2)
+    evaluated("Three.")
 
-    first, second = api.get("/api/decisions").json()["items"]
+    old, older, new = (
+        api.get(f"/api/decisions/{pk}").json()
+        for pk in Decision.objects.order_by("pk").values_list("pk", flat=True)
+    )
 
-    assert second["prev_hash"] == first["hash"]
+    assert old["prev_hash"] == "0" * 64 and older["prev_hash"] == old["hash"] == first.hash
+    assert new["prev_hash"] is None
 
 
 def test_keys_list_public_keys_only(api, decided):

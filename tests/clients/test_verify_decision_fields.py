@@ -142,3 +142,18 @@ def test_verify_decision_checks_the_reviews_it_carries(keys):
         verify_decision({**decision, "reviews": relabelled}, keys)
     with pytest.raises(VerificationError, match="reviews"):
         verify_decision(as_dataclass({**decision, "reviews": decision["reviews"][:1]}), keys)
+
+
+@pytest.mark.parametrize("form", [dict, as_dataclass])
+def test_a_decision_signed_before_v2_and_one_signed_alone_both_verify(form):
+    from tests.ledger.helpers import decide_chained_v1
+
+    [chained] = decide_chained_v1(1)
+    alone = decide(1)[0].decision
+    keys = public_keys_b64(trusted_keys())  # the server's key exists from its first signature
+    old, new = (decision_out(d, keys) for d in (chained, alone))
+
+    assert verify_decision(form(old), keys)["prev_hash"] == "0" * 64
+    assert "prev_hash" not in verify_decision(form(new), keys)
+    with pytest.raises(VerificationError, match=r"\bprev_hash\b"):
+        verify_decision({**old, "prev_hash": "cd" * 32}, keys)

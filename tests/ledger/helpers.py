@@ -111,3 +111,57 @@ class Witness:
             timestamp=TIMESTAMP,
             line=line,
         )
+
+
+def decide_chained_v1(count: int = 3):
+    """`count` decisions as the server signed them before v2: each a
+    ``reviewapp.decision/v1`` payload chained on the one before (``prev_hash``), in the
+    ledger in that order. The history a server upgraded to v2 holds."""
+    from django.utils import timezone
+
+    from reviewapp.core.signing import sha256_hex
+    from reviewapp.ledger.services import decision_entry, ledger_append, ledger_sequence
+    from reviewapp.review.models import Decision
+    from reviewapp.review.services.decisions import GENESIS_HASH, decision_payload
+    from tests.review.helpers import submit
+
+    signer = server_signer()
+    previous = (
+        Decision.objects.filter(prev_hash__isnull=False)
+        .order_by("-id")
+        .values_list("hash", flat=True)
+    ).first() or GENESIS_HASH
+    decisions = []
+    for i in range(count):
+        panel = PanelFactory(lenses=[LensFactory()], need=1)
+        proposal = submit(panel, f"Answer v1-{i}: decided before v2.")
+        payload = decision_payload(
+            proposal=proposal,
+            outcome="approved",
+            basis="system",
+            rationale="All checkers passed and the panel reached pass.",
+            decided_by="system",
+            escalation=None,
+            decided_at=timezone.now().isoformat(),
+            evidence=[],
+            lenses=[],
+        )
+        payload.update(type="reviewapp.decision/v1", prev_hash=previous)
+        signed = signer.sign(payload)
+        decision = Decision.objects.create(
+            proposal=proposal,
+            outcome="approved",
+            basis="system",
+            decided_by_name="system",
+            rationale=payload["rationale"],
+            payload=signed.payload_bytes.decode(),
+            signature=signed.signature_b64,
+            key_id=signed.key_id,
+            prev_hash=previous,
+            hash=sha256_hex(signed.payload_bytes),
+        )
+        ledger_append([decision_entry(decision)])
+        ledger_sequence()
+        previous = decision.hash
+        decisions.append(decision)
+    return decisions

@@ -289,34 +289,86 @@ def test_evidence_enters_the_ledger_with_its_decision_and_once():
     assert Evidence.objects.count() == 1
 
 
-def test_a_decision_that_does_not_chain_on_the_head_is_refused_with_its_entry():
-    """On PostgreSQL the decision, its entry and the head's advance are one statement: the
-    head's guard still sees that decision, and refuses a head it does not chain on."""
-    from django.db import IntegrityError, transaction
-
-    from reviewapp.review.models import ChainHead
-    from reviewapp.review.services.decisions import GENESIS_HASH
+def _undecided():
     from tests.factories import LensFactory, PanelFactory
     from tests.review.helpers import submit
 
-    stored = decide(1)[0].decision
-    head = ChainHead.objects.get().last_hash
-    counts = (Decision.objects.count(), LedgerEntry.objects.count())
-    forked = Decision(
-        proposal=submit(PanelFactory(lenses=[LensFactory()], need=1), "undecided"),
-        outcome=stored.outcome,
-        basis=stored.basis,
-        decided_by_name=stored.decided_by_name,
-        payload=stored.payload,
-        signature=stored.signature,
-        key_id=stored.key_id,
-        prev_hash="1" * 64,  # no decision's hash, so not the head's
-        hash="f" * 64,
+    return submit(PanelFactory(lenses=[LensFactory()], need=1), "undecided")
+
+
+def _system_decision(proposal):
+    from reviewapp.review.services.decisions import decision_append
+
+    return decision_append(
+        proposal=proposal, outcome="approved", basis="system", rationale="Checked.", evidence=[]
     )
-    with pytest.raises(IntegrityError, match="UPDATE on review_chainhead refused"):
+
+
+def test_a_decision_is_stored_signed_with_no_index_until_the_sequencer_gives_it_the_next():
+    decide(1)  # entries 0 and 1
+    decision = _system_decision(_undecided())
+    entry = entry_of(decision)
+    assert entry.leaf_index is None and entry.leaf_hash
+    assert services.decision_ledger_status(decision).detail == (
+        "signature verified; its ledger index is being assigned"
+    )
+    assert services.ledger_sequence() == 1
+    entry.refresh_from_db()
+    assert entry.leaf_index == 2 and entry.sequenced_at is not None
+
+
+def test_the_sequencer_numbers_a_batch_in_the_order_its_entries_were_stored():
+    decisions = [_system_decision(_undecided()) for _ in range(5)]
+    assert services.ledger_sequence_batch(limit=3) == 3
+    assert services.ledger_sequence() == 2
+    indexes = [entry_of(d).leaf_index for d in decisions]
+    assert indexes == list(range(5))
+
+
+def test_the_sequencer_is_woken_once_when_the_decisions_transaction_commits(
+    django_capture_on_commit_callbacks,
+):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        decision = _system_decision(_undecided())
+    assert len([c for c in callbacks if "sequence" in c.__qualname__]) == 1
+    assert entry_of(decision).leaf_index == 0
+
+
+def test_a_rolled_back_decision_leaves_no_entry():
+    from django.db import transaction
+
+    proposal = _undecided()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        _system_decision(proposal)
+        raise RuntimeError("the caller's transaction fails after the decision")
+    assert not LedgerEntry.objects.exists() and not Decision.objects.exists()
+    assert services.ledger_sequence() == 0
+
+
+def test_the_database_refuses_a_second_index_for_an_entry():
+    from django.db import IntegrityError, transaction
+
+    decide(1)
+    with pytest.raises(IntegrityError, match="UPDATE on ledger_entry refused"):
         with transaction.atomic():
-            locked = services.lock_chain_head_and_ledger(genesis=GENESIS_HASH)
-            append = services.ledger_prepare_decision(decision=forked)
-            services.ledger_append_decision(append, head=locked)
-    assert (Decision.objects.count(), LedgerEntry.objects.count()) == counts
-    assert ChainHead.objects.get().last_hash == head
+            LedgerEntry.objects.filter(leaf_index=1).update(leaf_index=7)
+    assert list(LedgerEntry.objects.values_list("leaf_index", flat=True)) == [0, 1]
+
+
+def test_the_database_refuses_an_index_already_taken():
+    from django.db import IntegrityError, transaction
+
+    decide(1)
+    decision = _system_decision(_undecided())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        LedgerEntry.objects.filter(decision=decision).update(leaf_index=1)
+    assert entry_of(decision).leaf_index is None
+
+
+def test_sequencing_changes_nothing_of_an_entry_but_its_index():
+    from django.db import IntegrityError, transaction
+
+    decision = _system_decision(_undecided())
+    with pytest.raises(IntegrityError, match="UPDATE on ledger_entry refused"):
+        with transaction.atomic():
+            LedgerEntry.objects.filter(decision=decision).update(leaf_index=0, leaf_hash="0" * 64)

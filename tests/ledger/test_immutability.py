@@ -13,12 +13,10 @@ from reviewapp.ledger.models import (
     LedgerCheckpoint,
     LedgerCosignature,
     LedgerEntry,
-    LedgerLock,
     LedgerNode,
 )
 from reviewapp.review.models import (
     AccessLoss,
-    ChainHead,
     Decision,
     DecisionAudit,
     Escalation,
@@ -43,9 +41,7 @@ ROW_OF = {
     "ledger_node": LedgerNode,
     "ledger_checkpoint": LedgerCheckpoint,
     "ledger_cosignature": LedgerCosignature,
-    "ledger_lock": LedgerLock,
     "review_signingkey": SigningKey,
-    "review_chainhead": ChainHead,
     # A reviewer's signed review, and an audit verdict on an automatic decision.
     "review_review": Review,
     "review_decisionaudit": DecisionAudit,
@@ -59,9 +55,7 @@ COLUMN_OF = {
     "ledger_node": "hash",
     "ledger_checkpoint": "root_hash",
     "ledger_cosignature": "line",
-    "ledger_lock": "singleton",
     "review_signingkey": "public_key",
-    "review_chainhead": "last_hash",
     "review_review": "outcome",
     "review_decisionaudit": "outcome",
     "review_accessloss": "reason",
@@ -176,14 +170,6 @@ def test_a_signing_key_may_be_retired_once_and_nothing_else(rows):
     with pytest.raises(IntegrityError, match="UPDATE on review_signingkey refused"):
         with transaction.atomic():
             SigningKey.objects.filter(pk=key.pk).update(key_id="ed25519:0000000000000000")
-
-
-def test_the_chain_head_cannot_be_wound_back(rows):
-    first = Decision.objects.order_by("pk").first()
-    with pytest.raises(IntegrityError, match="UPDATE on review_chainhead refused"):
-        with transaction.atomic():
-            ChainHead.objects.update(last_hash=first.hash)
-    assert ChainHead.objects.get().last_hash == Decision.objects.order_by("pk").last().hash
 
 
 @pytest.mark.parametrize("table", ROW_OF)

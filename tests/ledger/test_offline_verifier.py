@@ -20,6 +20,7 @@ from reviewapp.review.keys import forget_cached_signer, server_signer, trusted_k
 from reviewapp.review.models import Decision
 from tests.ledger.helpers import (
     decide,
+    decide_chained_v1,
     export,
     public_key_b64,
     read_jsonl,
@@ -161,10 +162,42 @@ def test_a_deleted_and_renumbered_entry_is_caught(exported):
     del objects[2]  # decision 0
     for obj in objects[2:-1]:
         obj["index"] -= 1
+    # Signed alone, the decisions after it name no predecessor: the checkpoint catches it.
     fails(
         write_jsonl(exported, objects),
-        match=r"^FAIL line 4 \(entry 2, decision for .*decision chain broken",
+        match=r"^FAIL line 7 \(checkpoint\): checkpoint for size 6, but the export ends at size 5",
     )
+
+
+def test_a_deleted_and_renumbered_decision_signed_before_v2_breaks_its_chain(tmp_path):
+    decide_chained_v1(3)
+    objects = read_jsonl(export(tmp_path))
+    del objects[2]  # the second chained decision
+    objects[2]["index"] -= 1
+    fails(
+        write_jsonl(tmp_path / "export.jsonl", objects),
+        match=r"^FAIL line 3 \(entry 1, decision for .*decision chain broken",
+    )
+
+
+def test_a_decision_twice_in_an_export_is_caught(tmp_path):
+    decide(2)
+    objects = read_jsonl(export(tmp_path, checkpoint=False))
+    objects.append({**objects[2], "index": len(objects) - 1})  # decision 0 again, at the end
+    fails(
+        write_jsonl(tmp_path / "export.jsonl", objects),
+        "--no-checkpoint",
+        match=r"^FAIL line 6 \(entry 4, decision for .*in the log twice: it is entry 1 too",
+    )
+
+
+def test_decisions_signed_before_and_after_v2_verify_side_by_side_offline(tmp_path):
+    decide_chained_v1(2)
+    decide(2)
+    decide_chained_v1(1)  # a chained decision after v2 ones still follows the last chained
+    code, out, err = run(export(tmp_path), "--public-key", public_key_b64())
+    assert code == 0, err
+    assert out.startswith("OK: 7 ledger entries (5 decisions, 2 evidence)")
 
 
 def test_a_truncated_export_is_caught_by_its_checkpoint(exported):
@@ -389,7 +422,10 @@ def test_api_decisions_verify(tmp_path):
     path, _ = api_decisions(tmp_path)
     code, out, err = run(path, "--public-key", public_key_b64())
     assert code == 0, err
-    assert out.startswith("OK: 3 decisions: signatures, hashes and the hash chain verified")
+    assert out.startswith(
+        "OK: 3 decisions: signatures, hashes, each decision once and the v1 decisions' chain "
+        "verified"
+    )
 
 
 @pytest.mark.parametrize(
@@ -416,11 +452,23 @@ def test_swapped_deleted_and_reordered_api_decisions_are_named(tmp_path):
     swapped = [dict(o) for o in objects]
     swapped[0]["signature"] = objects[1]["signature"]
     fails(write_jsonl(path, swapped), match=r"^FAIL line 1 .*signature does not verify")
+    fails(
+        write_jsonl(path, [objects[0], objects[1], objects[0]]),
+        match=r"^FAIL line 3 .*given twice: on line 1 too",
+    )
+
+
+def test_deleted_and_reordered_api_decisions_signed_before_v2_break_their_chain(tmp_path):
+    decide_chained_v1(3)
+    decide(1)
+    path, objects = api_decisions(tmp_path)
     fails(write_jsonl(path, [objects[0], objects[2]]), match=r"^FAIL line 2 .*hash chain broken")
     fails(
-        write_jsonl(path, [objects[1], objects[0], objects[2]]),
+        write_jsonl(path, [objects[1], objects[0], objects[2], objects[3]]),
         match=r"^FAIL line 2 .*hash chain broken",
     )
+    code, out, err = run(write_jsonl(path, objects), "--public-key", public_key_b64())
+    assert code == 0 and out.startswith("OK: 4 decisions"), err
 
 
 def test_api_decisions_included_in_a_checkpoint(tmp_path, client):

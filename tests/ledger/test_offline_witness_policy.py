@@ -213,7 +213,10 @@ def offline_inputs(tmp_path, *witnesses):
 def test_decisions_inclusion_is_verified_offline_against_a_cosigned_checkpoint(tmp_path):
     inputs = offline_inputs(tmp_path, W1, W2)
     out = verifies(*inputs, *BOTH)
-    assert out.startswith("OK: 3 decisions: signatures, hashes and the hash chain verified")
+    assert out.startswith(
+        "OK: 3 decisions: signatures, hashes, each decision once and the v1 decisions' chain "
+        "verified"
+    )
     assert "every decision's inclusion in the checkpoint verified" in out
     assert "checkpoint for size 6 cosigned by w1.example/w, w2.example/w" in out
 

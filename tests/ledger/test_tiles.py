@@ -6,7 +6,12 @@ import pytest
 from django.test import Client
 
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.ledger.services import checkpoint_create, evidence_entry, ledger_append
+from reviewapp.ledger.services import (
+    checkpoint_create,
+    evidence_entry,
+    ledger_append,
+    ledger_sequence,
+)
 from reviewapp.review.models import CheckerConfig, Evidence
 from tests.api.conftest import make_token
 from tests.factories import CheckerFactory, ReviewerFactory
@@ -44,6 +49,7 @@ def grow_ledger(size: int, *, payload_bytes: int = 40) -> None:
         for i, checker in enumerate(checkers)
     )
     ledger_append(evidence_entry(e) for e in evidence)
+    ledger_sequence()
 
 
 def fetch_ok(client=None):

@@ -17,7 +17,7 @@ from reviewapp.core.signing import Signer, sha256_hex
 from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry
 from reviewapp.review.keys import server_signer, trusted_keys
-from reviewapp.review.models import ChainHead, Decision, SigningKey
+from reviewapp.review.models import Decision, SigningKey
 from reviewapp.review.services.decisions import decision_check
 from tests.api.conftest import Api, make_token
 from tests.ledger.helpers import (
@@ -66,7 +66,6 @@ def forged():
             key_id=rogue.key_id,
             hash=sha256_hex(signed.payload_bytes),
         )
-        ChainHead.objects.update(last_hash=sha256_hex(signed.payload_bytes))
         entry = LedgerEntry.objects.get(decision=target)
         text = merkle.entry_bytes(
             "decision", signed.payload_bytes.decode(), signed.signature_b64, rogue.key_id

@@ -15,7 +15,7 @@ from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerNode
 from reviewapp.ledger.verification import ledger_verify
 from reviewapp.review.keys import server_signer
 from reviewapp.review.models import Decision, Evidence
-from tests.ledger.helpers import decide, entry_of
+from tests.ledger.helpers import decide, decide_chained_v1, entry_of
 from tests.support.tamper import tampering
 
 pytestmark = pytest.mark.django_db
@@ -174,10 +174,20 @@ def _swap(a: LedgerEntry, b: LedgerEntry) -> None:
     LedgerEntry.objects.filter(pk=a.pk).update(leaf_index=b.leaf_index)
 
 
-def test_reordered_decisions_break_the_chain(ledger):
+def test_reordered_decisions_are_caught_by_the_tree_and_their_evidence(ledger):
     with tampering():
         _swap(entry_of(ledger[0]), entry_of(ledger[1]))
-    verify_fails(rf"ledger entry 1 \(decision {ledger[1].pk}.*decision chain broken")
+    # Signed alone, they name no predecessor: the decision moved first no longer follows
+    # the evidence it signed (and the stored subtrees no longer match the entries).
+    verify_fails(rf"ledger entry 1 \(decision {ledger[1].pk}.*signed evidence from .* is not in")
+
+
+def test_reordered_decisions_signed_before_v2_break_their_chain(db):
+    chained = decide_chained_v1(3)
+    decide(1)
+    with tampering():
+        _swap(entry_of(chained[0]), entry_of(chained[1]))
+    verify_fails(rf"ledger entry 0 \(decision {chained[1].pk}.*decision chain broken")
 
 
 def test_reordered_evidence_is_caught_at_the_decision_it_belongs_to(ledger):
@@ -280,3 +290,20 @@ def test_missing_triggers_are_reported(ledger):
     assert (
         "append-only triggers are missing or disabled on: review_decision:update" in err.getvalue()
     )
+
+
+def test_decisions_signed_before_and_after_v2_verify_side_by_side(db):
+    from reviewapp.review.services.decisions import decision_check
+
+    chained = decide_chained_v1(2)
+    decide(2)
+    decide_chained_v1(1)  # chains on the last chained decision, across the v2 ones
+    services.checkpoint_create()
+    result = ledger_verify()
+    assert result.ok, result.problem
+    assert (result.decisions, result.evidence) == (5, 2)
+    out = io.StringIO()
+    call_command("verify_decisions", stdout=out)
+    assert "5 decisions verified" in out.getvalue()
+    assert decision_check(chained[0]).ok
+    assert services.decision_ledger_status(chained[0]).verified

@@ -1,6 +1,7 @@
 import json
 
 from reviewapp.celery import app as celery_app
+from reviewapp.ledger.services import ledger_sequence
 from reviewapp.review.evaluation.tasks import evaluate_proposal
 from reviewapp.review.models import Lens, Proposal
 from reviewapp.review.services.proposals import lenses_to_run, proposal_submit
@@ -58,5 +59,7 @@ def evaluate_in_process(proposal, *, timeout: float = 10.0):
             interval=0.02,
             message=f"proposal {proposal.pk} not final {timeout}s after its LLM lenses went",
         )
+    # A worker's commit wakes the ledger's sequencer; the test's transaction never commits.
+    ledger_sequence()
     proposal.refresh_from_db()
     return proposal

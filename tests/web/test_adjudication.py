@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.ledger.services import checkpoint_create
+from reviewapp.ledger.services import checkpoint_create, ledger_sequence
 from reviewapp.review.models import Decision, Escalation
 from reviewapp.review.services.escalations import escalation_claim
 from tests.support.tamper import tampering
@@ -255,10 +255,23 @@ def test_verify_without_htmx_is_a_full_page(reviewer_client, reviewer, escalatio
     assert "<html" in body and 'data-verified="valid"' in body
 
 
+def test_the_proposal_page_shows_a_decision_signed_at_once_while_its_index_is_assigned(
+    reviewer_client, reviewer, escalation
+):
+    decision = _decide(reviewer, escalation)  # the test's transaction never commits
+    body = reviewer_client.get(
+        reverse("proposal_detail", args=[decision.proposal_id])
+    ).content.decode()
+    assert 'id="decision-ledger-position">signed; its ledger index is being assigned<' in body
+    verify = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
+    assert 'data-verified="valid"' in verify and "its ledger index is being assigned" in verify
+
+
 def test_the_proposal_page_shows_the_decisions_ledger_position(
     reviewer_client, reviewer, escalation
 ):
     decision = _decide(reviewer, escalation)
+    ledger_sequence()
     position = LedgerEntry.objects.get(decision=decision).leaf_index
     body = reviewer_client.get(
         reverse("proposal_detail", args=[decision.proposal_id])

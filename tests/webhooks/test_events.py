@@ -36,6 +36,8 @@ def test_a_system_decision_writes_one_delivery_with_the_signed_decision():
     assert body["data"]["decision"]["payload"] == decision.payload
     assert body["data"]["decision"]["signature"] == decision.signature
     assert body["data"]["decision"]["key_id"] == decision.key_id
+    # Written with the decision, before the ledger's sequencer gives it its index.
+    assert body["data"]["decision"]["ledger_index"] is None
     assert body["data"]["proposal"] == {
         "id": proposal.pk,
         "status": "decided",

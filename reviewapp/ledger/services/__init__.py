@@ -5,25 +5,25 @@ perfect subtree is stored once (``LedgerNode``; leaves are
 ``LedgerEntry.leaf_hash``), so a root, an inclusion proof or a consistency
 proof for any size costs O(log n) rows, never a scan.
 
-Appending and integrating are two steps, as in Tessera-style logs. An append
-only sequences: under the ledger's lock it gives each entry the next leaf
-index and stores it, and nothing else (its leaf hash is computed before the
-lock). The checkpoint task then integrates every entry appended since the
-last checkpoint into the tree in one batch (their subtree hashes), and signs
-the new size. So proofs are answered up to the latest checkpoint (the
-*integrated* size), within one checkpoint interval of an append.
+Appending, sequencing and integrating are three steps, as in Tessera-style
+logs. An append stores its entries with their leaf hashes and no index, in
+the writer's transaction, under no lock. The sequencer then gives committed
+entries the next contiguous indexes, a batch per short transaction
+(``sequence``), within milliseconds of their commit. The checkpoint task
+integrates every entry sequenced since the last checkpoint into the tree in
+one batch (their subtree hashes), and signs the new size. So proofs are
+answered up to the latest checkpoint (the *integrated* size), within one
+checkpoint interval of an append.
 """
 
 from .append import (
     DecisionAppend,
     NewEntry,
-    check_foreign_keys_now,
     decision_entry,
     evidence_entry,
     ledger_append,
     ledger_append_decision,
     ledger_prepare_decision,
-    lock_chain_head_and_ledger,
     tree_size,
 )
 from .checkpoints import (
@@ -35,6 +35,14 @@ from .checkpoints import (
     ledger_origin,
 )
 from .export import EXPORT_FORMAT, MAX_PAGE, entry_json, export_lines
+from .sequence import (
+    SequencerBacklog,
+    ledger_gap_problem,
+    ledger_sequence,
+    ledger_sequence_batch,
+    sequence_after_commit,
+    sequencer_backlog,
+)
 from .status import DecisionLedgerStatus, decision_ledger_status, ledger_position_for_decision
 from .tree import consistency_proof, inclusion_proof, integrated_size, root_at
 
@@ -45,7 +53,7 @@ __all__ = [
     "DecisionAppend",
     "DecisionLedgerStatus",
     "NewEntry",
-    "check_foreign_keys_now",
+    "SequencerBacklog",
     "checkpoint_create",
     "checkpoint_json",
     "checkpoint_note_with_cosignatures",
@@ -60,10 +68,14 @@ __all__ = [
     "latest_checkpoint",
     "ledger_append",
     "ledger_append_decision",
+    "ledger_gap_problem",
     "ledger_origin",
     "ledger_position_for_decision",
     "ledger_prepare_decision",
-    "lock_chain_head_and_ledger",
+    "ledger_sequence",
+    "ledger_sequence_batch",
     "root_at",
+    "sequence_after_commit",
+    "sequencer_backlog",
     "tree_size",
 ]

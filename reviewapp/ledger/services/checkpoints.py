@@ -13,6 +13,7 @@ from reviewapp.review.keys import server_signer
 
 from ..models import LedgerCheckpoint
 from ..witness import checkpoint_witness
+from .sequence import ledger_sequence
 from .tree import integrate, integrator_lock, root_at
 
 DEFAULT_ORIGIN = "reviewapp.local/ledger"
@@ -24,15 +25,17 @@ def ledger_origin() -> str:
 
 
 def checkpoint_create(*, only_if_grown: bool = False) -> LedgerCheckpoint | None:
-    """Integrate the entries appended since the last checkpoint, and sign the new tree head.
+    """Integrate the entries sequenced since the last checkpoint, and sign the new tree head.
 
-    The integrator: one transaction, so a crash leaves either both the new
+    Sequences first whatever committed entry still waits for its index (in
+    its own transactions). The integrator: one transaction, so a crash leaves either both the new
     subtree hashes and the checkpoint or neither, and the next run starts
     again from the last checkpoint. Appends go on meanwhile (this never takes
     their lock). With ``only_if_grown``, None if nothing was appended since.
     """
     signer = server_signer()
     origin = ledger_origin()
+    ledger_sequence()
     with transaction.atomic():
         integrator_lock()
         latest = LedgerCheckpoint.objects.order_by("-tree_size", "-id").first()

@@ -19,7 +19,8 @@ from .tree import inclusion_proof
 
 
 def ledger_position_for_decision(decision: Decision) -> int | None:
-    """The decision's leaf index in the ledger, or None if it is not in it."""
+    """The decision's leaf index in the ledger, or None if it is not in it or not yet
+    sequenced."""
     return (
         LedgerEntry.objects.filter(decision_id=decision.pk)
         .values_list("leaf_index", flat=True)
@@ -38,7 +39,10 @@ class DecisionLedgerStatus:
 
 
 def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
-    """Re-verify one decision: signature, leaf, and inclusion in the latest checkpoint."""
+    """Re-verify one decision: signature, leaf, and inclusion in the latest checkpoint.
+
+    A decision whose entry waits for its index is verified as signed (position None).
+    """
     entry = LedgerEntry.objects.filter(decision_id=decision.pk).first()
     if entry is None:
         return DecisionLedgerStatus(None, False, None, "not in the ledger")
@@ -55,6 +59,10 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
     if missing:
         return DecisionLedgerStatus(
             position, False, None, f"its signed evidence from {missing} is not in the ledger"
+        )
+    if position is None:
+        return DecisionLedgerStatus(
+            None, True, None, "signature verified; its ledger index is being assigned"
         )
     checkpoint = latest_checkpoint()
     if checkpoint is None or checkpoint.tree_size <= position:

@@ -99,8 +99,8 @@ def integrate(start: int) -> int:
     """Store the subtree hashes completed by the entries from ``start`` on; return the new size.
 
     ``start`` is the integrated size (every subtree below it stored). Reads
-    committed entries only, which ``ledger_append`` keeps contiguous; a gap
-    would stop the integration at it rather than build a tree with a hole.
+    committed, sequenced entries only, which the sequencer keeps contiguous; a
+    gap would stop the integration at it rather than build a tree with a hole.
     Idempotent: a subtree hash already stored (by a ledger appended before
     integration was deferred) is kept if equal, and refused if not.
     """

@@ -1,15 +1,15 @@
 """The review domain as stored rows.
 
 The database does the guarding wherever it can (one judgement per lens, one
-decision per proposal, one open escalation per proposal, a decision chain that
-cannot fork), so a re-delivered task or a double click ends in an
+decision per proposal, one open escalation per proposal, one ledger index per
+entry), so a re-delivered task or a double click ends in an
 IntegrityError instead of a duplicate.
 """
 
 from .annotation import ClaimMark, DecisionTag, Tag, WrongReason
 from .checker import CheckerConfig
 from .client import AccessLoss, ApiClient
-from .decision import ChainHead, Decision, SigningKey
+from .decision import Decision, SigningKey
 from .decision_audit import DecisionAudit
 from .endpoint_call import EndpointCall, EndpointControl
 from .escalation import AssignmentRule, Escalation
@@ -26,7 +26,6 @@ __all__ = [
     "AccessLoss",
     "ApiClient",
     "AwaitedLens",
-    "ChainHead",
     "CheckerConfig",
     "Claim",
     "ClaimMark",

@@ -1,4 +1,4 @@
-"""Signed decisions, the hash chain they form, and the public keys that signed them."""
+"""Signed decisions, and the public keys that signed them."""
 
 from django.conf import settings
 from django.db import models
@@ -48,8 +48,9 @@ class Decision(models.Model):
     payload = models.TextField(help_text="The exact signed bytes (RFC 8785 JSON).")
     signature = models.CharField(max_length=128)
     key_id = models.CharField(max_length=64)
-    # The chain cannot fork: two decisions can never claim the same predecessor.
-    prev_hash = models.CharField(max_length=64, unique=True)
+    # Decisions signed before the ledger ordered them alone (payload v1) chained on the
+    # previous decision's hash; that chain cannot fork. Null from v2 on.
+    prev_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
     hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
@@ -58,13 +59,3 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} #{self.pk} ({self.basis})"
-
-
-class ChainHead(models.Model):
-    """A single row locked while a decision is appended, so appends take turns."""
-
-    singleton = models.BooleanField(default=True, unique=True)
-    last_hash = models.CharField(max_length=64)
-
-    def __str__(self) -> str:
-        return self.last_hash

@@ -80,11 +80,11 @@ def escalation_expire(*, escalation_id: int, now: datetime | None = None) -> Dec
 
 
 def escalations_expire(*, escalation_ids: list[int], now: datetime | None = None) -> int:
-    """`escalation_expire` for many, in one transaction (one commit, the ledger's lock taken
-    once, the rows written in a few statements): how many got a fallback decision. Rows
-    another transaction holds (a reviewer signing) are skipped and stay leased for the
-    next sweep. If any fails, each is done alone, so one bad escalation holds back only
-    itself."""
+    """`escalation_expire` for many, in one transaction (one commit, one wake of the
+    ledger's sequencer, the rows written in a few statements): how many got a fallback
+    decision. Rows another transaction holds (a reviewer signing) are skipped and stay
+    leased for the next sweep. If any fails, each is done alone, so one bad escalation
+    holds back only itself."""
     now = now or timezone.now()
     try:
         with transaction.atomic():

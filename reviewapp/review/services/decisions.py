@@ -1,4 +1,4 @@
-"""Signed decisions, appended to a hash chain."""
+"""Signed decisions: each signed alone, and entered in the ledger, which orders them."""
 
 import base64
 import json
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from reviewapp_client.verify.ledger import (
     ReviewFacts,
@@ -15,29 +16,27 @@ from reviewapp_client.verify.ledger import (
     review_named_problem,
 )
 
-from reviewapp.core.canonical_template import CanonicalTemplate
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
 from reviewapp.ledger.rows import DECISION_ROW_COLUMNS, decision_row_mismatches
 from reviewapp.ledger.services import (
-    check_foreign_keys_now,
     evidence_entry,
     ledger_append_decision,
+    ledger_gap_problem,
     ledger_prepare_decision,
-    lock_chain_head_and_ledger,
 )
 
 from .. import events
 from ..final_notice import proposal_final_notify
 from ..keys import server_signer, trusted_keys, untrusted_key_problem
-from ..models import ChainHead, Decision, DecisionAudit, Escalation, Evidence, Proposal, Review
+from ..models import Decision, DecisionAudit, Escalation, Evidence, Proposal, Review
 from .annotations import Annotations, annotations_payload, annotations_store
 from .audits import audit_problem
 from .reviews import SignedReview, review_problem, reviews_named
 
+# Decisions signed before the ledger ordered them alone (v1) chained on this, first.
 GENESIS_HASH = "0" * 64
-DECISION_PAYLOAD_TYPE = "reviewapp.decision/v1"
-# The payload's values known only with the chain head locked.
-CHAIN_HOLES = ("prev_hash", "decided_at")
+# v2: signed alone; v1 (before) also signed the previous decision's hash (``prev_hash``).
+DECISION_PAYLOAD_TYPE = "reviewapp.decision/v2"
 
 
 def decision_payload(
@@ -48,7 +47,6 @@ def decision_payload(
     rationale: str,
     decided_by: str,
     escalation: Escalation | None,
-    prev_hash: str,
     decided_at: str,
     evidence: list[Evidence] | None = None,
     lenses: list[dict] | None = None,
@@ -102,7 +100,6 @@ def decision_payload(
         "decided_by": decided_by,
         "rationale": rationale,
         "decided_at": decided_at,
-        "prev_hash": prev_hash,
         **annotations_payload(annotations),
     }
     if reviews is not None:
@@ -136,28 +133,6 @@ def decision_append(
     stored in this transaction, which enters the ledger with the decision.
     """
     signer = signer or server_signer()
-    # Everything that does not depend on the chain head is read and built
-    # before it is locked (the payload's canonical bytes, the statement that
-    # stores the decision): every decision waits for that lock in turn, so only
-    # what must (fill the holes, sign, one statement, COMMIT) runs under it.
-    payload = decision_payload(
-        proposal=proposal,
-        outcome=outcome,
-        basis=basis,
-        rationale=rationale,
-        decided_by=decided_by_name,
-        escalation=escalation,
-        prev_hash=GENESIS_HASH,  # a hole, filled under the lock
-        decided_at="",  # a hole too: decided_at follows the chain's order
-        evidence=evidence,
-        lenses=lenses,
-        reviews=reviews,
-        annotations=annotations,
-        fallback=fallback,
-    )
-    # Canonicalised here, not under the lock (where filling the holes costs
-    # microseconds; encoding the whole payload, a tenth of a millisecond).
-    template = CanonicalTemplate.build(payload, CHAIN_HOLES)
     decision = Decision(
         proposal=proposal,
         escalation=escalation,
@@ -167,41 +142,44 @@ def decision_append(
         decided_by_name=decided_by_name,
         rationale=rationale,
     )
-    append = ledger_prepare_decision(
-        decision=decision,
-        evidence=[evidence_entry(e) for e in evidence] if evidence_is_new else [],
-    )
-    prepared: dict = {}  # what receivers read ahead, so that less runs under the lock
+    prepared: dict = {}  # what receivers read before the decision is stored
     events.decision_preparing.send(sender=Decision, proposal=proposal, prepared=prepared)
     # No savepoint inside a caller's transaction: nothing here is retried, and
     # a failure must roll back the caller's writes as well.
     with transaction.atomic(savepoint=False):
-        check_foreign_keys_now()
-        head = _locked_chain_head()
-        signed = signer.sign_canonical(
-            template.fill({"prev_hash": head.last_hash, "decided_at": timezone.now().isoformat()})
+        payload = decision_payload(
+            proposal=proposal,
+            outcome=outcome,
+            basis=basis,
+            rationale=rationale,
+            decided_by=decided_by_name,
+            escalation=escalation,
+            decided_at=timezone.now().isoformat(),
+            evidence=evidence,
+            lenses=lenses,
+            reviews=reviews,
+            annotations=annotations,
+            fallback=fallback,
         )
+        signed = signer.sign(payload)
         decision.payload = signed.payload_bytes.decode()
         decision.signature = signed.signature_b64
         decision.key_id = signed.key_id
-        decision.prev_hash = head.last_hash
         decision.hash = sha256_hex(signed.payload_bytes)
-        # Same transaction: a decision exists exactly when its ledger entry does.
-        # It is stored and sequenced, and the head advances to it (on PostgreSQL
-        # in one statement); the tree is built by the next checkpoint.
-        ledger_append_decision(append, head=head)
+        # Same transaction: a decision exists exactly when its ledger entry does. The
+        # entry (after the decision's new evidence) waits for its index from the
+        # sequencer, woken when this commits; the tree is built by the next checkpoint.
+        ledger_append_decision(
+            ledger_prepare_decision(
+                decision=decision,
+                evidence=[evidence_entry(e) for e in evidence] if evidence_is_new else [],
+            )
+        )
         annotations_store(decision=decision, annotations=annotations)
         # The outbox row and a reviewer's human labels commit with the decision.
         events.decision_appended.send(sender=Decision, decision=decision, prepared=prepared)
         proposal_final_notify(proposal_id=proposal.pk)  # sent after commit
     return decision
-
-
-def _locked_chain_head() -> ChainHead:
-    """The chain head, row-locked until COMMIT with the ledger's lock: appends take turns
-    on it, or two decisions signed concurrently would both claim the same predecessor.
-    (benchmarks/ledger.py --appenders times each decision's hold from here.)"""
-    return lock_chain_head_and_ledger(genesis=GENESIS_HASH)
 
 
 def decision_signature_valid(decision: Decision, keys: dict[str, bytes] | None = None) -> bool:
@@ -328,7 +306,7 @@ class ChainVerification:
 
 def decisions_verify_chain() -> ChainVerification:
     """Re-verify every review and audit verdict, then every decision in order (each with the
-    reviews it names); stops at the first problem."""
+    reviews it names, its ledger entry, and the v1 chain); stops at the first problem."""
     keys = trusted_keys()
     reviews = reviews_checked(keys)
     problem = next(filter(None, (c.failure for c in reviews.values())), None)
@@ -342,19 +320,26 @@ def decisions_verify_chain() -> ChainVerification:
     if problem:
         return ChainVerification(0, len(reviews), audits, problem)
     checked, problem = _verify_chain(keys, reviews)
+    problem = problem or ledger_gap_problem()
     return ChainVerification(checked, len(reviews), audits, problem)
 
 
 def _verify_chain(keys, reviews) -> tuple[int, str | None]:
+    """Each decision, in id order: its own check, an entry in the ledger (the database
+    allows it one), and, for those signed before v2, the hash chain they form."""
     expected_prev = GENESIS_HASH
     checked = 0
-    for decision in Decision.objects.order_by("id").iterator(chunk_size=1000):
+    rows = Decision.objects.annotate(entry_id=F("ledger_entry__id"))
+    for decision in rows.order_by("id").iterator(chunk_size=1000):
         label = f"decision {decision.pk} (proposal {decision.proposal_id})"
         problem = decision_check(decision, keys, reviews).problem
         if problem:
             return checked, f"{label}: {problem}"
-        if decision.prev_hash != expected_prev:
-            return checked, f"{label}: chain broken, expected previous hash {expected_prev}"
-        expected_prev = decision.hash
+        if decision.entry_id is None:
+            return checked, f"{label}: is not in the ledger"
+        if decision.prev_hash is not None:  # a v1 decision: in the chain
+            if decision.prev_hash != expected_prev:
+                return checked, f"{label}: chain broken, expected previous hash {expected_prev}"
+            expected_prev = decision.hash
         checked += 1
     return checked, None

@@ -14,7 +14,7 @@ from reviewapp.core.judging import FailureKind
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import Route, below_guarantee, route
 from reviewapp.core.signing import Signer
-from reviewapp.ledger.services import check_foreign_keys_now, evidence_entry, ledger_append
+from reviewapp.ledger.services import evidence_entry, ledger_append
 
 from ..automatic import Ruling, automatic_outcome_ruling
 from ..keys import server_signer
@@ -296,16 +296,12 @@ def _escalate(
     )
     proposal.status = Proposal.Status.ESCALATED
     proposal.save(update_fields=_FINAL_FIELDS)
-    # Announced before the ledger's lock is taken (its outbox rows still commit with
-    # it): every append waits for that lock in turn, so only the append runs under it.
     escalation_announce(escalation=escalation)
-    if evidence:  # else ledger_append takes no lock
-        check_foreign_keys_now()
     ledger_append(evidence_entry(row) for row in evidence)
 
 
 def _decide(proposal: Proposal, decided, signer: Signer, evidence, judgements) -> Decision:
-    """The system's signed decision, chained with its evidence in the ledger."""
+    """The system's signed decision, entered in the ledger after its evidence."""
     proposal.status = Proposal.Status.DECIDED
     proposal.save(update_fields=_FINAL_FIELDS)
     return decision_append(
@@ -324,7 +320,7 @@ def _audit_draw(proposal: Proposal, decision: Decision, ruling: Ruling | None) -
     """After the decision commits: draw its audit, opening the audit's escalation if won.
 
     Not in the decision's transaction: opening an escalation (its search vector, the
-    assignment rules) would hold the chain head's lock, which every decision waits for.
+    assignment rules) would hold the proposal's lock longer.
     The decision stands either way; a worker lost between the two commits loses this one
     draw (a sample at the panel's rate, never a decision or a label). A draw that fails
     is logged, as a robust on_commit callback's error is: the step itself succeeded, and

@@ -1,36 +1,16 @@
-"""decision_append: a decision is signed, chained and sequenced with the chain head held briefly."""
+"""decision_append: a decision is signed alone and stored with its ledger entry, under no lock."""
+
+import json
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from reviewapp.review.services.decisions import GENESIS_HASH, decision_append
+from reviewapp.review.services.decisions import DECISION_PAYLOAD_TYPE, decision_append
 from tests.factories import LensFactory, PanelFactory
 from tests.review.helpers import submit
 
 pytestmark = pytest.mark.django_db
-
-# What must run under the lock, in order: the decision, its leaf index, its entry and the
-# head's advance (PostgreSQL: one statement; SQLite, whose lock is held from BEGIN and
-# whose round trips are function calls: four).
-UNDER_THE_LOCK = {
-    "postgresql": (
-        'WITH d AS (INSERT INTO "review_decision"',
-        # ... in which the head's advance joins the decision's INSERT.
-    ),
-    "postgresql_contains": (
-        "base AS (SELECT COALESCE(MAX(leaf_index), -1) + 1 AS n FROM ledger_entry), "
-        "e AS (INSERT INTO ledger_entry",
-        'UPDATE "review_chainhead" SET last_hash = ',
-        ' FROM d WHERE "review_chainhead".id = ',
-    ),
-    "sqlite": (
-        'INSERT INTO "review_decision"',
-        "SELECT MAX(leaf_index) FROM ledger_entry",
-        "INSERT INTO ledger_entry",
-        'UPDATE "review_chainhead"',
-    ),
-}
 
 
 def _append(content: str):
@@ -40,28 +20,27 @@ def _append(content: str):
     )
 
 
-def test_only_the_decision_its_entry_and_the_head_are_written_while_the_head_is_locked():
-    _append("first")  # the chain head and the ledger's lock rows exist from here on
+def test_a_decision_is_signed_alone_as_a_v2_payload():
+    first, second = _append("first"), _append("second")
+    signed = json.loads(second.payload)
+    assert signed["type"] == DECISION_PAYLOAD_TYPE == "reviewapp.decision/v2"
+    assert "prev_hash" not in signed and second.prev_hash is None
+    assert first.hash not in second.payload
+
+
+def test_a_decision_takes_no_lock_and_is_stored_with_its_entry_in_one_statement_on_postgresql():
+    _append("first")
     proposal = submit(PanelFactory(lenses=[LensFactory()], need=1), "second")
     with CaptureQueriesContext(connection) as queries:
         decision_append(proposal=proposal, outcome="approved", basis="system", rationale="r")
     statements = [q["sql"] for q in queries.captured_queries]
-    locked = next(
-        i for i, sql in enumerate(statements) if "review_chainhead" in sql and "ledger_lock" in sql
-    )
-    after = statements[locked + 1 :]
-    expected_statements = UNDER_THE_LOCK[connection.vendor]
-    assert len(after) == len(expected_statements), after
-    for sql, expected in zip(after, expected_statements, strict=True):
-        assert sql.startswith(expected), (sql, expected)
+    assert not [s for s in statements if "FOR UPDATE" in s or "advisory" in s], statements
+    writes = [s for s in statements if "review_decision" in s and "INSERT" in s]
     if connection.vendor == "postgresql":
-        for part in UNDER_THE_LOCK["postgresql_contains"]:
-            assert part in after[-1], (part, after[-1])
+        assert len(writes) == 1 and "INSERT INTO ledger_entry" in writes[0]
+    assert not [s for s in statements if "leaf_index" in s], statements
 
 
-def test_each_decision_chains_on_the_one_before_and_is_the_next_leaf():
-    first, second = _append("first"), _append("second")
-    assert first.prev_hash == GENESIS_HASH
-    assert second.prev_hash == first.hash
-    assert second.ledger_entry.leaf_index == first.ledger_entry.leaf_index + 1
-    assert second.payload.index(f'"prev_hash":"{first.hash}"') > 0
+def test_a_decision_is_stored_with_its_entry_waiting_for_its_index():
+    decision = _append("first")
+    assert decision.ledger_entry.leaf_index is None

@@ -266,7 +266,7 @@ class AsyncClient:
     def list_decisions(
         self, *, after: int = 0, page_size: int = 100, timeout: float | None = None
     ) -> AsyncPager[Decision]:
-        """Signed decisions in chain order (ascending id), starting after `after`."""
+        """Signed decisions in ascending id, starting after `after`."""
         return AsyncPager(
             lambda after: self._send(
                 self._core.list_decisions(after=after, page_size=page_size), timeout

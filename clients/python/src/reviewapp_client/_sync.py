@@ -251,7 +251,7 @@ class Client:
     def list_decisions(
         self, *, after: int = 0, page_size: int = 100, timeout: float | None = None
     ) -> SyncPager[Decision]:
-        """Signed decisions in chain order (ascending id), starting after `after`."""
+        """Signed decisions in ascending id, starting after `after`."""
         return SyncPager(
             lambda after: self._send(
                 self._core.list_decisions(after=after, page_size=page_size), timeout

@@ -429,9 +429,13 @@ class Decision:
     signature: str
     key_id: str
     hash: str
-    prev_hash: str = ""
+    # Only decisions signed before the ledger ordered them alone (payload v1) chain on
+    # the previous decision's hash; None for every later one.
+    prev_hash: str | None = None
     public_key: str | None = None  # informative only: verify with keys you trust
-    ledger_index: int | None = None  # its ledger entry: GET /api/ledger/proof/{ledger_index}
+    # Its ledger entry (GET /api/ledger/proof/{ledger_index}); None until the ledger's
+    # sequencer gives it one, moments after it was signed.
+    ledger_index: int | None = None
     # A reviewer's annotations, as signed (empty for older servers and system decisions).
     claims: list[ClaimMark] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
@@ -474,7 +478,7 @@ class Decision:
             signature=req(data, "signature", str, at=at),
             key_id=req(data, "key_id", str, at=at),
             hash=req(data, "hash", str, at=at),
-            prev_hash=opt(data, "prev_hash", str, at=at, default=""),
+            prev_hash=opt(data, "prev_hash", str, at=at),
             public_key=opt(data, "public_key", str, at=at),
             ledger_index=opt(data, "ledger_index", int, at=at),
             claims=items(data, "claims", ClaimMark.from_api, at=at, required=False),

@@ -8,7 +8,8 @@ from reviewapp.ledger.verification import ledger_verify
 class Command(BaseCommand):
     help = (
         "Recompute the ledger's Merkle tree from the database and check every signature, "
-        "every stored row against what was signed, the decision chain, each decision's "
+        "every stored row against what was signed, each decision once in the log, the hash "
+        "chain of the decisions signed before v2, each decision's "
         "evidence, every signed checkpoint and every witnessed one, and the latest "
         "checkpoint's witness cosignatures against REVIEWAPP_LEDGER_WITNESS_QUORUM. Exits "
         "non-zero naming the first bad entry."

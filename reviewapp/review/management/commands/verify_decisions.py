@@ -7,7 +7,8 @@ from reviewapp.review.services.decisions import decisions_verify_chain
 class Command(BaseCommand):
     help = (
         "Re-verify every review and audit verdict, every decision signature (with the reviews "
-        "it names) and the hash chain, and the latest ledger checkpoint's witness "
+        "it names), that each decision is in the ledger, the hash chain of the decisions "
+        "signed before v2, and the latest ledger checkpoint's witness "
         "cosignatures against REVIEWAPP_LEDGER_WITNESS_QUORUM."
     )
 
@@ -23,6 +24,6 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.decisions} decisions verified, with {result.reviews} reviews and "
-                f"{result.audits} audit verdicts: signatures and chain intact."
+                f"{result.audits} audit verdicts: signatures, ledger entries and chain intact."
             )
         )

@@ -9,15 +9,17 @@ Two inputs are understood, told apart by their first line:
 
 - a **ledger export** (``manage.py export_decisions``, or the decisions log's
   download): a header line, one line per ledger entry in order, and the
-  server's signed checkpoints. Every entry's signature, its leaf hash, the
-  decision hash chain, that every evidence digest a decision signed is an
+  server's signed checkpoints. Every entry's signature, its leaf hash, that
+  each decision is in the log once, the hash chain of the decisions signed
+  before v2 (``reviewapp.decision/v1``), that every evidence digest a decision signed is an
   evidence entry before it, and every checkpoint (its signature and the root
   recomputed at its size) are checked. An export with no checkpoint at all
   fails unless ``--no-checkpoint`` says that is expected; ``--witness`` adds
   every checkpoint of a witness log (``ledger-witness.jsonl``).
 - **decisions** as ``GET /api/decisions`` serves them: one decision object per
   line, or the API's pages (``{"items": [...], "next_after": ...}``) one per
-  line. Every signature, every hash, the hash chain, and that the readable
+  line. Every signature, every hash, that none is given twice, the hash chain
+  of the v1 decisions, and that the readable
   fields (outcome, basis, rationale, decided_by, proposal, and a reviewer's
   claims, tags and wrong_reason) say what the signed bytes say. With
   ``--checkpoint``, each decision must also come with an inclusion proof

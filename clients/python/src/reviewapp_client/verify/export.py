@@ -96,13 +96,17 @@ class Report:
         if self.kind == "ledger":
             text = (
                 f"OK: {self.entries} ledger entries ({self.decisions} decisions, "
-                f"{self.evidence} evidence): signatures, leaf hashes and the decision chain "
-                f"verified; {self.checkpoints} signed checkpoint(s) match the recomputed tree"
+                f"{self.evidence} evidence): signatures, leaf hashes, each decision once and "
+                f"the v1 decisions' chain verified; {self.checkpoints} signed checkpoint(s) "
+                "match the recomputed tree"
             )
             if self.root:
                 text += f"; root at size {self.entries} is {self.root}"
         else:
-            text = f"OK: {self.decisions} decisions: signatures, hashes and the hash chain verified"
+            text = (
+                f"OK: {self.decisions} decisions: signatures, hashes, each decision once and "
+                "the v1 decisions' chain verified"
+            )
             if self.checkpoints:
                 text += "; every decision's inclusion in the checkpoint verified"
         if self.fallbacks:
@@ -281,7 +285,7 @@ def _chain(first: list, rest: Iterable) -> Iterator:
     yield from rest
 
 
-DECISION_FIELDS = ("payload", "signature", "key_id", "prev_hash", "hash")
+DECISION_FIELDS = ("payload", "signature", "key_id", "hash")
 
 
 def check_api_decisions(
@@ -297,6 +301,9 @@ def check_api_decisions(
             not isinstance(obj.get(k), str) for k in DECISION_FIELDS
         ):
             results.append((None, "not a decision: needs " + ", ".join(DECISION_FIELDS)))
+            continue
+        if obj.get("prev_hash") is not None and not isinstance(obj["prev_hash"], str):
+            results.append((None, "not a decision: prev_hash is neither null nor a string"))
             continue
         checked, facts = check_entry(
             "decision", obj["payload"], obj["signature"], obj["key_id"], keys
@@ -341,7 +348,10 @@ def verify_decisions(
             for (where, note), (_, checkpoint) in zip(checkpoints, opened, strict=True)
         )
     proofs = proofs or {}
+    # The last v1 decision's hash: v1 decisions (signed before v2) chain on each other.
     previous: str | None = None
+    first_link: str | None = None
+    seen: dict[str, Any] = {}
     records = (((number, obj), obj) for number, obj in _chain([first], objects))
     for (number, obj), (checked, problem) in ordered_map(
         check_api_decisions, records, keys, workers=workers
@@ -352,24 +362,33 @@ def verify_decisions(
         where = f"line {number} (decision {obj.get('id')}, proposal {obj.get('proposal')})"
         if problem:
             raise Failure(where, problem)
-        if previous is not None and obj["prev_hash"] != previous:
+        chained = checked.prev_hash is not None
+        if chained and previous is not None and checked.prev_hash != previous:
             raise Failure(
-                where, f"hash chain broken: follows {obj['prev_hash']}, previous line is {previous}"
+                where,
+                f"hash chain broken: follows {checked.prev_hash}, the previous chained "
+                f"decision is {previous}",
             )
+        if chained and first_link is None:
+            first_link = checked.prev_hash
+        if seen.setdefault(checked.hash, number) != number:
+            raise Failure(where, f"this decision is given twice: on line {seen[checked.hash]} too")
         for cp_where, checkpoint in opened:
             found = proofs.get(checked.leaf.hex())
             if found is None:
                 raise Failure(where, f"no inclusion proof for this decision ({cp_where})")
             proof_where, proof = found
             _verify_proof(f"{where}, {proof_where}", checked.leaf, proof, checkpoint)
-        previous = obj["hash"]
+        if chained:
+            previous = checked.hash
         report.decisions += 1
         report.fallbacks += obj.get("basis") == "fallback"  # checked against the signed bytes
         report.reviews += len(checked.reviews)
     report.checkpoints = len(opened)
-    if isinstance(first[1], dict) and first[1].get("prev_hash") != GENESIS_HASH:
+    if first_link is not None and first_link != GENESIS_HASH:
         report.warnings.append(
-            "the first decision is not the first in the chain: its predecessor was taken on trust"
+            "the first chained (v1) decision is not the first in the chain: its predecessor "
+            "was taken on trust"
         )
     return report
 
@@ -452,7 +471,7 @@ def verify_file(
         if first is None:
             raise Failure(path, "no decisions in the pages")
         number, obj = first
-        if isinstance(obj, dict) and "prev_hash" in obj and "hash" in obj:
+        if isinstance(obj, dict) and "payload" in obj and "hash" in obj:
             proofs = read_proofs(proofs_file) if proofs_file else {}
             return verify_decisions(
                 objects,

@@ -3,8 +3,9 @@
 The checks an export, the API's decisions and the server's own
 ``manage.py verify_ledger`` share: a record's signature, canonical bytes and
 payload (``check_entry``, run in worker processes for large inputs by
-``ordered_map``), then its place in the tree and the decision chain
-(``LedgerVerifier``, in the main process).
+``ordered_map``), then its place in the tree (``LedgerVerifier``, in the main
+process): each decision in it exactly once, and the decisions signed before the
+log ordered them alone (``reviewapp.decision/v1``) still in their hash chain.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from . import merkle
 from .signing import sha256_hex, verify
 
 GENESIS_HASH = "0" * 64
-DECISION_TYPE = "reviewapp.decision/v1"
+# v2 is signed alone; v1 (every decision signed before v2) also signs `prev_hash`, the
+# previous v1 decision's hash, and those decisions still form that chain.
+DECISION_TYPE = "reviewapp.decision/v2"
+CHAINED_DECISION_TYPE = "reviewapp.decision/v1"
+DECISION_TYPES = (CHAINED_DECISION_TYPE, DECISION_TYPE)
 REVIEW_TYPE = "reviewapp.review/v1"
 # The escalation reason under which a reconciler decides against some of the reviews.
 REVIEWERS_DISAGREE = "reviewers_disagree"
@@ -64,7 +69,7 @@ class Checked(NamedTuple):
     leaf: bytes | None
     problem: str | None
     label: str = ""  # "decision for proposal 12", "evidence from regex-1"
-    prev_hash: str | None = None  # decisions: the chain link the signed bytes claim
+    prev_hash: str | None = None  # v1 decisions: the chain link the signed bytes claim
     hash: str | None = None  # SHA-256 of the signed bytes
     # decisions: (checker, payload SHA-256) of each piece of evidence the decision binds
     evidence: tuple[tuple[str, str], ...] = ()
@@ -157,10 +162,9 @@ def check_entry(
     if not canonical:
         return Checked(leaf, "signed bytes are not a canonical JSON object", label), {}
     if kind == "decision":
-        if signed.get("type") != DECISION_TYPE:
-            return Checked(
-                leaf, f"a decision entry whose payload is not a {DECISION_TYPE}", label
-            ), {}
+        problem = decision_type_problem(signed)
+        if problem:
+            return Checked(leaf, problem, label), {}
         facts = decision_facts(payload_bytes, signed)
         evidence = bound_evidence(signed.get("evidence"))
         if evidence is None:
@@ -187,6 +191,21 @@ def check_entry(
         ), {}
     facts = {k: signed.get(k) for k in ("checker", "version", "verdict", "reason")}
     return Checked(leaf, None, label, hash=sha256_hex(payload_bytes)), facts
+
+
+def decision_type_problem(signed: dict) -> str | None:
+    """A decision's payload is a v2 (no ``prev_hash``) or a v1 (a ``prev_hash`` string)."""
+    kind = signed.get("type")
+    if kind not in DECISION_TYPES:
+        return (
+            f"a decision entry whose payload is not a {DECISION_TYPE} "
+            f"(or a {CHAINED_DECISION_TYPE})"
+        )
+    if kind == CHAINED_DECISION_TYPE and not isinstance(signed.get("prev_hash"), str):
+        return f"a {CHAINED_DECISION_TYPE} decision without its prev_hash"
+    if kind == DECISION_TYPE and "prev_hash" in signed:
+        return f"a {DECISION_TYPE} decision that signs a prev_hash"
+    return None
 
 
 def named_reviews(signed: dict) -> tuple[tuple[tuple[str, ReviewFacts], ...], str | None]:
@@ -427,7 +446,7 @@ def ordered_map(
 
 
 class LedgerVerifier:
-    """Rebuilds the tree and the decision chain from checked entries, in order."""
+    """Rebuilds the tree from checked entries, in order: each decision once, the v1 chain."""
 
     def __init__(
         self, keys: Mapping[str, bytes], *, start: int = 0, frontier: Iterable[bytes] = ()
@@ -435,8 +454,12 @@ class LedgerVerifier:
         self.keys = dict(keys)
         self.compact = merkle.CompactRange(start, list(frontier))
         self.start = start
-        # Before the first decision of a partial export the chain's tail is unknown.
+        # The last v1 decision's hash: each v1 decision chains on the one before it
+        # (v2 decisions, signed alone, between or after them). Before the first
+        # decision of a partial export the chain's tail is unknown.
         self.prev_hash: str | None = GENESIS_HASH if start == 0 else None
+        # Each decision's hash and where it was first seen: a decision is in the log once.
+        self.decisions_seen: dict[bytes, int] = {}
         self.decisions = 0
         self.fallbacks = 0
         self.evidence = 0
@@ -471,7 +494,9 @@ class LedgerVerifier:
         if leaf_hex is not None and leaf_hex != checked.leaf.hex():
             raise Failure(where, "stored leaf hash does not match the entry")
         if kind == "decision":
-            if self.prev_hash is not None and checked.prev_hash != self.prev_hash:
+            self._once(where, index, checked)
+            chained = checked.prev_hash is not None
+            if chained and self.prev_hash is not None and checked.prev_hash != self.prev_hash:
                 raise Failure(
                     where,
                     f"decision chain broken: it follows {checked.prev_hash}, the previous "
@@ -489,13 +514,19 @@ class LedgerVerifier:
                     "the ledger before it: evidence was removed",
                 )
             self._named_reviews(where, checked)
-            self.prev_hash = checked.hash
+            if chained:
+                self.prev_hash = checked.hash
             self.decisions += 1
             self.fallbacks += checked.fallback
         else:
             self.evidence_seen.add(checked.hash)
             self.evidence += 1
         return self.compact.append(checked.leaf)
+
+    def _once(self, where: str, index: int, checked: Checked) -> None:
+        first = self.decisions_seen.setdefault(bytes.fromhex(checked.hash), index)
+        if first != index:
+            raise Failure(where, f"this decision is in the log twice: it is entry {first} too")
 
     def review(self, where: str, digest: str, facts: ReviewFacts | None, problem: str | None):
         """Take a review (checked by ``check_review``) that a later decision may name."""

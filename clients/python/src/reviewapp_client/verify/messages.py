@@ -84,13 +84,14 @@ def verify_decision_reviews(decision: Any, public_keys: Mapping[str, str]) -> li
 
 def _decision_fields(decision: Any) -> dict:
     """The fields a decision object carries, as a dict (a dataclass's defaults for what the
-    server did not send — no prev_hash, no public_key — count as not carried)."""
+    server did not send or that are null — no prev_hash, no public_key — count as not
+    carried)."""
     if isinstance(decision, Mapping):
         return dict(decision)
     if dataclasses.is_dataclass(decision) and not isinstance(decision, type):
         fields = dataclasses.asdict(decision)
-        if fields.get("prev_hash") == "":
-            del fields["prev_hash"]
+        if fields.get("prev_hash") is None:
+            fields.pop("prev_hash", None)
         if fields.get("public_key") is None:
             fields.pop("public_key", None)
         return fields
