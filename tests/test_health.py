@@ -8,13 +8,20 @@ from reviewapp.core.endpoint_control import Outcome
 from reviewapp.review.evaluation.endpoint_limits import DatabaseLimits, endpoint_key
 from reviewapp.review.models import Escalation, Lens
 from tests.api.conftest import evaluated
+from tests.conftest import wait_for
 from tests.factories import LensFactory
 
 
 @pytest.mark.worker
 def test_healthz_is_ok_when_database_broker_and_worker_answer(client, worker):
-    response = client.get("/healthz")
-    assert response.status_code == 200, response.json()
+    # A worker busy beside a loaded suite may miss one 1 s ping: asked again, it answers.
+    answers = []
+    wait_for(
+        lambda: answers.append(client.get("/healthz")) or answers[-1].status_code == 200,
+        timeout=20,
+        message="/healthz never said ok within 20 s",
+    )
+    response = answers[-1]
     body = response.json()
     assert body["database"]["ok"] and body["broker"]["ok"] and body["worker"]["ok"]
     assert body["worker"]["workers"]
