@@ -178,8 +178,8 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
     from django.utils import timezone
 
     from reviewapp.core.signing import sha256_hex
-    from reviewapp.ledger.services import NewEntry, ledger_append, ledger_sequence
-    from reviewapp.review.keys import server_signer
+    from reviewapp.ledger.keys import server_signer
+    from reviewapp.ledger.services import ledger_append, ledger_sequence, signed_entry
     from reviewapp.review.models import Decision
     from reviewapp.review.services.decisions import DECISION_PAYLOAD_TYPE
 
@@ -230,8 +230,7 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
             Decision.objects.bulk_create(decisions, batch_size=1000)
             t = time.perf_counter()
             ledger_append(
-                NewEntry("decision", d.payload, d.signature, d.key_id, decision=d)
-                for d in decisions
+                signed_entry("decision", d) for d in decisions
             )
             in_ledger += time.perf_counter() - t
         t = time.perf_counter()
@@ -307,8 +306,8 @@ def concurrent_appends(p, levels: list[int], appends: int) -> list[dict]:
     from django.db import connection
 
     from benchmarks.support.measurement import CpuMeter
-    from reviewapp.ledger.models import LedgerEntry
     from reviewapp.ledger.services import ledger_sequence
+    from reviewapp.review.models import RecordEntry
 
     server, database = _pg_server_and_db()
     context = multiprocessing.get_context("fork")
@@ -340,7 +339,7 @@ def concurrent_appends(p, levels: list[int], appends: int) -> list[dict]:
                 raise SystemExit(f"an appender failed (exit code {worker.exitcode})")
         committed = {pk: t for c, _, _ in outcomes for pk, t in c.items()}
         sequenced = dict(
-            LedgerEntry.objects.filter(decision__proposal_id__in=ids).values_list(
+            RecordEntry.objects.filter(decision__proposal_id__in=ids).values_list(
                 "decision__proposal_id", "sequenced_at"
             )
         )
@@ -369,7 +368,7 @@ def appenders_main(args) -> int:
     from django.db import connection
 
     from reviewapp.ledger.services import checkpoint_create
-    from reviewapp.ledger.verification import ledger_verify
+    from reviewapp.review.in_ledger.verification import ledger_verify
 
     levels = [int(n) for n in args.appenders.split(",")]
     print(
@@ -479,9 +478,9 @@ def main() -> int:
                 f"{bulk / in_ledger:,.0f} appends/s (with signing and rows: {overall:.1f}s)"
             )
 
+        from reviewapp.ledger.keys import server_signer
         from reviewapp.ledger.services import checkpoint_create, export_lines
-        from reviewapp.ledger.verification import ledger_verify
-        from reviewapp.review.keys import server_signer
+        from reviewapp.review.in_ledger.verification import ledger_verify
 
         checkpoint_create()
         started = time.perf_counter()

@@ -12,7 +12,7 @@ from django.db.models import Prefetch, QuerySet
 
 from reviewapp.core.judging import FailureKind
 from reviewapp.core.redaction import capped
-from reviewapp.review.keys import public_keys_b64, trusted_keys
+from reviewapp.ledger.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import (
     ApiClient,
     Claim,

@@ -43,7 +43,7 @@ def checker_user_problem() -> str | None:
 
 
 def trusted_keys_problem() -> str | None:
-    from reviewapp.review.keys import anchored_keys
+    from reviewapp.ledger.keys import anchored_keys
 
     try:
         anchored_keys(settings.REVIEWAPP_TRUSTED_KEYS)
@@ -65,7 +65,7 @@ def static_files_problem() -> str | None:
 
 
 def signing_key_problem() -> str | None:
-    from reviewapp.review.keys import active_signer_without_database
+    from reviewapp.ledger.keys import active_signer_without_database
 
     try:
         active_signer_without_database()

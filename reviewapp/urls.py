@@ -3,8 +3,7 @@ from django.urls import include, path, re_path
 
 from reviewapp.api import api, endpoint_not_found
 from reviewapp.health import healthz
-from reviewapp.ledger.tiles import checkpoint_view, tile_view
-from reviewapp.ledger.views import export_view
+from reviewapp.web.ledger_views import checkpoint_view, export_view, tile_view
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -5,8 +5,9 @@ from typing import Annotated
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router
 
-from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import Decision, SigningKey
+from reviewapp.ledger.keys import trusted_keys
+from reviewapp.ledger.models import SigningKey
+from reviewapp.review.models import Decision
 from reviewapp.review.services.visibility import visible_q
 from reviewapp.serializers import decision_out, public_keys_for
 

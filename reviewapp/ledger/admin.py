@@ -25,11 +25,11 @@ class LedgerEntryAdmin(admin.ModelAdmin):
     """The log's entries; an entry waiting longer than REVIEWAPP_LEDGER_SEQUENCE_LATE_SECONDS
     for its index is an alert at the top of the list (and in /healthz)."""
 
-    list_display = ("leaf_index", "kind", "decision", "evidence", "created_at", "sequenced_at")
+    list_display = ("leaf_index", "kind", "decision_id", "evidence_id", "created_at",
+                    "sequenced_at")  # fmt: skip
     list_filter = (_Sequenced, "kind")
-    readonly_fields = ("leaf_index", "kind", "decision", "evidence", "entry", "leaf_hash",
+    readonly_fields = ("leaf_index", "kind", "decision_id", "evidence_id", "entry", "leaf_hash",
                        "created_at", "sequenced_at")  # fmt: skip
-    list_select_related = ("decision", "evidence")
     show_full_result_count = False  # the log only grows: no COUNT(*) on every page
 
     def changelist_view(self, request, extra_context=None):

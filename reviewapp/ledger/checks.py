@@ -13,6 +13,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from reviewapp.core.signing import KeyFileError, Signer
 
+from .keys import trusted_keys
+
 
 def _current_signer() -> Signer | None:
     if settings.REVIEWAPP_SIGNING_KEY:
@@ -23,8 +25,6 @@ def _current_signer() -> Signer | None:
 
 @register(deploy=True)
 def signing_key_is_anchored(app_configs, **kwargs):
-    from reviewapp.review.keys import trusted_keys
-
     try:
         signer = _current_signer()
         anchored = signer is None or signer.key_id in trusted_keys()

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from reviewapp.core import cosignature, merkle
 from reviewapp.core.cosignature import ConfiguredWitness, CosignatureError, WitnessPolicy
-from reviewapp.review.keys import trusted_keys
+from reviewapp.ledger.keys import trusted_keys
 from reviewapp.webhooks.addresses import address_policy
 from reviewapp.webhooks.sending import checked_client, exchange_deadline
 

@@ -1,14 +1,35 @@
-"""The ledger: every signed decision and piece of evidence, as leaves of one Merkle tree.
+"""The ledger: signed records as leaves of one Merkle tree, and the keys that sign them.
 
-Every table but the witnesses' is append-only: triggers (``immutability``) make the
-database refuse UPDATE and DELETE on them (and on review_decision / review_evidence),
-but for setting an entry's index, once.
+The ledger knows its entries' kinds (decision, evidence: ``merkle.ENTRY_KINDS``)
+and the id of the row each records, never the app that owns those rows.
+Every table but the witnesses' is append-only: triggers (``immutability``) make
+the database refuse UPDATE and DELETE on them, but for setting an entry's index,
+once.
 """
 
 from django.db import models
 from django.db.models import Q
 
-from reviewapp.review.models import Decision, Evidence
+
+class SigningKey(models.Model):
+    """The public half of a server signing key. The private half never enters the database.
+
+    A row is a label, never a trust anchor (``keys.trusted_keys``).
+    """
+
+    key_id = models.CharField(max_length=64, unique=True)
+    public_key = models.CharField(max_length=64, help_text="base64")
+    created_at = models.DateTimeField(auto_now_add=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # Its table from before it moved here from review: renaming it would mean
+        # re-creating its append-only triggers.
+        db_table = "review_signingkey"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.key_id
 
 
 class LedgerEntry(models.Model):
@@ -26,12 +47,10 @@ class LedgerEntry(models.Model):
         unique=True, null=True, blank=True, help_text="null until the sequencer sets it, once"
     )
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    decision = models.OneToOneField(
-        Decision, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entry"
-    )
-    evidence = models.OneToOneField(
-        Evidence, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_entry"
-    )
+    # The id of the row the entry records, in its kind's column. The database still
+    # refuses an id whose row does not exist (the foreign keys of migration 0001).
+    decision_id = models.BigIntegerField(null=True, blank=True, unique=True)
+    evidence_id = models.BigIntegerField(null=True, blank=True, unique=True)
     entry = models.TextField(help_text="Canonical JSON of {kind, payload, signature, key_id}.")
     leaf_hash = models.CharField(max_length=64, help_text="hex SHA-256(0x00 || entry)")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -52,8 +71,8 @@ class LedgerEntry(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=(
-                    Q(kind="decision", decision__isnull=False, evidence__isnull=True)
-                    | Q(kind="evidence", evidence__isnull=False, decision__isnull=True)
+                    Q(kind="decision", decision_id__isnull=False, evidence_id__isnull=True)
+                    | Q(kind="evidence", evidence_id__isnull=False, decision_id__isnull=True)
                 ),
                 name="ledger_entry_kind_matches_row",
             ),

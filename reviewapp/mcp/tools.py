@@ -15,8 +15,8 @@ from reviewapp_client.verify.export import check_api_decisions
 from reviewapp_client.verify.ledger import content_problem
 
 from reviewapp.core.cite import ClaimInput
+from reviewapp.ledger.keys import trusted_keys
 from reviewapp.review.access import may_sign_decisions, may_sign_decisions_many
-from reviewapp.review.keys import trusted_keys
 from reviewapp.review.models import ApiClient, AwaitedLens, Escalation, Lens, Proposal
 from reviewapp.review.services.clients import effective_scopes
 from reviewapp.review.services.judgements import (

@@ -23,6 +23,12 @@ def may_sign_decisions(user) -> bool:
     return cached
 
 
+def may_read_ledger(user) -> bool:
+    """Whether `user`'s session may read the ledger's raw entries (every decision's
+    rationale): staff and those who may sign decisions."""
+    return bool(user.is_active and (user.is_staff or may_sign_decisions(user)))
+
+
 def may_sign_decisions_many(users) -> None:
     """Answer `may_sign_decisions` for many users at once: one query, cached on each object."""
     asked = [

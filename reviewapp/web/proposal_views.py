@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.calibration.queries import drifting_judges
-from reviewapp.ledger.services import ledger_position_for_decision
+from reviewapp.review.in_ledger.status import ledger_position_for_decision
 from reviewapp.review.models import ClaimMark, Decision, DecisionAudit, Escalation, Proposal
 from reviewapp.review.models.escalation import claim_ttl
 from reviewapp.review.page_access import reviewer_required

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from reviewapp.calibration import drilldown as calibration_drilldown
-from reviewapp.ledger.services import decision_ledger_status
+from reviewapp.review.in_ledger.status import decision_ledger_status
 from reviewapp.review.models import Decision, Escalation, Lens, Panel, Proposal
 from reviewapp.review.page_access import reviewer_required
 from reviewapp.review.proposal_sets import drilldown

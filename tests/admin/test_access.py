@@ -24,8 +24,8 @@ def admin_urls():
         ("post", "/admin/review/checkerconfig/constraints-preview/"),
         ("get", "/admin/review/apiclient/add/"),
         ("post", "/admin/review/apiclient/add/"),
-        ("get", "/admin/review/signingkey/"),
-        ("post", "/admin/review/signingkey/rotate/"),
+        ("get", "/admin/ledger/signingkey/"),
+        ("post", "/admin/ledger/signingkey/rotate/"),
         ("get", "/admin/audit/auditentry/"),
         ("get", f"/admin/audit/trial/{trial.pk}/result/"),
         ("get", f"/admin/audit/trial/{trial.pk}/status/"),
@@ -55,7 +55,7 @@ def test_staff_without_permissions_are_refused(client):
     lens = LensFactory()
     assert client.get("/admin/review/lens/").status_code == 403
     assert client.get(f"/admin/review/lens/{lens.pk}/try/").status_code == 403
-    assert client.post("/admin/review/signingkey/rotate/").status_code == 403
+    assert client.post("/admin/ledger/signingkey/rotate/").status_code == 403
     assert (
         client.post(
             "/admin/review/checkerconfig/constraints-preview/", {"mandate": "x"}

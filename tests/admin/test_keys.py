@@ -8,8 +8,9 @@ from django.core.management import CommandError, call_command
 
 from reviewapp.audit.models import AuditEntry
 from reviewapp.core.signing import Signer
-from reviewapp.review.keys import forget_cached_signer, server_signer
-from reviewapp.review.models import Decision, Lens, SigningKey
+from reviewapp.ledger.keys import forget_cached_signer, server_signer
+from reviewapp.ledger.models import SigningKey
+from reviewapp.review.models import Decision, Lens
 from reviewapp.review.services.decisions import decision_signature_valid
 from tests.factories import LensFactory, PanelFactory
 from tests.review.helpers import evaluate_in_process, submit
@@ -45,9 +46,9 @@ def test_rotating_in_the_admin_retires_the_old_key_and_old_decisions_still_verif
     old_key_id = old.key_id
     old_seed = key_file.read_bytes()
 
-    page = admin_client_ada.get("/admin/review/signingkey/rotate/")
+    page = admin_client_ada.get("/admin/ledger/signingkey/rotate/")
     assert page.status_code == 200
-    response = admin_client_ada.post("/admin/review/signingkey/rotate/", follow=True)
+    response = admin_client_ada.post("/admin/ledger/signingkey/rotate/", follow=True)
     assert "Rotated" in response.content.decode()
 
     new_key_id = server_signer().key_id
@@ -73,10 +74,10 @@ def test_rotating_in_the_admin_retires_the_old_key_and_old_decisions_still_verif
 
 def test_no_private_key_reaches_the_database_or_the_pages(admin_client_ada, key_file):
     decide("ok")
-    admin_client_ada.post("/admin/review/signingkey/rotate/")
+    admin_client_ada.post("/admin/ledger/signingkey/rotate/")
     seeds = [key_file.read_bytes().strip().decode()]
     seeds += [p.read_bytes().strip().decode() for p in key_file.parent.glob("*.retired-*")]
-    page = admin_client_ada.get("/admin/review/signingkey/").content.decode()
+    page = admin_client_ada.get("/admin/ledger/signingkey/").content.decode()
     for row in SigningKey.objects.all():
         assert row.public_key in page
     for seed in seeds:
@@ -89,7 +90,7 @@ def test_the_rotate_action_on_the_changelist(admin_client_ada, key_file):
     first = server_signer().key_id
     row = SigningKey.objects.get(key_id=first)
     response = admin_client_ada.post(
-        "/admin/review/signingkey/", {"action": "rotate", "_selected_action": [row.pk]}
+        "/admin/ledger/signingkey/", {"action": "rotate", "_selected_action": [row.pk]}
     )
     assert response.status_code == 302
     assert server_signer().key_id != first
@@ -102,7 +103,7 @@ def test_after_rotating_the_admin_says_the_next_decision_is_signed_with_the_new_
     settings.REVIEWAPP_TRUST_OWN_KEY = False
     decide("ok, first")
 
-    response = admin_client_ada.post("/admin/review/signingkey/rotate/", follow=True)
+    response = admin_client_ada.post("/admin/ledger/signingkey/rotate/", follow=True)
 
     new = SigningKey.objects.get(retired_at__isnull=True)
     page = " ".join(response.content.decode().split())
@@ -131,7 +132,7 @@ def test_rotation_is_refused_when_the_key_comes_from_the_environment(
     forget_cached_signer()
     with pytest.raises(CommandError, match="REVIEWAPP_SIGNING_KEY environment variable"):
         call_command("rotate_signing_key")
-    response = admin_client_ada.post("/admin/review/signingkey/rotate/", follow=True)
+    response = admin_client_ada.post("/admin/ledger/signingkey/rotate/", follow=True)
     assert "REVIEWAPP_SIGNING_KEY environment variable" in response.content.decode()
     assert not key_file.exists()
     assert not AuditEntry.objects.filter(action="rotate").exists()
@@ -149,7 +150,7 @@ def test_a_key_file_never_used_before_is_registered_then_retired(key_file):
 def test_signing_keys_cannot_be_added_edited_or_deleted_in_the_admin(admin_client_ada, key_file):
     server_signer()
     row = SigningKey.objects.get()
-    assert admin_client_ada.get("/admin/review/signingkey/add/").status_code == 403
-    assert admin_client_ada.post(f"/admin/review/signingkey/{row.pk}/delete/").status_code == 403
-    admin_client_ada.post(f"/admin/review/signingkey/{row.pk}/change/", {"key_id": "x"})
+    assert admin_client_ada.get("/admin/ledger/signingkey/add/").status_code == 403
+    assert admin_client_ada.post(f"/admin/ledger/signingkey/{row.pk}/delete/").status_code == 403
+    admin_client_ada.post(f"/admin/ledger/signingkey/{row.pk}/change/", {"key_id": "x"})
     assert SigningKey.objects.get().key_id == row.key_id

@@ -37,7 +37,7 @@ def test_a_decision_is_served_signed_at_once_with_a_null_ledger_index_until_sequ
 def test_decision_names_its_ledger_entry_to_ask_its_inclusion_proof_by(api, decided):
     decision = Decision.objects.get()
     ledger_sequence()
-    entry = LedgerEntry.objects.get(decision=decision)
+    entry = LedgerEntry.objects.get(decision_id=decision.pk)
 
     listed = api.get("/api/decisions").json()["items"][0]
     alone = api.get(f"/api/decisions/{decision.pk}").json()

@@ -9,8 +9,8 @@ from django.test import Client
 
 from reviewapp.core import merkle
 from reviewapp.ledger import services
+from reviewapp.ledger.keys import server_signer
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.review.keys import server_signer
 from tests.api.conftest import make_token
 from tests.factories import ReviewerFactory
 from tests.ledger.helpers import decide

@@ -25,6 +25,6 @@ def evaluate_once_submitted(external_ref: str) -> threading.Thread:
 
 def signing_key_exists() -> None:
     """The test server makes its signing key on first use; production has one from the start."""
-    from reviewapp.review.keys import server_signer
+    from reviewapp.ledger.keys import server_signer
 
     server_signer()

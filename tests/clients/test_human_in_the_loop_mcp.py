@@ -17,7 +17,7 @@ from reviewapp_client import Client as RestClient
 from reviewapp_client import VerificationError
 from reviewapp_client.mcp_tasks import ReviewTasks, task_get
 
-from reviewapp.review.keys import public_keys_b64, trusted_keys
+from reviewapp.ledger.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Escalation
 from tests.clients.pipeline import evaluate_once_submitted, signing_key_exists
 from tests.conftest import marks

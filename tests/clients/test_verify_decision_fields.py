@@ -7,7 +7,7 @@ import pytest
 from django.core.serializers.json import DjangoJSONEncoder
 from reviewapp_client import Decision, Proposal, VerificationError, verify_decision
 
-from reviewapp.review.keys import public_keys_b64, trusted_keys
+from reviewapp.ledger.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Escalation
 from reviewapp.review.services.escalations import escalation_review
 from reviewapp.serializers import decision_out, proposal_out

@@ -6,9 +6,9 @@ import sys
 from nacl.signing import SigningKey
 
 from reviewapp.core import merkle
+from reviewapp.ledger.keys import server_signer
 from reviewapp.ledger.models import LedgerCosignature, LedgerEntry, LedgerNode
 from reviewapp.ledger.services import checkpoint_create, export_lines
-from reviewapp.review.keys import server_signer
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.review.helpers import evaluate_in_process, judgement, submit
 from tests.support import c2sp_cosignature as spec
@@ -43,7 +43,7 @@ def public_key_b64() -> str:
 
 
 def entry_of(decision) -> LedgerEntry:
-    return LedgerEntry.objects.get(decision=decision)
+    return LedgerEntry.objects.get(decision_id=decision.pk)
 
 
 def export(tmp_path, name="export.jsonl", *, checkpoint=True, after=None):
@@ -120,7 +120,7 @@ def decide_chained_v1(count: int = 3):
     from django.utils import timezone
 
     from reviewapp.core.signing import sha256_hex
-    from reviewapp.ledger.services import decision_entry, ledger_append, ledger_sequence
+    from reviewapp.ledger.services import ledger_append, ledger_sequence, signed_entry
     from reviewapp.review.models import Decision
     from reviewapp.review.services.decisions import GENESIS_HASH, decision_payload
     from tests.review.helpers import submit
@@ -160,7 +160,7 @@ def decide_chained_v1(count: int = 3):
             prev_hash=previous,
             hash=sha256_hex(signed.payload_bytes),
         )
-        ledger_append([decision_entry(decision)])
+        ledger_append([signed_entry("decision", decision)])
         ledger_sequence()
         previous = decision.hash
         decisions.append(decision)

@@ -11,9 +11,10 @@ from django.db import connection
 
 from reviewapp.core import merkle
 from reviewapp.ledger import services
+from reviewapp.ledger.keys import server_signer
 from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, LedgerNode
 from reviewapp.ledger.tasks import ledger_checkpoint, ledger_witness_submit
-from reviewapp.review.keys import server_signer
+from reviewapp.review.in_ledger.status import decision_ledger_status, ledger_position_for_decision
 from reviewapp.review.models import Decision, Evidence
 from tests.ledger.helpers import decide, entry_of
 from tests.support.tamper import tampering
@@ -250,12 +251,12 @@ def test_the_checkpoint_command_prints_the_signed_note():
 def test_position_and_status_for_the_proposal_page():
     proposals = decide(2)
     decision = proposals[1].decision
-    assert services.ledger_position_for_decision(decision) == 3
-    status = services.decision_ledger_status(decision)
+    assert ledger_position_for_decision(decision) == 3
+    status = decision_ledger_status(decision)
     assert (status.position, status.verified, status.checkpoint_size) == (3, True, None)
     assert "not yet covered" in status.detail
     services.checkpoint_create()
-    status = services.decision_ledger_status(decision)
+    status = decision_ledger_status(decision)
     assert (status.verified, status.checkpoint_size) == (True, 4)
     assert "inclusion in checkpoint 4 verified" in status.detail
 
@@ -267,16 +268,16 @@ def test_status_reports_a_decision_edited_behind_the_ledger():
     with tampering():
         Decision.objects.filter(pk=decision.pk).update(payload=tampered)
     decision.refresh_from_db()
-    status = services.decision_ledger_status(decision)
+    status = decision_ledger_status(decision)
     assert not status.verified and "differs from its ledger entry" in status.detail
 
 
 def test_a_decision_not_in_the_ledger_has_no_position():
     decision = decide(1)[0].decision
     with tampering():
-        LedgerEntry.objects.filter(decision=decision).delete()
-    assert services.ledger_position_for_decision(decision) is None
-    assert services.decision_ledger_status(decision).detail == "not in the ledger"
+        LedgerEntry.objects.filter(decision_id=decision.pk).delete()
+    assert ledger_position_for_decision(decision) is None
+    assert decision_ledger_status(decision).detail == "not in the ledger"
 
 
 def test_evidence_enters_the_ledger_with_its_decision_and_once():
@@ -309,7 +310,7 @@ def test_a_decision_is_stored_signed_with_no_index_until_the_sequencer_gives_it_
     decision = _system_decision(_undecided())
     entry = entry_of(decision)
     assert entry.leaf_index is None and entry.leaf_hash
-    assert services.decision_ledger_status(decision).detail == (
+    assert decision_ledger_status(decision).detail == (
         "signature verified; its ledger index is being assigned"
     )
     assert services.ledger_sequence() == 1
@@ -361,7 +362,7 @@ def test_the_database_refuses_an_index_already_taken():
     decide(1)
     decision = _system_decision(_undecided())
     with pytest.raises(IntegrityError), transaction.atomic():
-        LedgerEntry.objects.filter(decision=decision).update(leaf_index=1)
+        LedgerEntry.objects.filter(decision_id=decision.pk).update(leaf_index=1)
     assert entry_of(decision).leaf_index is None
 
 
@@ -371,4 +372,6 @@ def test_sequencing_changes_nothing_of_an_entry_but_its_index():
     decision = _system_decision(_undecided())
     with pytest.raises(IntegrityError, match="UPDATE on ledger_entry refused"):
         with transaction.atomic():
-            LedgerEntry.objects.filter(decision=decision).update(leaf_index=0, leaf_hash="0" * 64)
+            LedgerEntry.objects.filter(decision_id=decision.pk).update(
+                leaf_index=0, leaf_hash="0" * 64
+            )

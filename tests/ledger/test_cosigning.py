@@ -22,6 +22,7 @@ from reviewapp.ledger import cosigning, services
 from reviewapp.ledger.cosigning import witness_rows, witness_submit
 from reviewapp.ledger.models import LedgerCosignature, LedgerEntry, LedgerWitness
 from reviewapp.ledger.tasks import ledger_witness_catch_up, ledger_witness_submit
+from reviewapp.review.in_ledger.status import decision_ledger_status
 from reviewapp.review.models import Decision
 from tests.conftest import wait_for
 from tests.ledger.helpers import decide, rebuild_tree
@@ -206,9 +207,8 @@ def _fork_the_tail() -> None:
     (its stored subtrees rebuilt to match)."""
     with tampering():
         last = LedgerEntry.objects.order_by("-leaf_index").first()
-        decision = last.decision
         LedgerEntry.objects.filter(pk=last.pk).delete()
-        Decision.objects.filter(pk=decision.pk).delete()
+        Decision.objects.filter(pk=last.decision_id).delete()
     decide(1)
     with tampering():
         rebuild_tree()
@@ -532,13 +532,13 @@ def test_verifiers_fail_naming_the_witnesses_missing_and_pass_with_enough(two_wi
         verify_ledger()
     with pytest.raises(CommandError, match=missing):
         call_command("verify_decisions", stdout=io.StringIO())
-    status = services.decision_ledger_status(Decision.objects.get())
+    status = decision_ledger_status(Decision.objects.get())
     assert not status.verified and re.search(missing, status.detail)
 
     assert submit(checkpoint, w2) == "cosigned"
     assert "cosigned by w1.example/w, w2.example/w" in verify_ledger()
     call_command("verify_decisions", stdout=io.StringIO())
-    status = services.decision_ledger_status(Decision.objects.get())
+    status = decision_ledger_status(Decision.objects.get())
     assert status.verified, status.detail
     assert "cosigned by enough witnesses" in status.detail
 
@@ -564,10 +564,10 @@ def test_the_page_verifies_against_the_latest_cosigned_checkpoint(two_witnesses)
         assert submit(checkpoint, witness) == "cosigned"
     decide(1)
     services.checkpoint_create()  # newer, not yet cosigned
-    status = services.decision_ledger_status(Decision.objects.order_by("pk").first())
+    status = decision_ledger_status(Decision.objects.order_by("pk").first())
     assert status.verified, status.detail
     assert status.checkpoint_size == 2
-    later = services.decision_ledger_status(Decision.objects.order_by("pk").last())
+    later = decision_ledger_status(Decision.objects.order_by("pk").last())
     assert not later.verified
     assert "not in a witnessed checkpoint: checkpoint 4: cosigned by 0 of the 2" in later.detail
 

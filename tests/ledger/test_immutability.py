@@ -14,6 +14,7 @@ from reviewapp.ledger.models import (
     LedgerCosignature,
     LedgerEntry,
     LedgerNode,
+    SigningKey,
 )
 from reviewapp.review.models import (
     AccessLoss,
@@ -22,7 +23,6 @@ from reviewapp.review.models import (
     Escalation,
     Evidence,
     Review,
-    SigningKey,
 )
 from reviewapp.review.services import audits
 from reviewapp.review.services.clients import api_client_create

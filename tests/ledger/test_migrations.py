@@ -6,7 +6,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from reviewapp.ledger import immutability
 from reviewapp.ledger.models import LedgerEntry, LedgerNode
-from reviewapp.ledger.verification import ledger_verify
+from reviewapp.review.in_ledger.verification import ledger_verify
 from reviewapp.review.models import Decision
 from tests.ledger.helpers import decide_chained_v1
 

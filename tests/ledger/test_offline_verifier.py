@@ -15,8 +15,9 @@ from reviewapp_client.verify import cli
 from reviewapp.core import merkle
 from reviewapp.core.signing import Signer, canonical_json
 from reviewapp.ledger import services
+from reviewapp.ledger.keys import forget_cached_signer, server_signer, trusted_keys
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.review.keys import forget_cached_signer, server_signer, trusted_keys
+from reviewapp.review.in_ledger.status import ledger_position_for_decision
 from reviewapp.review.models import Decision
 from tests.ledger.helpers import (
     decide,
@@ -479,7 +480,7 @@ def test_api_decisions_included_in_a_checkpoint(tmp_path, client):
     cp_file.write_text(checkpoint.note)
     proofs = []
     for obj in objects:
-        index = services.ledger_position_for_decision(Decision.objects.get(pk=obj["id"]))
+        index = ledger_position_for_decision(Decision.objects.get(pk=obj["id"]))
         entry = LedgerEntry.objects.get(leaf_index=index)
         proofs.append(
             {

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from reviewapp.core.signing import sha256_hex
 from reviewapp.ledger import services
-from reviewapp.review.keys import server_signer
+from reviewapp.ledger.keys import server_signer
 from reviewapp.review.models import Decision, Escalation, Review
 from reviewapp.review.services.escalations import escalation_review
 from tests.api.conftest import api_with, evaluated

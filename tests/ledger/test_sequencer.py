@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from reviewapp.core.signing import Signer
 from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerEntry
-from reviewapp.ledger.verification import ledger_verify
+from reviewapp.review.in_ledger.verification import ledger_verify
 from reviewapp.review.models import Decision, Proposal
 from reviewapp.review.services.decisions import decision_append
 from tests.factories import LensFactory, PanelFactory
@@ -62,7 +62,7 @@ def _append_all(ids: list[int], signer: Signer, errors: list) -> None:
 def _assert_log_is_whole(expected: int) -> None:
     rows = list(LedgerEntry.objects.order_by("leaf_index").values_list("leaf_index", "leaf_hash"))
     assert [index for index, _ in rows] == list(range(expected))  # contiguous, none twice
-    assert LedgerEntry.objects.values("decision").distinct().count() == expected
+    assert LedgerEntry.objects.values("decision_id").distinct().count() == expected
     checkpoint = services.checkpoint_create()
     assert checkpoint.root_hash == _fold([bytes.fromhex(h) for _, h in rows]).hex()
 
@@ -91,7 +91,7 @@ def test_concurrent_appenders_give_a_contiguous_log_whose_tree_matches_a_fold(ap
 def test_concurrent_appenders_leave_a_log_verify_ledger_passes(settings):
     settings.REVIEWAPP_TRUST_OWN_KEY = True
     ids = _proposals(24)
-    from reviewapp.review.keys import server_signer
+    from reviewapp.ledger.keys import server_signer
 
     errors: list = []
     threads = [

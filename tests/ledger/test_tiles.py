@@ -8,9 +8,9 @@ from django.test import Client
 from reviewapp.ledger.models import LedgerEntry
 from reviewapp.ledger.services import (
     checkpoint_create,
-    evidence_entry,
     ledger_append,
     ledger_sequence,
+    signed_entry,
 )
 from reviewapp.review.models import CheckerConfig, Evidence
 from tests.api.conftest import make_token
@@ -48,7 +48,7 @@ def grow_ledger(size: int, *, payload_bytes: int = 40) -> None:
         )
         for i, checker in enumerate(checkers)
     )
-    ledger_append(evidence_entry(e) for e in evidence)
+    ledger_append(signed_entry("evidence", e) for e in evidence)
     ledger_sequence()
 
 

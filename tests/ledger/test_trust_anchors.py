@@ -15,9 +15,10 @@ from django.urls import reverse
 from reviewapp.core import merkle
 from reviewapp.core.signing import Signer, sha256_hex
 from reviewapp.ledger import services
-from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry
-from reviewapp.review.keys import server_signer, trusted_keys
-from reviewapp.review.models import Decision, SigningKey
+from reviewapp.ledger.keys import server_signer, trusted_keys
+from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry, SigningKey
+from reviewapp.review.in_ledger.status import decision_ledger_status
+from reviewapp.review.models import Decision
 from reviewapp.review.services.decisions import decision_check
 from tests.api.conftest import Api, make_token
 from tests.ledger.helpers import (
@@ -66,7 +67,7 @@ def forged():
             key_id=rogue.key_id,
             hash=sha256_hex(signed.payload_bytes),
         )
-        entry = LedgerEntry.objects.get(decision=target)
+        entry = LedgerEntry.objects.get(decision_id=target.pk)
         text = merkle.entry_bytes(
             "decision", signed.payload_bytes.decode(), signed.signature_b64, rogue.key_id
         )
@@ -109,7 +110,7 @@ def test_verify_decisions_fails_naming_the_rogue_key(forged):
 def test_the_proposal_pages_verify_fails_naming_the_rogue_key(forged, reviewer_client):
     decision, rogue = forged
     assert rogue.key_id in decision_check(decision).problem
-    assert rogue.key_id in services.decision_ledger_status(decision).detail
+    assert rogue.key_id in decision_ledger_status(decision).detail
     body = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
     assert 'data-verified="invalid"' in body
     assert rogue.key_id in body and "not a trusted key" in body

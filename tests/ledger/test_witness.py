@@ -21,6 +21,7 @@ from django.db import transaction
 from reviewapp.ledger import services
 from reviewapp.ledger.models import LedgerCheckpoint, LedgerEntry
 from reviewapp.ledger.tasks import ledger_witness_post
+from reviewapp.review.in_ledger.status import decision_ledger_status
 from reviewapp.review.models import Decision, Evidence
 from tests.factories import CheckerFactory, LensFactory, PanelFactory, recorded
 from tests.ledger.helpers import (
@@ -111,7 +112,7 @@ def _delete_tail_decision() -> None:
     rebuild the tree, as a database administrator with the triggers off could."""
     last = Decision.objects.order_by("-pk").first()
     with tampering():
-        LedgerEntry.objects.filter(decision=last).delete()
+        LedgerEntry.objects.filter(decision_id=last.pk).delete()
         Decision.objects.filter(pk=last.pk).delete()
         rebuild_tree()
         LedgerCheckpoint.objects.all().delete()
@@ -171,7 +172,7 @@ def _decide_with_a_failing_checker():
 def _delete_evidence_entry(evidence: Evidence) -> None:
     """Delete one evidence entry and renumber the ledger after it, rebuilding the tree."""
     with tampering():
-        gone = LedgerEntry.objects.get(evidence=evidence)
+        gone = LedgerEntry.objects.get(evidence_id=evidence.pk)
         gone.delete()
         Evidence.objects.filter(pk=evidence.pk).delete()
         for entry in LedgerEntry.objects.filter(leaf_index__gt=gone.leaf_index).order_by(
@@ -279,7 +280,7 @@ def test_a_rolled_back_checkpoint_is_never_witnessed(witness, django_capture_on_
 
 def test_deleting_a_fail_evidence_entry_fails_the_proposal_pages_verify(fail_evidence_deleted):
     rejected, failing = fail_evidence_deleted
-    status = services.decision_ledger_status(Decision.objects.get(proposal=rejected))
+    status = decision_ledger_status(Decision.objects.get(proposal=rejected))
     assert not status.verified
     assert status.detail == f"its signed evidence from {failing.name} is not in the ledger"
 

@@ -8,8 +8,8 @@ from django.urls import path
 from ninja import NinjaAPI
 
 from reviewapp.api.ledger import build_router
-from reviewapp.ledger.views import export_view
 from reviewapp.urls import urlpatterns as site_urlpatterns
+from reviewapp.web.ledger_views import export_view
 
 api = NinjaAPI(urls_namespace="ledger_tests", docs_url=None)
 api.add_router("/ledger", build_router())

@@ -20,7 +20,7 @@ from reviewapp_client.mcp_tasks import (
     task_wait,
 )
 
-from reviewapp.review.keys import public_keys_b64, trusted_keys
+from reviewapp.ledger.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Escalation, Proposal
 from reviewapp.review.services.deadlines import escalation_expire
 from tests.mcp.conftest import call

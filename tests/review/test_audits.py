@@ -7,7 +7,7 @@ import random
 import pytest
 
 from reviewapp.core.signing import verify
-from reviewapp.review.keys import server_signer
+from reviewapp.ledger.keys import server_signer
 from reviewapp.review.models import Decision, DecisionAudit, Escalation, Proposal
 from reviewapp.review.services import audits
 from reviewapp.review.services.escalations import escalation_claim, escalation_decide

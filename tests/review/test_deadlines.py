@@ -10,7 +10,7 @@ from django.utils import timezone
 from reviewapp_client import verify_decision
 
 from reviewapp.calibration.models import HumanLabel
-from reviewapp.review.keys import public_keys_b64, trusted_keys
+from reviewapp.ledger.keys import public_keys_b64, trusted_keys
 from reviewapp.review.models import Decision, Escalation, Proposal
 from reviewapp.review.services.deadlines import (
     escalation_expire,

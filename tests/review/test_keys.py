@@ -3,8 +3,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from reviewapp.core.signing import Signer
-from reviewapp.review.keys import forget_cached_signer, server_signer
-from reviewapp.review.models import SigningKey
+from reviewapp.ledger.keys import forget_cached_signer, server_signer
+from reviewapp.ledger.models import SigningKey
 
 pytestmark = pytest.mark.django_db
 

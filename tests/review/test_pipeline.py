@@ -398,7 +398,7 @@ def test_verify_decisions_catches_a_deleted_decision():
     ]
     with tampering():
         # The ledger entry holds on to the decision; a DBA has to remove both.
-        LedgerEntry.objects.filter(decision=decisions[1]).delete()
+        LedgerEntry.objects.filter(decision_id=decisions[1].pk).delete()
         Decision.objects.filter(pk=decisions[1].pk).delete()
     # Signed alone, the decisions name no predecessor: the gap in the log shows it.
     with pytest.raises(CommandError, match=r"ledger entry 1 is missing"):

@@ -27,8 +27,8 @@ from html.parser import HTMLParser
 import pytest
 from django.test import Client
 
+from reviewapp.ledger.keys import server_signer
 from reviewapp.review.evaluation.tasks import evaluate_proposal
-from reviewapp.review.keys import server_signer
 from reviewapp.review.models import (
     CheckerConfig,
     Claim,

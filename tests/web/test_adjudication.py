@@ -272,7 +272,7 @@ def test_the_proposal_page_shows_the_decisions_ledger_position(
 ):
     decision = _decide(reviewer, escalation)
     ledger_sequence()
-    position = LedgerEntry.objects.get(decision=decision).leaf_index
+    position = LedgerEntry.objects.get(decision_id=decision.pk).leaf_index
     body = reviewer_client.get(
         reverse("proposal_detail", args=[decision.proposal_id])
     ).content.decode()
@@ -290,7 +290,7 @@ def test_verify_reports_inclusion_in_the_signed_checkpoint(reviewer_client, revi
 def test_verify_notices_a_decision_missing_from_the_ledger(reviewer_client, reviewer, escalation):
     decision = _decide(reviewer, escalation)
     with tampering():
-        LedgerEntry.objects.filter(decision=decision).delete()
+        LedgerEntry.objects.filter(decision_id=decision.pk).delete()
     body = reviewer_client.get(reverse("decision_verify", args=[decision.pk])).content.decode()
     assert 'data-verified="invalid"' in body and "not in the ledger" in body
 

@@ -12,7 +12,7 @@ import zstandard
 from django.test import override_settings
 from django.utils import timezone
 
-from reviewapp.review.models import SigningKey
+from reviewapp.ledger.models import SigningKey
 from reviewapp.webhooks.models import Delivery, Endpoint
 from reviewapp.webhooks.sending import deliveries_due, delivery_send
 

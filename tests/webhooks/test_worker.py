@@ -18,7 +18,7 @@ import pytest
 from django.db import transaction
 
 from reviewapp.celery import app as celery_app
-from reviewapp.review.models import SigningKey
+from reviewapp.ledger.models import SigningKey
 from reviewapp.webhooks.events import webhook_record_ping
 from reviewapp.webhooks.models import Delivery
 from tests.api.conftest import Api

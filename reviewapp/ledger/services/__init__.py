@@ -17,13 +17,12 @@ checkpoint interval of an append.
 """
 
 from .append import (
-    DecisionAppend,
     NewEntry,
-    decision_entry,
-    evidence_entry,
+    RecordAppend,
     ledger_append,
-    ledger_append_decision,
-    ledger_prepare_decision,
+    ledger_append_record,
+    ledger_prepare_record,
+    signed_entry,
     tree_size,
 )
 from .checkpoints import (
@@ -43,39 +42,34 @@ from .sequence import (
     sequence_after_commit,
     sequencer_backlog,
 )
-from .status import DecisionLedgerStatus, decision_ledger_status, ledger_position_for_decision
 from .tree import consistency_proof, inclusion_proof, integrated_size, root_at
 
 __all__ = [
     "DEFAULT_ORIGIN",
     "EXPORT_FORMAT",
     "MAX_PAGE",
-    "DecisionAppend",
-    "DecisionLedgerStatus",
     "NewEntry",
+    "RecordAppend",
     "SequencerBacklog",
     "checkpoint_create",
     "checkpoint_json",
     "checkpoint_note_with_cosignatures",
     "consistency_proof",
-    "decision_entry",
-    "decision_ledger_status",
     "entry_json",
-    "evidence_entry",
     "export_lines",
     "inclusion_proof",
     "integrated_size",
     "latest_checkpoint",
     "ledger_append",
-    "ledger_append_decision",
+    "ledger_append_record",
     "ledger_gap_problem",
     "ledger_origin",
-    "ledger_position_for_decision",
-    "ledger_prepare_decision",
+    "ledger_prepare_record",
     "ledger_sequence",
     "ledger_sequence_batch",
     "root_at",
     "sequence_after_commit",
     "sequencer_backlog",
+    "signed_entry",
     "tree_size",
 ]

@@ -9,8 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewapp.core import merkle
-from reviewapp.review.keys import server_signer
 
+from ..keys import server_signer
 from ..models import LedgerCheckpoint
 from ..witness import checkpoint_witness
 from .sequence import ledger_sequence

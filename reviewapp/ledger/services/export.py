@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import Decision, Review
-
+from ..keys import trusted_keys
 from ..models import LedgerCheckpoint, LedgerEntry
 from .append import tree_size
 from .checkpoints import checkpoint_note_with_cosignatures, ledger_origin
@@ -32,50 +30,41 @@ def entry_json(entry: LedgerEntry) -> dict:
     }
 
 
-def review_json(review: Review) -> dict:
-    """A review as exported: its signed bytes, and the columns that restate them."""
-    return {
-        "reviewer": review.reviewer_name,
-        "outcome": review.outcome,
-        "payload": review.payload,
-        "signature": review.signature,
-        "key_id": review.key_id,
-    }
+# Who gives the lines that travel before an entry: the app owning its kind's records
+# registers one (review: the reviews a decision rests on; ``register_export_companions``).
+_companion_providers: list[Callable[[list[LedgerEntry]], dict[int, list[dict]]]] = []
 
 
-def _names_reviews(payload: str) -> bool:
-    # Most decisions rest on no reviews: only those that might are parsed.
-    return '"reviews":' in payload and isinstance(json.loads(payload).get("reviews"), list)
+def register_export_companions(
+    provider: Callable[[list[LedgerEntry]], dict[int, list[dict]]],
+) -> None:
+    """``provider(entries)`` answers, for a chunk of entries, the objects exported on lines
+    of their own before each one, by entry id (the records an entry's payload names but
+    the log does not hold)."""
+    if provider not in _companion_providers:
+        _companion_providers.append(provider)
 
 
 def _entry_lines(
     entries: Iterator[LedgerEntry], chunk: int = 2000
 ) -> Iterator[tuple[LedgerEntry | None, str]]:
-    """``(entry, its line)``, a decision resting on reviews preceded by ``(None, line)`` for
-    each review of its escalation, as stored (read once per chunk of entries). What was
-    changed or removed is exported as it is now: finding it is the verifier's job."""
-    batch: list[tuple[LedgerEntry, dict, bool]] = []
+    """``(entry, its line)``, each preceded by ``(None, line)`` for each of its companions
+    (asked for once per chunk of entries)."""
+    batch: list[LedgerEntry] = []
 
     def flush() -> Iterator[tuple[LedgerEntry | None, str]]:
-        wanted = [entry.decision_id for entry, _, named in batch if named]
-        escalation_of = dict(
-            Decision.objects.filter(pk__in=wanted).values_list("pk", "escalation_id")
-        )
-        reviews: dict[int, list[Review]] = {}
-        for review in Review.objects.filter(escalation_id__in=set(escalation_of.values())).order_by(
-            "id"
-        ):
-            reviews.setdefault(review.escalation_id, []).append(review)
-        for entry, obj, named in batch:
-            if named:
-                for review in reviews.get(escalation_of.get(entry.decision_id), []):
-                    yield None, _line({"review": review_json(review)})
-            yield entry, _line(obj)
+        companions: dict[int, list[dict]] = {}
+        for provider in _companion_providers:
+            for entry_id, objs in provider(batch).items():
+                companions.setdefault(entry_id, []).extend(objs)
+        for entry in batch:
+            for obj in companions.get(entry.pk, ()):
+                yield None, _line(obj)
+            yield entry, _line(entry_json(entry))
         batch.clear()
 
     for entry in entries:
-        obj = entry_json(entry)
-        batch.append((entry, obj, obj["kind"] == "decision" and _names_reviews(obj["payload"])))
+        batch.append(entry)
         if len(batch) >= chunk:
             yield from flush()
     yield from flush()

@@ -7,7 +7,8 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from ..models import SigningKey
+from reviewapp.ledger.models import SigningKey
+
 from ..services.keys import RotationRefused, rotation_report, signing_key_rotate
 
 
@@ -16,7 +17,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
     list_display = ("key_id", "public_key", "created_at", "retired_at", "state")
     readonly_fields = ("key_id", "public_key", "created_at", "retired_at")
     actions = ["rotate"]
-    change_list_template = "admin/review/signingkey/change_list.html"
+    change_list_template = "admin/ledger/signingkey/change_list.html"
 
     @admin.display(description="State")
     def state(self, obj):
@@ -33,14 +34,14 @@ class SigningKeyAdmin(admin.ModelAdmin):
         return False
 
     def has_rotate_permission(self, request):
-        return request.user.is_superuser or request.user.has_perm("review.change_signingkey")
+        return request.user.is_superuser or request.user.has_perm("ledger.change_signingkey")
 
     def get_urls(self):
         return [
             path(
                 "rotate/",
                 self.admin_site.admin_view(self.rotate_view),
-                name="review_signingkey_rotate",
+                name="ledger_signingkey_rotate",
             ),
             *super().get_urls(),
         ]
@@ -67,11 +68,11 @@ class SigningKeyAdmin(admin.ModelAdmin):
             raise PermissionDenied
         if request.method == "POST":
             self._rotate(request)
-            return HttpResponseRedirect(reverse("admin:review_signingkey_changelist"))
+            return HttpResponseRedirect(reverse("admin:ledger_signingkey_changelist"))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": "Rotate the signing key",
             "signing": SigningKey.objects.filter(retired_at__isnull=True),
         }
-        return TemplateResponse(request, "admin/review/signingkey/rotate_confirm.html", context)
+        return TemplateResponse(request, "admin/ledger/signingkey/rotate_confirm.html", context)

@@ -9,7 +9,7 @@ IntegrityError instead of a duplicate.
 from .annotation import ClaimMark, DecisionTag, Tag, WrongReason
 from .checker import CheckerConfig
 from .client import AccessLoss, ApiClient
-from .decision import Decision, SigningKey
+from .decision import Decision
 from .decision_audit import DecisionAudit
 from .endpoint_call import EndpointCall, EndpointControl
 from .escalation import AssignmentRule, Escalation
@@ -18,6 +18,7 @@ from .judgement import Claim, Judgement, LensFailure
 from .lens import Lens
 from .panel import Panel, PanelLens
 from .proposal import AwaitedLens, Proposal
+from .record_entry import RecordEntry
 from .recorded_response import RecordedResponse
 from .review import Review, ReviewClaim
 
@@ -42,10 +43,10 @@ __all__ = [
     "Panel",
     "PanelLens",
     "Proposal",
+    "RecordEntry",
     "RecordedResponse",
     "Review",
     "ReviewClaim",
-    "SigningKey",
     "Tag",
     "WrongReason",
 ]

@@ -1,25 +1,10 @@
-"""Signed decisions, and the public keys that signed them."""
+"""Signed decisions."""
 
 from django.conf import settings
 from django.db import models
 
 from .escalation import Escalation
 from .proposal import Proposal
-
-
-class SigningKey(models.Model):
-    """The public half of a server signing key. The private half never enters the database."""
-
-    key_id = models.CharField(max_length=64, unique=True)
-    public_key = models.CharField(max_length=64, help_text="base64")
-    created_at = models.DateTimeField(auto_now_add=True)
-    retired_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return self.key_id
 
 
 class Decision(models.Model):

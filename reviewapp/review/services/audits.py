@@ -16,10 +16,10 @@ from reviewapp_client.verify.ledger import check_signed_object
 from reviewapp.core.audits import audit_drawn
 from reviewapp.core.blank import shows_nothing
 from reviewapp.core.signing import Signer, sha256_hex
+from reviewapp.ledger.keys import server_signer, untrusted_key_problem
 
 from .. import events
 from ..automatic import Ruling
-from ..keys import server_signer, untrusted_key_problem
 from ..models import Decision, DecisionAudit, Escalation, Panel, Proposal
 from .escalating import escalation_open
 

@@ -25,8 +25,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from reviewapp.ledger.keys import server_signer
+
 from .. import events
-from ..keys import server_signer
 from ..models import Decision, Escalation, Proposal, ReviewClaim
 from ..models.panel import OnDeadline
 from .decisions import decision_append

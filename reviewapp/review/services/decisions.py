@@ -17,17 +17,17 @@ from reviewapp_client.verify.ledger import (
 )
 
 from reviewapp.core.signing import Signer, canonical_json, sha256_hex, verify
-from reviewapp.ledger.rows import DECISION_ROW_COLUMNS, decision_row_mismatches
+from reviewapp.ledger.keys import server_signer, trusted_keys, untrusted_key_problem
 from reviewapp.ledger.services import (
-    evidence_entry,
-    ledger_append_decision,
+    ledger_append_record,
     ledger_gap_problem,
-    ledger_prepare_decision,
+    ledger_prepare_record,
+    signed_entry,
 )
 
 from .. import events
 from ..final_notice import proposal_final_notify
-from ..keys import server_signer, trusted_keys, untrusted_key_problem
+from ..in_ledger.rows import DECISION_ROW_COLUMNS, decision_row_mismatches
 from ..models import Decision, DecisionAudit, Escalation, Evidence, Proposal, Review
 from .annotations import Annotations, annotations_payload, annotations_store
 from .audits import audit_problem
@@ -169,10 +169,11 @@ def decision_append(
         # Same transaction: a decision exists exactly when its ledger entry does. The
         # entry (after the decision's new evidence) waits for its index from the
         # sequencer, woken when this commits; the tree is built by the next checkpoint.
-        ledger_append_decision(
-            ledger_prepare_decision(
-                decision=decision,
-                evidence=[evidence_entry(e) for e in evidence] if evidence_is_new else [],
+        ledger_append_record(
+            ledger_prepare_record(
+                record=decision,
+                kind="decision",
+                evidence=[signed_entry("evidence", e) for e in evidence] if evidence_is_new else [],
             )
         )
         annotations_store(decision=decision, annotations=annotations)

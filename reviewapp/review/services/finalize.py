@@ -14,10 +14,10 @@ from reviewapp.core.judging import FailureKind
 from reviewapp.core.quorum import NoQuorum, Quorum, Reached, Verdict
 from reviewapp.core.routing import Route, below_guarantee, route
 from reviewapp.core.signing import Signer
-from reviewapp.ledger.services import evidence_entry, ledger_append
+from reviewapp.ledger.keys import server_signer
+from reviewapp.ledger.services import ledger_append, signed_entry
 
 from ..automatic import Ruling, automatic_outcome_ruling
-from ..keys import server_signer
 from ..models import (
     CheckerConfig,
     Decision,
@@ -297,7 +297,7 @@ def _escalate(
     proposal.status = Proposal.Status.ESCALATED
     proposal.save(update_fields=_FINAL_FIELDS)
     escalation_announce(escalation=escalation)
-    ledger_append(evidence_entry(row) for row in evidence)
+    ledger_append(signed_entry("evidence", row) for row in evidence)
 
 
 def _decide(proposal: Proposal, decided, signer: Signer, evidence, judgements) -> Decision:

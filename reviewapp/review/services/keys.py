@@ -18,10 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewapp.core.signing import KeyFileError, Signer
+from reviewapp.ledger.keys import forget_cached_signer
+from reviewapp.ledger.models import SigningKey
 
 from .. import events
-from ..keys import forget_cached_signer
-from ..models import SigningKey
 
 SIGNING_KEY_AUDIT_FIELDS = ("key_id", "public_key", "created_at", "retired_at")
 
@@ -41,7 +41,7 @@ class Rotation:
 def rotation_report(rotation: Rotation) -> list[str]:
     """What is true after `rotation`, in sentences for whoever rotated.
 
-    Every process caches the key by the file's identity (reviewapp.review.keys),
+    Every process caches the key by the file's identity (reviewapp.ledger.keys),
     so each one reading the key file signs its next decision with the new key:
     nothing needs a restart. Whether verifiers trust the new key depends on
     the trust anchors.

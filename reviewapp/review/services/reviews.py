@@ -10,8 +10,8 @@ from django.utils import timezone
 from reviewapp_client.verify.ledger import check_signed_object
 
 from reviewapp.core.signing import sha256_hex
+from reviewapp.ledger.keys import server_signer, trusted_keys, untrusted_key_problem
 
-from ..keys import server_signer, trusted_keys, untrusted_key_problem
 from ..models import Decision, Escalation, Review, ReviewClaim
 
 REVIEW_PAYLOAD_TYPE = "reviewapp.review/v1"

@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from reviewapp.ledger.keys import server_signer
 from reviewapp.review.evaluation.checker_sandbox import checker_sandbox
-from reviewapp.review.keys import server_signer
 from reviewapp.review.models import CheckerConfig, Evidence, Proposal
 from tests.conftest import wait_for
 from tests.factories import LensFactory, PanelFactory, ReviewerFactory, recorded

@@ -3,9 +3,9 @@ import base64
 from django.core.management.base import BaseCommand
 
 from reviewapp.core.cosignature import LOG_KEY_TYPE, VerifierKey
+from reviewapp.ledger.keys import public_keys_b64, trusted_keys
+from reviewapp.ledger.models import SigningKey
 from reviewapp.ledger.services import ledger_origin
-from reviewapp.review.keys import public_keys_b64, trusted_keys
-from reviewapp.review.models import SigningKey
 
 
 class Command(BaseCommand):

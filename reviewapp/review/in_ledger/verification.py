@@ -42,13 +42,13 @@ from reviewapp_client.verify.files import read_witness_file
 from reviewapp_client.verify.ledger import PARALLEL_THRESHOLD, Failure, LedgerVerifier, ordered_map
 
 from reviewapp.core import cosignature, merkle
-from reviewapp.review.keys import trusted_keys
-from reviewapp.review.models import Decision, DecisionAudit, Evidence, SigningKey
-from reviewapp.review.services.audits import audit_problem
-from reviewapp.review.services.decisions import reviews_checked
+from reviewapp.ledger import cosigning, immutability, services
+from reviewapp.ledger.keys import trusted_keys
+from reviewapp.ledger.models import LedgerCheckpoint, LedgerNode, SigningKey
 
-from . import cosigning, immutability, services
-from .models import LedgerCheckpoint, LedgerEntry, LedgerNode
+from ..models import Decision, DecisionAudit, Evidence, RecordEntry
+from ..services.audits import audit_problem
+from ..services.decisions import reviews_checked
 from .rows import LEDGER_ROW_FIELDS, check_ledger_rows
 
 CONTEXT_FIELDS = (
@@ -173,7 +173,7 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
         (level, index): h
         for level, index, h in LedgerNode.objects.values_list("level", "node_index", "hash")
     }
-    total = LedgerEntry.objects.count()
+    total = RecordEntry.objects.count()
     if workers is None:
         workers = min(2, multiprocessing.cpu_count()) if total >= PARALLEL_THRESHOLD else 1
 
@@ -185,7 +185,7 @@ def _verify(result: LedgerVerification, workers: int | None, witness_files: list
 
     def records():
         rows = (
-            LedgerEntry.objects.filter(leaf_index__isnull=False)
+            RecordEntry.objects.filter(leaf_index__isnull=False)
             .order_by("leaf_index")
             .values_list(*fields)
         )
@@ -265,7 +265,7 @@ def _check_waiting(verifier: LedgerVerifier, keys, result: LedgerVerification) -
     """Entries without an index yet: each one's signature and row, and no decision twice."""
     fields = CONTEXT_FIELDS + LEDGER_ROW_FIELDS
     width = len(CONTEXT_FIELDS)
-    rows = LedgerEntry.objects.filter(leaf_index__isnull=True).order_by("id").values_list(*fields)
+    rows = RecordEntry.objects.filter(leaf_index__isnull=True).order_by("id").values_list(*fields)
     for row in rows.iterator(chunk_size=2000):
         context = row[:width]
         where = _where(context)

@@ -2,7 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewapp.ledger.verification import ledger_verify
+from reviewapp.review.in_ledger.verification import ledger_verify
 
 
 class Command(BaseCommand):

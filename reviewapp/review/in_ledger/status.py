@@ -10,12 +10,12 @@ from reviewapp_client.verify.ledger import bound_evidence
 
 from reviewapp.core import merkle
 from reviewapp.core.signing import sha256_hex, verify
-from reviewapp.review.keys import public_key_for, trusted_keys, untrusted_key_problem
-from reviewapp.review.models import Decision
+from reviewapp.ledger.cosigning import cosigned_checkpoint_covering, witness_policy
+from reviewapp.ledger.keys import public_key_for, trusted_keys, untrusted_key_problem
+from reviewapp.ledger.models import LedgerEntry
+from reviewapp.ledger.services import inclusion_proof, latest_checkpoint
 
-from ..models import LedgerEntry
-from .checkpoints import latest_checkpoint
-from .tree import inclusion_proof
+from ..models import Decision, Evidence
 
 
 def ledger_position_for_decision(decision: Decision) -> int | None:
@@ -69,9 +69,6 @@ def decision_ledger_status(decision: Decision) -> DecisionLedgerStatus:
         return DecisionLedgerStatus(
             position, True, None, "signature verified; not yet covered by a checkpoint"
         )
-    # Imported here: cosigning builds on this package.
-    from ..cosigning import cosigned_checkpoint_covering, witness_policy
-
     witnessed = ""
     if witness_policy() is not None:
         cosigned, problem = cosigned_checkpoint_covering(position)
@@ -105,7 +102,8 @@ def _missing_evidence(decision: Decision) -> str | None:
     if not bound:
         return None
     entries = LedgerEntry.objects.filter(
-        kind=LedgerEntry.Kind.EVIDENCE, evidence__proposal_id=decision.proposal_id
+        kind=LedgerEntry.Kind.EVIDENCE,
+        evidence_id__in=Evidence.objects.filter(proposal_id=decision.proposal_id).values("pk"),
     ).values_list("entry", flat=True)
     present = {sha256_hex(json.loads(text)["payload"].encode()) for text in entries}
     return next((checker for checker, digest in bound if digest not in present), None)
