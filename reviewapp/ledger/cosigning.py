@@ -27,11 +27,11 @@ from django.utils import timezone
 
 from reviewapp.core import cosignature, merkle
 from reviewapp.core.cosignature import ConfiguredWitness, CosignatureError, WitnessPolicy
-from reviewapp.ledger.keys import trusted_keys
-from reviewapp.webhooks.addresses import address_policy
-from reviewapp.webhooks.sending import checked_client, exchange_deadline
+from reviewapp.egress.addresses import address_policy
+from reviewapp.egress.client import checked_client, exchange_deadline
 
 from . import services
+from .keys import trusted_keys
 from .models import LedgerCheckpoint, LedgerCosignature, LedgerWitness
 
 log = logging.getLogger(__name__)

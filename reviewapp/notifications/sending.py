@@ -1,5 +1,5 @@
 """Sending one message: email through Django's mail backend, a chat post through the
-webhooks' address guard; each attempt recorded and retried like a webhook delivery."""
+webhooks' checked client; each attempt recorded and retried like a webhook delivery."""
 
 from datetime import timedelta
 
@@ -10,7 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewapp.core import webhooks as core_webhooks
-from reviewapp.webhooks.sending import exchange_deadline, http_client
+from reviewapp.egress.client import exchange_deadline
+from reviewapp.webhooks.sending import http_client
 
 from .models import Message
 
@@ -58,7 +59,7 @@ def _send_email(message: Message) -> None:
 
 
 def _post_chat(message: Message, url: str) -> None:
-    # The webhooks' client: only to addresses their guard allows, checked at connect time
+    # The webhooks' client: only to addresses the egress policy allows, checked at connect time
     # (a room's URL that resolves to a private address now is refused now).
     connect = settings.REVIEWAPP_WEBHOOK_CONNECT_TIMEOUT_SECONDS
     read = settings.REVIEWAPP_WEBHOOK_READ_TIMEOUT_SECONDS
