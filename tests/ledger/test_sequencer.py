@@ -108,23 +108,55 @@ def test_concurrent_appenders_leave_a_log_verify_ledger_passes(settings):
     assert result.ok, result.problem
 
 
-# The child: the real sequencer, stopped (waiting on its stdin) between its UPDATE and COMMIT.
+# The child: the real sequencer, stopped (waiting on its stdin) right after its batch's
+# statement: in a transaction (argv[1] == "transaction") before its COMMIT; outside one,
+# with the batch committed and the session's lock still held.
 _KILLED_SEQUENCER = """
 import sys, django
 django.setup()
-from django.db import connection
+from django.db import connection, transaction
 from reviewapp.ledger.services import ledger_sequence
 
 def pause_after_sequencing(execute, sql, params, many, context):
     result = execute(sql, params, many, context)
     if sql.lstrip().startswith("WITH base AS"):
-        print("sequenced, not committed", flush=True)
+        print("sequenced", flush=True)
         sys.stdin.readline()  # the test kills this process here
     return result
 
 with connection.execute_wrapper(pause_after_sequencing):
-    ledger_sequence()
+    if sys.argv[1] == "transaction":
+        with transaction.atomic():
+            ledger_sequence()
+    else:
+        ledger_sequence()
 """
+
+
+def _sequencer_killed_after_its_batch(where: str) -> tuple[int, int]:
+    """Start the child, wait for its batch, kill it: the entries waiting before and after."""
+    waiting = services.sequencer_backlog().waiting
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_SEQUENCER, where],
+        cwd=worker.ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": worker.test_database_url(),
+        },
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "sequenced"
+        waiting_after_batch = services.sequencer_backlog().waiting
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+    return waiting, waiting_after_batch
 
 
 def _decide(panel, content: str) -> Decision:
@@ -143,26 +175,53 @@ def test_a_sequencer_killed_mid_batch_loses_and_duplicates_nothing(monkeypatch):
         for i in range(4):
             _decide(panel, f"Later answer {i}.")
     assert services.sequencer_backlog().waiting == 4
-    child = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_SEQUENCER],
-        cwd=worker.ROOT,
-        env={
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "DATABASE_URL": worker.test_database_url(),
-        },
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout.readline().strip() == "sequenced, not committed"
-        # What the child numbered is not committed: the entries still wait.
-        assert services.sequencer_backlog().waiting == 4
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
+    # What the child numbered is not committed: the entries still wait.
+    assert _sequencer_killed_after_its_batch("transaction") == (4, 4)
     assert services.ledger_sequence() == 4  # its lock went with its connection
     _assert_log_is_whole(7)
+
+
+def test_a_sequencer_killed_holding_its_session_lock_keeps_its_batch_and_frees_the_lock(
+    monkeypatch,
+):
+    panel = PanelFactory(lenses=[LensFactory()], need=1)
+    with monkeypatch.context() as asleep:  # commits that wake no sequencer
+        asleep.setattr("reviewapp.ledger.services.append.sequence_after_commit", lambda: None)
+        for i in range(3):
+            _decide(panel, f"Answer {i}.")
+    # Outside a transaction the batch commits by itself, before the lock is let go.
+    assert _sequencer_killed_after_its_batch("session") == (3, 0)
+    _decide(panel, "After the kill.")  # its commit's sequencer takes the freed lock
+    assert services.sequencer_backlog().waiting == 0
+    _assert_log_is_whole(4)
+
+
+def test_a_commit_finding_the_lock_held_leaves_its_entry_to_the_holder():
+    from reviewapp.ledger.services import sequence
+
+    panel = PanelFactory(lenses=[LensFactory()], need=1)
+    holder = threading.Event()
+    release = threading.Event()
+
+    def hold_the_lock():
+        from django.db import connections
+
+        try:
+            assert sequence._lock(wait=True, session=True)
+            holder.set()
+            release.wait(30)
+            sequence._unlock()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=hold_the_lock)
+    thread.start()
+    try:
+        assert holder.wait(30)
+        _decide(panel, "While another sequencer holds the lock.")
+        assert services.sequencer_backlog().waiting == 1  # one statement tried, and left it
+    finally:
+        release.set()
+        thread.join(30)
+    assert services.ledger_sequence() == 1
+    _assert_log_is_whole(1)
