@@ -60,7 +60,9 @@ RUNS = [
     Run("webhooks.py", ("--proposals", "6", "--deliveries", "10"), stack=True, marks=STACK),
     Run("deadlines.py", ("--n", "10", "--spread", "2", "--lead", "5"), stack=True, marks=STACK,
         expect=r"^RESULT "),
-    Run("notifications.py", ("--n", "4", "--people", "2", "--spread", "2", "--smtp-delay", "0.2"),
+    # 5-second minutes, a sweep a second, a 6 s lease: digests go in seconds, not a minute.
+    Run("notifications.py", ("--n", "4", "--people", "2", "--spread", "2", "--smtp-delay", "0.2",
+                             "--minute", "5", "--sweep", "1", "--lease", "6"),
         stack=True, marks=STACK, expect=r"^RESULT "),
     Run("replay.py", ("--n", "4", "--latency", "0.1"), stack=True, marks=STACK,
         expect=r"^RESULT "),
