@@ -66,7 +66,8 @@ RUNS = [
         stack=True, marks=STACK, expect=r"^RESULT "),
     Run("replay.py", ("--n", "4", "--latency", "0.1"), stack=True, marks=STACK,
         expect=r"^RESULT "),
-    Run("mcp.py", ("--calls", "6", "--client-processes", "1"), stack=True, marks=STACK),
+    Run("mcp.py", ("--calls", "6", "--client-processes", "1", "--settle", "1"), stack=True,
+        marks=STACK),
 ]  # fmt: skip
 # drills.py starts PostgreSQL clusters of its own as root (initdb, pg_ctl): not in the suite.
 NOT_RUN = {"drills.py"}
