@@ -30,6 +30,7 @@ class Run:
     script: str
     args: tuple[str, ...] = ()
     stack: bool = False  # PostgreSQL and Redis
+    sqlite: bool = False  # the embedded defaults: its SQLite database copied, migrated
     marks: tuple = ()
     expect: str = ""  # a line the run prints (regex), besides exiting 0
     # Exits 1 when its timing misses the target: a verdict on this machine's speed
@@ -47,7 +48,8 @@ RUNS = [
     Run("grounding.py", expect=r"cites"),
     Run("regex_dialect.py", ("--runs", "1"), timed_exit=True),
     Run("ledger.py", ("--count", "60", "--real", "6", "--workers", "1"), expect=r"verif"),
-    Run("embedded_broker.py", ("--producers", "1", "--tasks", "5"), marks=(pytest.mark.worker,)),
+    Run("embedded_broker.py", ("--producers", "1", "--tasks", "5"), sqlite=True,
+        marks=(pytest.mark.worker,)),
     Run("highlight.py", ("--runs", "1"), marks=(pytest.mark.browser,), timed_exit=True),
     Run("orm_cost.py", ("--n", "20"), stack=True),
     Run("pipeline.py", ("--n", "10", "--noop-round-trips", "10"), stack=True, marks=STACK,
@@ -109,6 +111,10 @@ def test_the_benchmark_runs_and_prints_its_figures(run):
     if run.stack and not ON_POSTGRES:
         pytest.skip("needs PostgreSQL and Redis: the benchmark measures the production stack")
     env = {**os.environ, **run.env}
+    if run.sqlite:
+        from tests.support import db_template
+
+        env["BENCH_SQLITE_TEMPLATE"] = str(db_template.sqlite_template())
     redis = None
     if run.stack:
         redis = PrivateRedis(port=free_port()).start()
