@@ -5,7 +5,8 @@ The figures are not checked (they mean nothing at this size, beside other tests)
 run is. Scripts that need PostgreSQL run on the suite's server, in a database of their
 own beside the test database, copied from the suite's migrated template when there is
 one; each gets a private redis-server (the benchmarks flush their broker's database).
-Those are skipped, saying why, when the suite runs on SQLite.
+Those are skipped, saying why, when the suite runs on SQLite. Their static files are
+collected once for all of them (tests/support/collected_static.py).
 """
 
 import os
@@ -20,6 +21,7 @@ from django.db import connection
 
 from benchmarks.support.private_servers import PrivateRedis
 from benchmarks.support.processes import free_port
+from tests.support.collected_static import collected_static
 
 ROOT = Path(__file__).resolve().parents[2]
 ON_POSTGRES = connection.vendor == "postgresql"
@@ -118,7 +120,7 @@ def test_the_benchmark_runs_and_prints_its_figures(run):
     redis = None
     if run.stack:
         redis = PrivateRedis(port=free_port()).start()
-        env.update(_stack_env(redis.url))
+        env.update(_stack_env(redis.url), BENCH_STATIC_FROM=str(collected_static()))
     try:
         done = subprocess.run(
             [sys.executable, f"benchmarks/{run.script}", *run.args],
