@@ -190,7 +190,9 @@ async def hold(url: str, token: str, ids: list[int]) -> None:
     print(json.dumps(await asyncio.gather(*calls)), flush=True)
 
 
-async def hold_and_decide(port: int, pids: list[int], ids: list[int], agent: str, processes: int):
+async def hold_and_decide(
+    port: int, pids: list[int], ids: list[int], agent: str, processes: int, settle: float
+):
     import httpx
 
     # The calls in client processes of their own, a share each (as agents are not one
@@ -214,7 +216,7 @@ async def hold_and_decide(port: int, pids: list[int], ids: list[int], agent: str
         line = await asyncio.wait_for(holder.stdout.readline(), 150)
         assert line == b"connected\n", "a client process did not hold its calls (see above)"
     # Every client is connected; give the calls time to reach the server and wait.
-    await asyncio.sleep(10)
+    await asyncio.sleep(settle)
     samples = []
     rest_ms = []
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {agent}"}, timeout=60) as rest:
@@ -415,6 +417,10 @@ def main() -> None:
     parser.add_argument(
         "--ramp", type=float, default=10.0, help="--starve: seconds over which the waits start"
     )
+    parser.add_argument(
+        "--settle", type=float, default=10.0,
+        help="seconds the held calls get to reach the server before they are measured",
+    )
     parser.add_argument("--decide", help=argparse.SUPPRESS)  # the deciding child process
     parser.add_argument("--hold", nargs=2, help=argparse.SUPPRESS)  # a client process
     parser.add_argument("--hold-waits", nargs=3, help=argparse.SUPPRESS)  # a --starve client
@@ -461,7 +467,7 @@ def main() -> None:
         pids = [web.pid, *web.children()] if args.web_processes > 1 else [web.pid]
         s.line("idle bench DB connections", str(database_connections()))
         results, decided = asyncio.run(
-            hold_and_decide(port, pids, ids, agent, args.client_processes)
+            hold_and_decide(port, pids, ids, agent, args.client_processes, args.settle)
         )
         lags = [
             (returned - decided[pid]) * 1000

@@ -1,18 +1,20 @@
 """Notifications under a burst: N escalations assigned in one minute, digests, a killed worker.
 
 Run:  .venv/bin/python benchmarks/notifications.py [--n 1000] [--people 5] [--period 1]
-          [--spread 60] [--smtp-delay 1.5]
+          [--spread 60] [--smtp-delay 1.5] [--minute 60] [--sweep 5] [--lease 15]
 
 On a fresh bench PostgreSQL database and Redis (BENCH_DB, BENCH_BROKER_URL) it
 makes `--people` reviewers in a group whose email channel tells of assignments,
 each wanting a digest every `--period` minutes, and a real SMTP server on
 loopback (aiosmtpd, in this process) that takes `--smtp-delay` seconds per
-message. A worker and its scheduler start (prefork 2, beat; the sweep every 5 s,
-a lease of 15 s); then `--n` escalations are assigned to the group over
+message. A worker and its scheduler start (prefork 2, beat; the sweep every
+`--sweep` seconds, a lease of `--lease`); then `--n` escalations are assigned to the group over
 `--spread` seconds through the service staff use (`escalation_assign`), each an
 event in its own transaction. The drill: as soon as the SMTP server is in the
 middle of receiving a message, the whole worker is killed with SIGKILL and a new
 one started; what the dead one held is sent again once its lease runs out.
+`--minute` shortens the digest's minute (REVIEWAPP_NOTIFY_DIGEST_MINUTE_SECONDS), so a
+tiny run (the suite's) sees its digests in seconds.
 
 Checks, and prints: every notice went into a message, every message reached the
 SMTP server (by its Message-ID; a message the killed worker was sending may
@@ -111,6 +113,11 @@ def main() -> None:
     parser.add_argument("--period", type=int, default=1, help="digest period, minutes")
     parser.add_argument("--spread", type=float, default=60.0, help="seconds the burst spans")
     parser.add_argument("--smtp-delay", type=float, default=1.5, help="seconds per message")
+    parser.add_argument("--minute", type=int, default=60, help="seconds a digest minute lasts")
+    parser.add_argument("--sweep", type=float, default=5.0, help="seconds between sweeps")
+    parser.add_argument(
+        "--lease", type=float, default=15.0, help="seconds a sender holds a message"
+    )
     args = parser.parse_args()
 
     from aiosmtpd.controller import Controller
@@ -125,9 +132,11 @@ def main() -> None:
         EMAIL_HOST="127.0.0.1",
         EMAIL_PORT=str(controller.port),
         EMAIL_USE_TLS="false",
-        EMAIL_TIMEOUT="10",
-        REVIEWAPP_NOTIFY_SWEEP_SECONDS="5",
-        REVIEWAPP_NOTIFY_LEASE_SECONDS="15",
+        # Two thirds of the lease, which must exceed it: 10 s of the default 15.
+        EMAIL_TIMEOUT=f"{args.lease * 2 / 3:g}",
+        REVIEWAPP_NOTIFY_SWEEP_SECONDS=f"{args.sweep:g}",
+        REVIEWAPP_NOTIFY_LEASE_SECONDS=f"{args.lease:g}",
+        REVIEWAPP_NOTIFY_DIGEST_MINUTE_SECONDS=str(args.minute),
     )
     workers = []
     try:
@@ -148,7 +157,8 @@ def main() -> None:
             s.line("drill", "SIGKILL to the whole worker while a message was being sent")
             workers.append(s.start_worker(env, concurrency=2, beat=True, name="worker-2"))
         burst.join()
-        deadline = time.monotonic() + args.period * 60 * 3 + 120
+        period_s = args.period * args.minute
+        deadline = time.monotonic() + period_s * 3 + 120
         while True:
             waiting = Notice.objects.filter(message__isnull=True).count()
             pending = Message.objects.exclude(status=Message.Status.DELIVERED).count()
@@ -158,7 +168,6 @@ def main() -> None:
                 raise SystemExit(f"{waiting} notices and {pending} messages still not sent")
             time.sleep(1)
         messages = list(Message.objects.select_related("mailbox__user"))
-        period_s = args.period * 60
         per_period = Counter(
             (m.to, int(m.created_at.timestamp() // period_s)) for m in messages
         )

@@ -76,6 +76,37 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
+# The slowest tests on PostgreSQL and Redis (pytest --durations), longest first: each
+# starts a stack of its own (workers, servers, a `make run`). Under `--dist loadgroup` the
+# xdist processes take the shared-fixture groups first, then each test in collection order:
+# one of these taken last would run on alone after the rest of the suite has finished.
+SLOWEST_FIRST = (
+    "tests/benchmarks/test_runs.py::test_the_benchmark_runs_and_prints_its_figures[inbox]",
+    "tests/benchmarks/test_runs.py::test_the_benchmark_runs_and_prints_its_figures[notif",
+    "tests/benchmarks/test_runs.py::test_the_benchmark_runs_and_prints_its_figures[mcp]",
+    "tests/benchmarks/test_runs.py::test_the_benchmark_runs_and_prints_its_figures[llm_pipel",
+    "tests/benchmarks/test_runs.py::test_the_benchmark_runs_and_prints_its_figures[pipeline]",
+    "tests/benchmarks/test_runs.py::test_the_benchmark_runs_and_prints_its_figures[embedded",
+    "tests/test_rundev.py",
+    "tests/review/test_embedded_default.py",
+    "tests/benchmarks/test_runs.py",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's, which puts transactional tests last
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        if {"transactional_db", "live_server"} & set(getattr(item, "fixturenames", ())):
+            # Ahead of tests that use the database as migrated, its flush would empty it.
+            return len(SLOWEST_FIRST)
+        return next(
+            (i for i, prefix in enumerate(SLOWEST_FIRST) if item.nodeid.startswith(prefix)),
+            len(SLOWEST_FIRST),
+        )
+
+    items.sort(key=rank)  # stable: everything else keeps its order
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(
     request,

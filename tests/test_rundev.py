@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import shared_by_module
+from tests.support.db_template import migrated_sqlite
 from tests.support.processes import interrupt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,8 +26,9 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_rundev(tmp_path, **settings):
-    """A real `rundev` on its own port and var directory, with nothing else configured."""
+def start_rundev(tmp_path, *, migrated: bool = True, **settings):
+    """A real `rundev` on its own port and var directory, with nothing else configured;
+    `migrated`: its SQLite database copied from the suite's migrated template."""
     environment = {
         key: value
         for key, value in os.environ.items()
@@ -36,6 +38,8 @@ def start_rundev(tmp_path, **settings):
     port = _free_port()
     environment.update(DEBUG="true", REVIEWAPP_VAR_DIR=str(tmp_path / "var"), PORT=str(port))
     environment.update(settings)
+    if migrated:
+        migrated_sqlite(tmp_path / "var" / "reviewapp.sqlite3")
     process = subprocess.Popen(
         [sys.executable, "manage.py", "rundev"],
         cwd=ROOT,
@@ -96,7 +100,10 @@ def test_rundev_with_debug_off_serves_pages_and_their_static_files(tmp_path):
 
 
 def test_rundev_with_debug_off_and_no_signing_key_stops_saying_what_to_set(tmp_path):
-    with contextlib.contextmanager(start_rundev)(tmp_path, **production_like()) as (_, lines, _):
+    refused = contextlib.contextmanager(start_rundev)(
+        tmp_path, migrated=False, **production_like()
+    )
+    with refused as (_, lines, _):
         output = "\n".join(lines)
     assert "reviewapp cannot start" in output
     assert "Set REVIEWAPP_SIGNING_KEY" in output

@@ -232,3 +232,15 @@ def test_the_one_command_run_writes_mail_to_files():
         "from django.conf import settings; print(settings.MAILERS['default']['BACKEND'])"
     )
     assert result.stdout.strip() == "django.core.mail.backends.filebased.EmailBackend"
+
+
+def test_a_digest_minute_outside_one_to_sixty_seconds_is_refused_naming_the_variable():
+    result = _load_settings(REVIEWAPP_NOTIFY_DIGEST_MINUTE_SECONDS="0")
+    assert result.returncode != 0
+    assert "REVIEWAPP_NOTIFY_DIGEST_MINUTE_SECONDS must be 1 to 60." in result.stderr
+
+
+def test_a_digest_minute_that_is_no_whole_number_of_seconds_is_refused_naming_the_variable():
+    result = _load_settings(REVIEWAPP_NOTIFY_DIGEST_MINUTE_SECONDS="0.5")
+    assert result.returncode != 0
+    assert "REVIEWAPP_NOTIFY_DIGEST_MINUTE_SECONDS" in result.stderr

@@ -5,7 +5,8 @@ The figures are not checked (they mean nothing at this size, beside other tests)
 run is. Scripts that need PostgreSQL run on the suite's server, in a database of their
 own beside the test database, copied from the suite's migrated template when there is
 one; each gets a private redis-server (the benchmarks flush their broker's database).
-Those are skipped, saying why, when the suite runs on SQLite.
+Those are skipped, saying why, when the suite runs on SQLite. Their static files are
+collected once for all of them (tests/support/collected_static.py).
 """
 
 import os
@@ -20,6 +21,7 @@ from django.db import connection
 
 from benchmarks.support.private_servers import PrivateRedis
 from benchmarks.support.processes import free_port
+from tests.support.collected_static import collected_static
 
 ROOT = Path(__file__).resolve().parents[2]
 ON_POSTGRES = connection.vendor == "postgresql"
@@ -30,6 +32,7 @@ class Run:
     script: str
     args: tuple[str, ...] = ()
     stack: bool = False  # PostgreSQL and Redis
+    sqlite: bool = False  # the embedded defaults: its SQLite database copied, migrated
     marks: tuple = ()
     expect: str = ""  # a line the run prints (regex), besides exiting 0
     # Exits 1 when its timing misses the target: a verdict on this machine's speed
@@ -47,7 +50,8 @@ RUNS = [
     Run("grounding.py", expect=r"cites"),
     Run("regex_dialect.py", ("--runs", "1"), timed_exit=True),
     Run("ledger.py", ("--count", "60", "--real", "6", "--workers", "1"), expect=r"verif"),
-    Run("embedded_broker.py", ("--producers", "1", "--tasks", "5"), marks=(pytest.mark.worker,)),
+    Run("embedded_broker.py", ("--producers", "1", "--tasks", "5"), sqlite=True,
+        marks=(pytest.mark.worker,)),
     Run("highlight.py", ("--runs", "1"), marks=(pytest.mark.browser,), timed_exit=True),
     Run("orm_cost.py", ("--n", "20"), stack=True),
     Run("pipeline.py", ("--n", "10", "--noop-round-trips", "10"), stack=True, marks=STACK,
@@ -60,11 +64,14 @@ RUNS = [
     Run("webhooks.py", ("--proposals", "6", "--deliveries", "10"), stack=True, marks=STACK),
     Run("deadlines.py", ("--n", "10", "--spread", "2", "--lead", "5"), stack=True, marks=STACK,
         expect=r"^RESULT "),
-    Run("notifications.py", ("--n", "4", "--people", "2", "--spread", "2", "--smtp-delay", "0.2"),
+    # 5-second minutes, a sweep a second, a 6 s lease: digests go in seconds, not a minute.
+    Run("notifications.py", ("--n", "4", "--people", "2", "--spread", "2", "--smtp-delay", "0.2",
+                             "--minute", "5", "--sweep", "1", "--lease", "6"),
         stack=True, marks=STACK, expect=r"^RESULT "),
     Run("replay.py", ("--n", "4", "--latency", "0.1"), stack=True, marks=STACK,
         expect=r"^RESULT "),
-    Run("mcp.py", ("--calls", "6", "--client-processes", "1"), stack=True, marks=STACK),
+    Run("mcp.py", ("--calls", "6", "--client-processes", "1", "--settle", "1"), stack=True,
+        marks=STACK),
 ]  # fmt: skip
 # drills.py starts PostgreSQL clusters of its own as root (initdb, pg_ctl): not in the suite.
 NOT_RUN = {"drills.py"}
@@ -106,10 +113,14 @@ def test_the_benchmark_runs_and_prints_its_figures(run):
     if run.stack and not ON_POSTGRES:
         pytest.skip("needs PostgreSQL and Redis: the benchmark measures the production stack")
     env = {**os.environ, **run.env}
+    if run.sqlite:
+        from tests.support import db_template
+
+        env["BENCH_SQLITE_TEMPLATE"] = str(db_template.sqlite_template())
     redis = None
     if run.stack:
         redis = PrivateRedis(port=free_port()).start()
-        env.update(_stack_env(redis.url))
+        env.update(_stack_env(redis.url), BENCH_STATIC_FROM=str(collected_static()))
     try:
         done = subprocess.run(
             [sys.executable, f"benchmarks/{run.script}", *run.args],

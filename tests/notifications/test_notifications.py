@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from reviewapp.core.pacing import period_end
 from reviewapp.notifications.models import Channel, Event, Mailbox, Message, Notice
 from reviewapp.notifications.sending import message_send
 from reviewapp.notifications.services import escalation_notices, mailbox_compose, preference_set
@@ -192,6 +193,20 @@ def test_a_digest_comes_once_per_period_with_everything_in_it():
     escalation_notices(event=Event.ASSIGNED, escalation=_escalation(), group_ids=[group.pk])
     Notice.objects.filter(message__isnull=True).update(created_at=boundary - timedelta(seconds=5))
     assert mailbox_compose(mailbox_id=box.pk, now=boundary + timedelta(seconds=30)) is None
+
+
+def test_a_shortened_digest_minute_shortens_the_digest_period(settings):
+    settings.REVIEWAPP_NOTIFY_DIGEST_MINUTE_SECONDS = 2  # benchmarks' and tests' minutes
+    group, (ann,) = _team()
+    _email_channel(group=group)
+    preference_set(user=ann, mode="digest", digest_minutes=3)  # 6 s
+    escalation_notices(event=Event.ASSIGNED, escalation=_escalation(), group_ids=[group.pk])
+    box = Mailbox.objects.get(user=ann)
+    oldest = Notice.objects.get().created_at
+    end = period_end(oldest, timedelta(seconds=6))
+
+    assert mailbox_compose(mailbox_id=box.pk, now=end - timedelta(seconds=0.5)) is None
+    assert mailbox_compose(mailbox_id=box.pk, now=end)
 
 
 def test_a_chat_room_gets_one_post_and_a_hostile_title_cannot_ping_the_room(chat, settings):

@@ -17,6 +17,7 @@ import pytest
 
 from tests.core.openai_stub import Answer
 from tests.review.helpers import judgement
+from tests.support.db_template import migrated_sqlite
 
 pytestmark = pytest.mark.worker
 
@@ -66,6 +67,8 @@ def test_llm_proposals_are_decided_once_on_sqlite_and_the_embedded_broker(tmp_pa
     openai_server.respond = lambda request: Answer(judgement("pass", CITE))
     env = _env(tmp_path)
     run = {"cwd": ROOT, "env": env, "check": True, "timeout": 120}
+    database = tmp_path / "reviewapp.sqlite3"
+    migrated_sqlite(database)  # so the run's own migrate finds nothing to apply
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], **run)
     log = open(tmp_path / "worker.log", "w")
     worker = subprocess.Popen(
@@ -76,7 +79,6 @@ def test_llm_proposals_are_decided_once_on_sqlite_and_the_embedded_broker(tmp_pa
     try:
         submit = f"CITE = {CITE!r}\n" + _SUBMIT
         subprocess.run([sys.executable, "-c", submit, openai_server.base_url, "20"], **run)
-        database = tmp_path / "reviewapp.sqlite3"
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and set(_statuses(database)) != {"decided"}:
             time.sleep(0.5)

@@ -12,6 +12,11 @@ be applied there) but still sends post_migrate, as Django does on every start.
 SQLite: a file under var/test/templates. PostgreSQL: a database beside the
 test database, `<test database>_tmpl_<key>` (less xdist's `_gw<n>`), copied with
 CREATE DATABASE … TEMPLATE; older templates of the same name are dropped.
+
+The tests that start the one-command run's processes (rundev, a worker on the embedded
+broker) in a var directory of their own copy the SQLite template there too
+(`migrated_sqlite`), on either database: when the suite runs on PostgreSQL, the first
+of them builds it with `manage.py migrate`.
 """
 
 from __future__ import annotations
@@ -19,9 +24,13 @@ from __future__ import annotations
 import ast
 import fcntl
 import hashlib
+import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
 from contextlib import closing, contextmanager
 from importlib.util import find_spec
 from pathlib import Path
@@ -56,8 +65,9 @@ def _schema_sources() -> list[Path]:
     return migrations + sorted(imported - set(migrations))
 
 
-def schema_key() -> str:
-    digest = hashlib.sha256(f"{django.__version__} {connection.vendor}\n".encode())
+def schema_key(vendor: str = "") -> str:
+    """The key of the schema on `vendor`'s database (by default, the suite's own)."""
+    digest = hashlib.sha256(f"{django.__version__} {vendor or connection.vendor}\n".encode())
     for path in _schema_sources():
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
@@ -114,6 +124,51 @@ def _copy_template(key: str, name: str) -> bool:
             cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
         return True
     return False
+
+
+def migrated_sqlite(target: Path) -> None:
+    """A migrated SQLite database at `target` (none there before), for processes a test
+    starts with nothing configured: their own `migrate` then finds nothing to apply
+    (about 11 s saved), and still sends post_migrate."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sqlite_template(), target)
+
+
+def sqlite_template() -> Path:
+    """The migrated SQLite template (to copy, never to open), built first if need be."""
+    key = schema_key("sqlite")
+    template = TEMPLATES / f"sqlite-{key}.sqlite3"
+    with _lock(key):
+        if not template.exists():
+            _build_sqlite_template(template)
+    return template
+
+
+def _build_sqlite_template(template: Path) -> None:
+    """`manage.py migrate` on a scratch SQLite database, kept as the template: the suite
+    runs on PostgreSQL, so its own set-up made none."""
+    with tempfile.TemporaryDirectory(dir=TEMPLATES) as scratch:
+        environment = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")
+            and not key.startswith("REVIEWAPP_")
+        }
+        environment.update(
+            DJANGO_SETTINGS_MODULE="reviewapp.settings", DEBUG="true", REVIEWAPP_VAR_DIR=scratch
+        )
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"],
+            cwd=ROOT, env=environment, check=True, timeout=180,
+        )  # fmt: skip
+        partial = template.with_suffix(".partial")
+        with closing(sqlite3.connect(Path(scratch) / "reviewapp.sqlite3")) as source:
+            with closing(sqlite3.connect(partial)) as copy:
+                source.backup(copy)
+        partial.replace(template)
+    for old in TEMPLATES.glob("sqlite-*.sqlite3"):
+        if old != template:
+            old.unlink(missing_ok=True)
 
 
 def _keep_template(key: str, name: str) -> None:
