@@ -11,7 +11,7 @@ after commit; if the broker is down then, the sweeper sends later.
 import json
 import secrets
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -308,8 +308,10 @@ def _of_event(endpoints: list[Endpoint], event_type: str) -> list[Endpoint]:
 def _subscribed_all() -> list[Endpoint]:
     """Every active endpoint whose client may hear anything, whatever it subscribed to."""
     # Asked of every decision and escalation, where most installations have no endpoint
-    # at all: a plain EXISTS says so, for a tenth of the CPU of building the query below.
-    if not Endpoint.objects.filter(disabled_at__isnull=True).exists():
+    # at all: a plain EXISTS says so, for a tenth of the CPU of building the query below
+    # (raw SQL: composing even the EXISTS costs the ORM several times what it costs the
+    # database to answer).
+    if not _any_endpoint_enabled():
         return []
     endpoints = list(
         Endpoint.objects.filter(
@@ -320,6 +322,17 @@ def _subscribed_all() -> list[Endpoint]:
     # asked for all of them in one query, whatever the number of reviewers subscribed.
     may_sign_decisions_many(e.client.user for e in endpoints if e.client.user_id)
     return [e for e in endpoints if e.client.user_id is None or may_sign_decisions(e.client.user)]
+
+
+_ANY_ENABLED_SQL = (
+    f"SELECT EXISTS (SELECT 1 FROM {Endpoint._meta.db_table} WHERE disabled_at IS NULL)"
+)
+
+
+def _any_endpoint_enabled() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_ANY_ENABLED_SQL)
+        return bool(cursor.fetchone()[0])
 
 
 def _watchers(event_type: str, proposal: Proposal) -> list[Endpoint]:

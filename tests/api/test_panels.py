@@ -22,8 +22,8 @@ from .conftest import api_with
 pytestmark = pytest.mark.django_db
 
 # The guarantee's answer reads the token, the panel, its settings, its current
-# configuration (lenses, checkers), its evidence and its day sums.
-GUARANTEE_QUERIES = 7
+# configuration (lenses and checkers, in one statement), its evidence and its day sums.
+GUARANTEE_QUERIES = 6
 
 
 def test_panels_lists_the_active_panels_with_their_lenses_and_review_deadline():

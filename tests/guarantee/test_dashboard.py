@@ -11,8 +11,8 @@ from .builders import CONTENT, UNANIMOUS, evidence, guaranteed, voting_panel
 
 pytestmark = pytest.mark.django_db
 
-# session, user, reviewer group + panel + settings + configuration (2) + evidence + days
-GUARANTEE_PAGE_QUERIES = 9
+# session, user, reviewer group + panel + settings + configuration (1) + evidence + days
+GUARANTEE_PAGE_QUERIES = 8
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 import hashlib
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -11,7 +11,7 @@ from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
 from .. import events
-from ..models import ApiClient, AwaitedLens, Lens, Panel, Proposal
+from ..models import ApiClient, AwaitedLens, CheckerConfig, Lens, Panel, PanelLens, Proposal
 from .judgements import answered_lens_ids
 
 
@@ -23,18 +23,46 @@ class PanelUnavailable(Exception):
     """The named panel does not exist or is not active."""
 
 
+def _members_sql() -> str:
+    lens, panel_lens = Lens._meta.db_table, PanelLens._meta.db_table
+    checker = CheckerConfig._meta.db_table
+    through = Panel.checkers.through._meta
+    panel_column = through.get_field("panel").column
+    checker_column = through.get_field("checkerconfig").column
+    return (
+        f"SELECT 0, l.id, l.name, l.version, l.backend, pl.position, pl.id"
+        f" FROM {panel_lens} pl JOIN {lens} l ON l.id = pl.lens_id WHERE pl.panel_id = %s"
+        f" UNION ALL SELECT 1, c.id, c.name, c.version, c.kind, 0, 0"
+        f" FROM {through.db_table} pc JOIN {checker} c ON c.id = pc.{checker_column}"
+        f" WHERE pc.{panel_column} = %s AND c.active"
+        # Lenses in their panel order, then checkers by name.
+        " ORDER BY 1, 6, 7, 3"
+    )
+
+
+_MEMBERS_SQL = _members_sql()
+
+
+def _panel_members(panel_id: int) -> tuple[list[tuple], list[tuple]]:
+    """The panel's lenses in order and its active checkers by name, as (id, name, version,
+    backend or kind), in one statement.
+
+    Raw SQL: every submission reads them, and the ORM spends longer composing the two
+    joined queries than the database spends answering them. Only the columns the
+    snapshot keeps: lens and checker rows carry instructions, mandates and settings
+    that every submission would decode.
+    """
+    lenses, checkers = [], []
+    with connection.cursor() as cursor:
+        cursor.execute(_MEMBERS_SQL, [panel_id, panel_id])
+        for member, *row in cursor.fetchall():
+            (checkers if member else lenses).append(tuple(row[:4]))
+    return lenses, checkers
+
+
 def panel_snapshot(panel: Panel) -> dict:
     """The panel as it is now: what a proposal is judged with, frozen at submission."""
-    # Only the columns the snapshot keeps: lens and checker rows carry
-    # instructions, mandates and settings that every submission would decode.
-    lenses = panel.panel_lenses.order_by("position").values_list(
-        "lens_id", "lens__name", "lens__version", "lens__backend"
-    )
-    checkers = (
-        panel.checkers.filter(active=True)
-        .order_by("name")
-        .values_list("pk", "name", "version", "kind")
-    )
+    lenses, checkers = _panel_members(panel.pk)
     return {
         "id": panel.pk,
         "name": panel.name,
