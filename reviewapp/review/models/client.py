@@ -26,15 +26,28 @@ class AccessLoss(models.Model):
         return f"user {self.user_id} lost access at {self.lost_at:%Y-%m-%d %H:%M}: {self.reason}"
 
 
+def _losses_after(user_id, access_epoch):
+    """The holder's losses of access since the token was issued (its epoch)."""
+    return AccessLoss.objects.filter(user_id=user_id, pk__gt=access_epoch)
+
+
 class ApiClientQuerySet(models.QuerySet):
     def live(self):
         """Tokens that work: not revoked, and a personal one issued after its holder's last
         loss of access (revoked_at can be cleared in SQL; the record of losses cannot)."""
         # A token of no person has a NULL user_id, which no loss matches.
-        later_loss = AccessLoss.objects.filter(
-            user_id=OuterRef("user_id"), pk__gt=OuterRef("access_epoch")
-        )
+        later_loss = _losses_after(OuterRef("user_id"), OuterRef("access_epoch"))
         return self.filter(~Exists(later_loss), revoked_at__isnull=True)
+
+    def live_with_token_hash(self, token_hash: str):
+        """``live().filter(token_hash=…).first()``, in two plain steps: every request of
+        every client asks it, and composing the subquery of ``live`` costs more CPU than
+        the lookup. The row by its unique hash; then, for a personal token only, its
+        holder's losses of access since."""
+        client = self.filter(token_hash=token_hash, revoked_at__isnull=True).first()
+        if client is None or client.user_id is None:
+            return client
+        return None if _losses_after(client.user_id, client.access_epoch).exists() else client
 
 
 class ApiClient(models.Model):
