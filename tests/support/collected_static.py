@@ -11,14 +11,13 @@ dependencies whose apps bring theirs, the static settings); the others link it i
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from tests.support.db_template import ROOT, TEMPLATES, _lock
+from tests.support.db_template import ROOT, TEMPLATES, _lock, manage_py_environment
 
 SOURCES = ("static", "requirements/test.txt", "reviewapp/settings/web.py")
 
@@ -45,17 +44,8 @@ def collected_static() -> Path:
 
 def _collect(collected: Path) -> None:
     with tempfile.TemporaryDirectory(dir=TEMPLATES) as scratch:
-        environment = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")
-            and not key.startswith("REVIEWAPP_")
-        }
-        environment.update(
-            DJANGO_SETTINGS_MODULE="reviewapp.settings",
-            DEBUG="false",
-            SECRET_KEY="collectstatic-only-" + "k" * 50,
-            REVIEWAPP_VAR_DIR=scratch,
+        environment = manage_py_environment(
+            scratch, DEBUG="false", SECRET_KEY="collectstatic-only-" + "k" * 50
         )
         subprocess.run(
             [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],

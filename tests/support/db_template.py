@@ -144,19 +144,27 @@ def sqlite_template() -> Path:
     return template
 
 
+def manage_py_environment(var_dir: str, **settings: str) -> dict[str, str]:
+    """The environment of a `manage.py` run on its own: nothing of the suite's stack or
+    var directory (its database, broker, cache, REVIEWAPP_*), the project's settings,
+    ``var_dir`` and ``settings``."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")
+        and not key.startswith("REVIEWAPP_")
+    }
+    environment.update(
+        DJANGO_SETTINGS_MODULE="reviewapp.settings", REVIEWAPP_VAR_DIR=var_dir, **settings
+    )
+    return environment
+
+
 def _build_sqlite_template(template: Path) -> None:
     """`manage.py migrate` on a scratch SQLite database, kept as the template: the suite
     runs on PostgreSQL, so its own set-up made none."""
     with tempfile.TemporaryDirectory(dir=TEMPLATES) as scratch:
-        environment = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")
-            and not key.startswith("REVIEWAPP_")
-        }
-        environment.update(
-            DJANGO_SETTINGS_MODULE="reviewapp.settings", DEBUG="true", REVIEWAPP_VAR_DIR=scratch
-        )
+        environment = manage_py_environment(scratch, DEBUG="true")
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0"],
             cwd=ROOT, env=environment, check=True, timeout=180,
