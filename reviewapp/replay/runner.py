@@ -13,6 +13,7 @@ import copy
 import logging
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from reviewapp.core.cite import GroundingPolicy
@@ -104,19 +105,24 @@ def _case_save(case_id: int, outcome: str, verdicts: dict, calls: int) -> bool:
 
 
 def _finish(replay_id: int) -> None:
-    """Mark the replay done once every case is; store the side-by-side counts either way."""
-    if not ReplayCase.objects.filter(replay_id=replay_id, done_at__isnull=True).exists():
-        Replay.objects.filter(pk=replay_id, status=Replay.Status.RUNNING).update(
-            status=Replay.Status.DONE, finished_at=timezone.now()
-        )
-    replay_store_result(replay_id)
+    """Mark the replay done once every case is; store the side-by-side counts either way.
+
+    One transaction: a reader never sees it done without its counts.
+    """
+    with transaction.atomic():
+        if not ReplayCase.objects.filter(replay_id=replay_id, done_at__isnull=True).exists():
+            Replay.objects.filter(pk=replay_id, status=Replay.Status.RUNNING).update(
+                status=Replay.Status.DONE, finished_at=timezone.now()
+            )
+        replay_store_result(replay_id)
 
 
 def _fail(replay_id: int, error: str) -> None:
-    Replay.objects.filter(pk=replay_id, status=Replay.Status.RUNNING).update(
-        status=Replay.Status.FAILED, error=error, finished_at=timezone.now()
-    )
-    replay_store_result(replay_id)
+    with transaction.atomic():  # as _finish: the failure and its counts together
+        Replay.objects.filter(pk=replay_id, status=Replay.Status.RUNNING).update(
+            status=Replay.Status.FAILED, error=error, finished_at=timezone.now()
+        )
+        replay_store_result(replay_id)
 
 
 async def _judge(rt, lens: Lens, proposal: Proposal, replay_id: int) -> tuple[str, int]:
