@@ -8,12 +8,33 @@ from reviewapp.replay.services import regression_case_add, replay_plan
 from reviewapp.review.models import Decision, Escalation
 from reviewapp.review.services.clients import api_client_create
 from tests.factories import CheckerFactory, ReviewerFactory, UserFactory
+from tests.support.module_rows import refuse_transactional, written_for_the_module
 from tests.web.builders import judgement, make_panel, run_panel, split_panel_proposal
 
 
+@pytest.fixture(scope="module")
+def _module_rows(django_db_setup, django_db_blocker):
+    """The world and the users, written once for each module that asks for them."""
+    with written_for_the_module(django_db_blocker):
+        yield {"world": _build_world(), "users": _build_users()}
+
+
 @pytest.fixture
-def world(db):
-    """One of everything a URL can name: a decided proposal with its decision, an escalation."""
+def world(request, db, _module_rows):
+    """One of everything a URL can name: a decided proposal with its decision, an escalation.
+    Shared by the module's tests: read it, never change it in memory."""
+    refuse_transactional(request)
+    return _module_rows["world"]
+
+
+@pytest.fixture
+def users(request, db, _module_rows):
+    """A plain user, a reviewer, a staff user and a superuser, shared by the module's tests."""
+    refuse_transactional(request)
+    return _module_rows["users"]
+
+
+def _build_world():
     Group.objects.get_or_create(name="reviewers")
     panel = make_panel("accuracy", "tone", checkers=[CheckerFactory(name="sec-checker")])
     escalated = split_panel_proposal(panel, external_ref="sec-1")
@@ -46,8 +67,7 @@ def world(db):
     }
 
 
-@pytest.fixture
-def users(db):
+def _build_users():
     Group.objects.get_or_create(name="reviewers")
     return {
         "plain": UserFactory(username="plain-user"),
