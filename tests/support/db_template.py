@@ -31,7 +31,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from contextlib import closing, contextmanager
 from importlib.util import find_spec
 from pathlib import Path
@@ -221,13 +220,8 @@ def close_other_sessions() -> None:
     server's request threads keep their connections (CONN_MAX_AGE) until collected."""
     if connection.vendor != "postgresql":
         return
-    others = " FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(pid)" + others)
-        # pg_terminate_backend only signals: DROP DATABASE fails while a backend is exiting.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            cursor.execute("SELECT count(*)" + others)
-            if cursor.fetchone()[0] == 0:
-                return
-            time.sleep(0.05)
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
