@@ -91,7 +91,7 @@ def test_make_and_the_dockerfile_install_from_the_locks_with_their_hashes():
     makefile = (ROOT / "Makefile").read_text("utf-8")
     dockerfile = (ROOT / "Dockerfile").read_text("utf-8")
 
-    assert "pip install --quiet --require-hashes -r requirements/test.txt" in makefile
+    assert "pip install --quiet --no-compile --require-hashes -r requirements/test.txt" in makefile
     assert "--no-deps" in makefile and "pip check" in makefile
     assert "pip install --no-cache-dir --require-hashes -r requirements/runtime.txt" in dockerfile
     assert "--no-deps" in dockerfile and "pip check" in dockerfile
