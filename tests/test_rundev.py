@@ -5,7 +5,6 @@ import contextlib
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ import pytest
 
 from tests.conftest import shared_by_module
 from tests.support.db_template import migrated_sqlite
+from tests.support.ports import free_port
 from tests.support.processes import interrupt
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def start_rundev(tmp_path, *, migrated: bool = True, **settings):
@@ -35,7 +29,7 @@ def start_rundev(tmp_path, *, migrated: bool = True, **settings):
         if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "DJANGO_SETTINGS_MODULE")
         and not key.startswith("REVIEWAPP_")
     }
-    port = _free_port()
+    port = free_port()
     environment.update(DEBUG="true", REVIEWAPP_VAR_DIR=str(tmp_path / "var"), PORT=str(port))
     environment.update(settings)
     if migrated:
@@ -100,9 +94,7 @@ def test_rundev_with_debug_off_serves_pages_and_their_static_files(tmp_path):
 
 
 def test_rundev_with_debug_off_and_no_signing_key_stops_saying_what_to_set(tmp_path):
-    refused = contextlib.contextmanager(start_rundev)(
-        tmp_path, migrated=False, **production_like()
-    )
+    refused = contextlib.contextmanager(start_rundev)(tmp_path, migrated=False, **production_like())
     with refused as (_, lines, _):
         output = "\n".join(lines)
     assert "reviewapp cannot start" in output

@@ -14,7 +14,6 @@ the instance's, so runs never collide with each other or with a real `make run`.
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.docs.blocks import ROOT
+from tests.support.ports import free_port
 from tests.support.processes import interrupt
 
 ADDRESS = re.compile(r"\b(?:127\.0\.0\.1|localhost):8000\b")
@@ -29,12 +29,6 @@ BLOCK_SECONDS = 180
 READY_SECONDS = 240
 # Nothing of the test run's own configuration reaches a reader's shell.
 PASSED_ON = ("HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER", "LOGNAME")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def checkout(directory: Path) -> Path:

@@ -29,6 +29,7 @@ from tests.ledger.helpers import decide, rebuild_tree
 from tests.support import c2sp_cosignature as spec
 from tests.support.hostile_witness import HostileWitness, answer
 from tests.support.memory_log import MemoryLog
+from tests.support.ports import restartable_port
 from tests.support.tamper import tampering
 from tests.support.witness_process import WitnessProcess
 
@@ -55,7 +56,9 @@ def start_witness(tmp_path):
         """A witness; ``again``: the same witness (key, state, port) started once more."""
         logs = [our_vkey()] if logs is None else logs
         if again is None:
-            witness = WitnessProcess(tmp_path / name.replace("/", "_"), name, logs)
+            witness = WitnessProcess(
+                tmp_path / name.replace("/", "_"), name, logs, port=restartable_port()
+            )
         else:
             again.stop()
             witness = WitnessProcess(

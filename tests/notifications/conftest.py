@@ -1,13 +1,14 @@
 """A real SMTP server and a chat receiver, each on loopback in this process."""
 
 import json
-import socket
 import threading
 from email import message_from_bytes
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from aiosmtpd.controller import Controller
+
+from tests.support.ports import free_port
 
 
 class _Inbox:
@@ -27,17 +28,11 @@ class _Inbox:
         return self.messages
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def smtp(settings):
     """aiosmtpd on loopback; Django's SMTP backend pointed at it."""
     inbox = _Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
     controller.start()
     smtp_to(settings, controller.port)
     yield inbox

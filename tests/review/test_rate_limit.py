@@ -40,7 +40,6 @@ def test_the_count_is_per_token(settings, rate_window):
     assert _passes(second)
 
 
-
 def test_requests_counted_together_take_the_counts_in_turn(settings, rate_window):
     """The MCP gate counts the requests arriving at once in one increment per token."""
     settings.REVIEWAPP_API_RATE_LIMIT_PER_MINUTE = 3

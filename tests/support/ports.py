@@ -1,0 +1,27 @@
+"""Loopback ports for the servers tests start."""
+
+import random
+import socket
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A port free now, from the kernel's ephemeral range: for a server bound at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def restartable_port() -> int:
+    """A free port below the ephemeral range, for a server a test stops and starts again
+    on the same port: between the two, the kernel hands ephemeral ports to every outgoing
+    connection of the run's other processes, and one took a witness's port (CI, stop 49)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for port in random.sample(range(max(1024, low - 12000), low), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
