@@ -1,5 +1,4 @@
 import asyncio
-import socket
 import threading
 import time
 
@@ -10,6 +9,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import marks
+from tests.support.ports import free_port
 from tests.webhooks.helpers import api_client
 
 
@@ -19,9 +19,7 @@ class LiveServer:
     def __init__(self) -> None:
         from reviewapp.asgi import build_application
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
             build_application(), host="127.0.0.1", port=self.port, log_level="warning"

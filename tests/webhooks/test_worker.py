@@ -24,6 +24,7 @@ from reviewapp.webhooks.models import Delivery
 from tests.api.conftest import Api
 from tests.conftest import wait_for
 from tests.settings import BROKER_KEY_PREFIX
+from tests.support.ports import restartable_port
 
 from .helpers import api_client, one_lens_panel, submitted_and_decided, subscribe
 from .receiver import Hang, Receiver, Reply, Slow
@@ -139,10 +140,7 @@ class PrivateRedis:
 @pytest.fixture
 def private_broker():
     """This process sends its tasks to a redis-server of its own, which the test may stop."""
-    with socket.socket() as probe:  # a free port now; concurrent runs each find their own
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    redis = PrivateRedis(port)
+    redis = PrivateRedis(restartable_port())  # stopped and started again on it
     redis.start()
     conf = celery_app.conf
     previous = (
