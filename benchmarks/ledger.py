@@ -299,8 +299,9 @@ def _appender(ids: list[int], start, results) -> None:
     results.put((committed, holds, cpu))
 
 
-def concurrent_appends(p, levels: list[int], appends: int) -> list[dict]:
-    """Per level: appenders, decisions/s end to end, commit-to-index and hold figures."""
+def concurrent_appends(p, levels: list[int], appends: int, pg: tuple[str, str]) -> list[dict]:
+    """Per level: appenders, decisions/s end to end, commit-to-index and hold figures;
+    `pg`: the server and the benchmark's database on it, whose backends' CPU is counted."""
     import multiprocessing
 
     from django.db import connection
@@ -309,7 +310,7 @@ def concurrent_appends(p, levels: list[int], appends: int) -> list[dict]:
     from reviewapp.ledger.services import ledger_sequence
     from reviewapp.review.models import RecordEntry
 
-    server, database = _pg_server_and_db()
+    server, database = pg
     context = multiprocessing.get_context("fork")
     figures = []
     offset = 20_000_000
@@ -377,7 +378,7 @@ def appenders_main(args) -> int:
         f"load average {os.getloadavg()[0]:.2f}"
     )
     p = panel()
-    figures = concurrent_appends(p, levels, args.appends)
+    figures = concurrent_appends(p, levels, args.appends, args.pg)
     print(
         f"{'appenders':>9}  {'decisions/s':>11}  {'commit→index p50':>16}  {'p95':>7}  "
         f"{'lock hold/batch p50':>19}  {'p95':>6}  {'entries/batch':>13}  "
