@@ -17,7 +17,10 @@ sequencer in that process as in production. It prints, per level:
   held its lock (the entry's `sequenced_at`); the batch's own statement and
   COMMIT follow, and are the hold below;
 - the sequencer's lock hold per batch that indexed something (p50/p95, from the
-  lock's grant to the end of COMMIT) and the mean batch size.
+  lock's grant to the end of COMMIT) and the mean batch size;
+- CPU per decision: the appenders' own and their PostgreSQL backends' (each
+  appender's sequencer runs on its own connection), when the server is on this
+  machine.
 
 Then it integrates the tree, signs a checkpoint and verifies the whole ledger.
 Targets: >= 1,000 decisions/s with 8 appenders; commit-to-index p95 <= 250 ms.
@@ -229,9 +232,7 @@ def bulk_appends(p, count: int, batch: int) -> tuple[float, float]:
         with transaction.atomic():
             Decision.objects.bulk_create(decisions, batch_size=1000)
             t = time.perf_counter()
-            ledger_append(
-                signed_entry("decision", d) for d in decisions
-            )
+            ledger_append(signed_entry("decision", d) for d in decisions)
             in_ledger += time.perf_counter() - t
         t = time.perf_counter()
         ledger_sequence()
@@ -257,9 +258,20 @@ def system_decision(proposal, signer):
     )
 
 
+def _on_cpu(pid: int) -> float:
+    """Seconds a single-threaded process (a PostgreSQL backend) has run on a CPU, to the
+    nanosecond (`/proc/<pid>/stat` counts 10 ms ticks: a short level's backend showed none);
+    0 when it is not on this machine."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except OSError:
+        return 0.0
+
+
 def _appender(ids: list[int], start, results) -> None:
     """One appending process: `decision_append` for each proposal, each in its own
-    transaction; records each decision's commit time and each sequencer batch's hold."""
+    transaction; records each decision's commit time and each sequencer batch's hold, and
+    the CPU it and its PostgreSQL backend used (its sequencer runs on that connection)."""
     from django.db import connection, transaction
 
     from reviewapp.ledger.services import sequence
@@ -287,30 +299,31 @@ def _appender(ids: list[int], start, results) -> None:
     sequence._lock, sequence.ledger_sequence_batch = timed_lock, timed_batch
     rows = list(Proposal.objects.filter(pk__in=ids).order_by("pk"))
     signer = decisions.server_signer()
+    with connection.cursor() as cursor:  # this appender's backend, on this machine
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
     start.wait()
-    cpu = time.process_time()
+    cpu, backend_cpu = time.process_time(), _on_cpu(backend)
     for proposal in rows:
         with transaction.atomic():
             # Registered first, so it runs right after COMMIT, before the sequencer's hook.
             transaction.on_commit(lambda pk=proposal.pk: committed.__setitem__(pk, time.time()))
             system_decision(proposal, signer)
     cpu = time.process_time() - cpu
+    backend_cpu = _on_cpu(backend) - backend_cpu
     connection.close()
-    results.put((committed, holds, cpu))
+    results.put((committed, holds, cpu, backend_cpu))
 
 
-def concurrent_appends(p, levels: list[int], appends: int, pg: tuple[str, str]) -> list[dict]:
-    """Per level: appenders, decisions/s end to end, commit-to-index and hold figures;
-    `pg`: the server and the benchmark's database on it, whose backends' CPU is counted."""
+def concurrent_appends(p, levels: list[int], appends: int) -> list[dict]:
+    """Per level: appenders, decisions/s end to end, commit-to-index and hold figures."""
     import multiprocessing
 
     from django.db import connection
 
-    from benchmarks.support.measurement import CpuMeter
     from reviewapp.ledger.services import ledger_sequence
     from reviewapp.review.models import RecordEntry
 
-    server, database = pg
     context = multiprocessing.get_context("fork")
     figures = []
     offset = 20_000_000
@@ -326,26 +339,23 @@ def concurrent_appends(p, levels: list[int], appends: int, pg: tuple[str, str]) 
         ]
         for worker in workers:
             worker.start()
-        meter = CpuMeter(database=database, server_url=server)
-        meter.start()
         start.wait()
         started = time.perf_counter()
         outcomes = [results.get(timeout=600) for _ in workers]
         ledger_sequence()  # normally nothing: each commit woke a sequencer
         elapsed = time.perf_counter() - started
-        postgres_cpu = meter.stop()["postgres"]
         for worker in workers:
             worker.join()
             if worker.exitcode:
                 raise SystemExit(f"an appender failed (exit code {worker.exitcode})")
-        committed = {pk: t for c, _, _ in outcomes for pk, t in c.items()}
+        committed = {pk: t for c, *_ in outcomes for pk, t in c.items()}
         sequenced = dict(
             RecordEntry.objects.filter(decision__proposal_id__in=ids).values_list(
                 "decision__proposal_id", "sequenced_at"
             )
         )
         waits = [sequenced[pk].timestamp() - t for pk, t in committed.items()]
-        holds = [hold for _, h, _ in outcomes for hold in h if hold[0]]
+        holds = [hold for _, h, *_ in outcomes for hold in h if hold[0]]
         figures.append(
             {
                 "level": level,
@@ -353,8 +363,8 @@ def concurrent_appends(p, levels: list[int], appends: int, pg: tuple[str, str]) 
                 "waits": waits,
                 "holds": [seconds for _, seconds in holds],
                 "batch": sum(n for n, _ in holds) / max(1, len(holds)),
-                "cpu_ms": sum(c for _, _, c in outcomes) / len(committed) * 1000,
-                "pg_cpu_ms": postgres_cpu / len(committed) * 1000,
+                "cpu_ms": sum(c for _, _, c, _ in outcomes) / len(committed) * 1000,
+                "pg_cpu_ms": sum(b for *_, b in outcomes) / len(committed) * 1000,
             }
         )
     return figures
@@ -378,7 +388,7 @@ def appenders_main(args) -> int:
         f"load average {os.getloadavg()[0]:.2f}"
     )
     p = panel()
-    figures = concurrent_appends(p, levels, args.appends, args.pg)
+    figures = concurrent_appends(p, levels, args.appends)
     print(
         f"{'appenders':>9}  {'decisions/s':>11}  {'commit→index p50':>16}  {'p95':>7}  "
         f"{'lock hold/batch p50':>19}  {'p95':>6}  {'entries/batch':>13}  "
@@ -395,7 +405,7 @@ def appenders_main(args) -> int:
     unseen = (
         ""
         if figures[-1]["pg_cpu_ms"]
-        else " (PostgreSQL's processes not visible here: appenders only)"
+        else " (the PostgreSQL server is not on this machine: appenders only)"
     )
     print(
         f"CPU bound with {figures[-1]['level']} appenders: {cpu:.2f} ms a decision{unseen}, so "

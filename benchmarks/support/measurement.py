@@ -125,6 +125,9 @@ class CpuMeter:
             self.used[name] = sum(v - self.before[name].get(p, 0.0) for p, v in after.items())
         self._stop.set()
         self._thread.join(5)
+        # A last look at the backends still alive: a run shorter than the poll's period
+        # would otherwise count nothing of them.
+        self.pg_last.update(cpu_seconds(self.pg_last))
         self.used["postgres"] = sum(
             last - (self.pg_first[pid] if pid in self._born_before else 0.0)
             for pid, last in self.pg_last.items()

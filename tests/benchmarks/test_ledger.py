@@ -36,7 +36,10 @@ def test_appenders_prints_rate_hold_floor_and_batched_hold_and_leaves_a_verified
     assert [level for level, *_ in levels] == ["1", "2"], out
     for _, rate, _, p95, hold in levels:
         assert int(rate.replace(",", "")) > 0 and float(p95) > 0 and float(hold) > 0
-    assert re.search(r"^CPU bound with 2 appenders: \d+\.\d+ ms a decision", out, re.M), out
+    assert re.search(r"^CPU bound with 2 appenders: \d+\.\d+ ms a decision, so", out, re.M), out
+    # The appenders' CPU and their PostgreSQL backends', each counted.
+    for appenders, postgres in re.findall(r"\((\d+\.\d+) \+ (\d+\.\d+)\)$", out, re.M):
+        assert float(appenders) > 0 and float(postgres) > 0, out
     assert re.search(r"^target: >= 1,000 decisions/s with 2 appenders", out, re.M), out
     # 12 decisions per level, each with its evidence entry.
     assert "integrator (checkpoint_create): 24 entries" in out
