@@ -7,8 +7,8 @@ decision or verdict does; `labels_rebuild` writes them all again from both in a 
 statements (after a bulk load, or to backfill). Drift is evaluated for the
 lenses of the decided proposal only, in one query for all of them, once the
 decision has committed (`drift_evaluate`, in a transaction of its own): the
-decision's transaction holds the chain head's lock, which every decision waits
-for, and the floors' locks need not join it.
+decision's transaction holds its proposal's lock, and the floors' locks, which every
+decision of the same lenses would wait for, need not join it.
 """
 
 from datetime import datetime

@@ -51,3 +51,12 @@ def test_requests_counted_together_take_the_counts_in_turn(settings, rate_window
     assert [r is not None for r in refused] == [False, False, False, False, False, True]
     assert [r is not None for r in later] == [False, True]
     assert all(r.wait >= 1 for r in [*refused, *later] if r is not None)
+
+
+def test_the_counters_sqlite_file_syncs_at_checkpoints_not_at_each_request():
+    from reviewapp.review.rate_limit import _connection
+
+    conn = _connection()
+    # WAL with synchronous=NORMAL (1): no fsync per counted request (1 ms each, 12 under load).
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1

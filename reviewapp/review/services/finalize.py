@@ -118,8 +118,7 @@ def proposal_finalize(
     escalation, its announcement, then its ledger entries) or decide (`_decide`:
     the signed decision and its ledger entries). Once that commits, a decision's
     audit is drawn (`_audit_draw`; a won draw opens it in a transaction of its
-    own): it needs neither the proposal's lock nor the chain head's, which every
-    decision waits for.
+    own): it needs not the proposal's lock, which the decision's transaction holds.
 
     Idempotent: a proposal already final is left alone, so a re-delivered final
     step writes nothing. A proposal has evidence exactly when it is final.
