@@ -220,8 +220,12 @@ def close_other_sessions() -> None:
     server's request threads keep their connections (CONN_MAX_AGE) until collected."""
     if connection.vendor != "postgresql":
         return
-    with connection.cursor() as cursor:
+    name = connection.settings_dict["NAME"]
+    connection.close()
+    with connection._nodb_cursor() as cursor:  # Django's own way to the `postgres` database
+        # First no new session: one that reconnected after its end (a thread's
+        # connection) made DROP DATABASE fail ("being accessed by other users").
+        cursor.execute(f"ALTER DATABASE {connection.ops.quote_name(name)} ALLOW_CONNECTIONS false")
         cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name]
         )
