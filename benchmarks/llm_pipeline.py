@@ -41,7 +41,9 @@ no recorded or paced run:
   ``--deadline``; prints whether every proposal ended escalated once naming
   the lens and the 429s, and the slowest submit→final against the deadline.
 
-Prints proposals/s, p50/p95 submit→final, the CPU per proposal of each
+Prints proposals/s (for the llm run also its ceiling: it ends no sooner than
+`--latency` after its last submission, so N ÷ (its submissions' time + latency),
+and the ratio that ceiling allows), p50/p95 submit→final, the CPU per proposal of each
 process (worker, web, PostgreSQL, the provider, this process's submitters),
 the most calls the server saw in flight, the worker's RSS (peak, all its
 processes) and the most database connections open (peak, every process), the
@@ -287,6 +289,7 @@ def run(
                 future.result()
         else:
             list(pool.map(submit, items))
+    submitted = time.time()
     s.wait_all_final(baseline + len(items), timeout=3600)
     cpu = meter.stop()
     # This process: the HTTP submitters.
@@ -298,6 +301,7 @@ def run(
     finished = max(f for _, f, _ in rows).timestamp()
     return {
         "rate": len(items) / (finished - started),
+        "submit_s": submitted - started,
         "p50": s.percentile(latency, 50),
         "p95": s.percentile(latency, 95),
         "outcomes": Counter(status for *_, status in rows),
@@ -411,6 +415,13 @@ def main() -> None:
         after = provider.stats()
         max_inflight = after["max_in_flight"]
         s.line("proposals/s", f"{llm['rate']:.2f}")
+        # The run ends no sooner than its last submission's calls: their latency after it.
+        ceiling = args.n / (llm["submit_s"] + args.latency)
+        s.line(
+            "at most, with the calls' latency",
+            f"{ceiling:.2f} (submissions took {llm['submit_s']:.2f} s, "
+            f"the last calls {args.latency:g} s more)",
+        )
         s.line("submit→final p50 / p95", f"{llm['p50']:.2f} s / {llm['p95']:.2f} s")
         print_cpu(llm)
         calls = after["calls"] - before["calls"]
@@ -430,6 +441,7 @@ def main() -> None:
             "recorded proposals/s, both runs",
             f"{recorded_rate:.2f} (before {recorded['rate']:.2f}, after {again['rate']:.2f})",
         )
+        s.line("ratio at most (the llm run's ceiling above)", f"{ceiling / recorded_rate:.2f}")
 
         paced_rate = llm["rate"] / 2
         s.heading(
