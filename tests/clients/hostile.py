@@ -8,6 +8,7 @@ records when each request arrived, so a test can see how long a client waited.
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.server
 import itertools
 import json
@@ -130,12 +131,17 @@ class _QuietServer(http.server.ThreadingHTTPServer):
         pass  # a client that hung up on a slow reply is the point of some tests
 
 
+@functools.cache
+def _bound_not_listening() -> socket.socket:
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    return holder
+
+
 def refused_url() -> str:
-    """A loopback address nothing listens on: connecting is refused."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    """A loopback address nothing listens on: connecting is refused. Its port stays bound
+    (never listening) for the whole run, so no other process's server can take it."""
+    return f"http://127.0.0.1:{_bound_not_listening().getsockname()[1]}"
 
 
 def call(kind: str, url: str, method: str, *args, client_options=None, took=None, **kwargs):
