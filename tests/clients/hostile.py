@@ -8,11 +8,9 @@ records when each request arrived, so a test can see how long a client waited.
 from __future__ import annotations
 
 import asyncio
-import functools
 import http.server
 import itertools
 import json
-import socket
 import ssl
 import threading
 import time
@@ -20,6 +18,8 @@ from dataclasses import dataclass, field
 
 import httpx
 from reviewapp_client import AsyncClient, Client
+
+from tests.support.ports import refused_port
 
 # Loading the CA bundle takes a fifth of a second; hundreds of clients share one.
 _TLS = ssl.create_default_context()
@@ -131,17 +131,9 @@ class _QuietServer(http.server.ThreadingHTTPServer):
         pass  # a client that hung up on a slow reply is the point of some tests
 
 
-@functools.cache
-def _bound_not_listening() -> socket.socket:
-    holder = socket.socket()
-    holder.bind(("127.0.0.1", 0))
-    return holder
-
-
 def refused_url() -> str:
-    """A loopback address nothing listens on: connecting is refused. Its port stays bound
-    (never listening) for the whole run, so no other process's server can take it."""
-    return f"http://127.0.0.1:{_bound_not_listening().getsockname()[1]}"
+    """A loopback address nothing listens on: connecting is refused."""
+    return f"http://127.0.0.1:{refused_port()}"
 
 
 def call(kind: str, url: str, method: str, *args, client_options=None, took=None, **kwargs):

@@ -1,5 +1,6 @@
 """Loopback ports for the servers tests start."""
 
+import functools
 import random
 import socket
 from pathlib import Path
@@ -25,3 +26,16 @@ def restartable_port() -> int:
                 continue
             return port
     raise RuntimeError("no free port below the ephemeral range")
+
+
+@functools.cache
+def _bound_not_listening() -> socket.socket:
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    return holder
+
+
+def refused_port() -> int:
+    """A loopback port nothing listens on, so connecting is refused: it stays bound, never
+    listening, for the whole run, so no other process's server can take it meanwhile."""
+    return _bound_not_listening().getsockname()[1]

@@ -1,7 +1,9 @@
 import socket
 from pathlib import Path
 
-from tests.support.ports import restartable_port
+import pytest
+
+from tests.support.ports import refused_port, restartable_port
 
 
 def test_a_restartable_port_lies_below_the_ephemeral_range_and_is_free():
@@ -9,4 +11,12 @@ def test_a_restartable_port_lies_below_the_ephemeral_range_and_is_free():
     port = restartable_port()
     assert 1024 <= port < low
     with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+
+
+def test_connecting_to_the_refused_port_is_refused_and_no_one_can_take_it():
+    port = refused_port()
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port)):
+        pass
+    with pytest.raises(OSError), socket.socket() as server:
         server.bind(("127.0.0.1", port))

@@ -1,17 +1,11 @@
 """HTML pages during a database outage: a 503 that says what to do, not Django's 500."""
 
-import socket
-
 import pytest
 from django.db import connection
 
+from tests.support.ports import refused_port
+
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # nothing listens once the socket closes
 
 
 @pytest.fixture
@@ -29,7 +23,7 @@ def database_down():
 
     connection.close()
     if connection.vendor == "postgresql":
-        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(_closed_port()))
+        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(refused_port()))
     else:
         connection.settings_dict["NAME"] = "/nonexistent-directory/reviewapp.sqlite3"
     yield bring_back
