@@ -17,7 +17,6 @@ Target: under 1 s.
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.support.processes import free_port  # noqa: E402
 
 TARGET_BYTES = 1_000_000
 CLAIMS = 1_000
@@ -153,12 +154,6 @@ def setup_database() -> tuple[int, str, int]:
     from django.conf import settings
 
     return proposal.pk, client.cookies[settings.SESSION_COOKIE_NAME].value, anchored
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(port: int, var_dir: Path) -> subprocess.Popen:

@@ -258,22 +258,13 @@ def system_decision(proposal, signer):
     )
 
 
-def _on_cpu(pid: int) -> float:
-    """Seconds a single-threaded process (a PostgreSQL backend) has run on a CPU, to the
-    nanosecond (`/proc/<pid>/stat` counts 10 ms ticks: a short level's backend showed none);
-    0 when it is not on this machine."""
-    try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
-    except OSError:
-        return 0.0
-
-
 def _appender(ids: list[int], start, results) -> None:
     """One appending process: `decision_append` for each proposal, each in its own
     transaction; records each decision's commit time and each sequencer batch's hold, and
     the CPU it and its PostgreSQL backend used (its sequencer runs on that connection)."""
     from django.db import connection, transaction
 
+    from benchmarks.support.measurement import on_cpu_seconds
     from reviewapp.ledger.services import sequence
     from reviewapp.review.models import Proposal
     from reviewapp.review.services import decisions
@@ -303,14 +294,14 @@ def _appender(ids: list[int], start, results) -> None:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     start.wait()
-    cpu, backend_cpu = time.process_time(), _on_cpu(backend)
+    cpu, backend_cpu = time.process_time(), on_cpu_seconds(backend)
     for proposal in rows:
         with transaction.atomic():
             # Registered first, so it runs right after COMMIT, before the sequencer's hook.
             transaction.on_commit(lambda pk=proposal.pk: committed.__setitem__(pk, time.time()))
             system_decision(proposal, signer)
     cpu = time.process_time() - cpu
-    backend_cpu = _on_cpu(backend) - backend_cpu
+    backend_cpu = on_cpu_seconds(backend) - backend_cpu
     connection.close()
     results.put((committed, holds, cpu, backend_cpu))
 

@@ -64,6 +64,16 @@ def cpu_seconds(pids: Iterable[int]) -> dict[int, float]:
     return out
 
 
+def on_cpu_seconds(pid: int) -> float:
+    """Seconds a single-threaded process (a PostgreSQL backend) has run on a CPU, to the
+    nanosecond (`cpu_seconds` counts 10 ms ticks: a short run's backend shows none);
+    0 when it is not on this machine."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except OSError:
+        return 0.0
+
+
 class CpuMeter:
     """CPU seconds used between start() and stop() by process trees and PostgreSQL backends.
 
