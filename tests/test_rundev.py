@@ -94,7 +94,9 @@ def test_rundev_with_debug_off_serves_pages_and_their_static_files(tmp_path):
 
 
 def test_rundev_with_debug_off_and_no_signing_key_stops_saying_what_to_set(tmp_path):
-    refused = contextlib.contextmanager(start_rundev)(tmp_path, migrated=False, **production_like())
+    refused = contextlib.contextmanager(start_rundev)(
+        tmp_path, migrated=False, **production_like()
+    )
     with refused as (_, lines, _):
         output = "\n".join(lines)
     assert "reviewapp cannot start" in output

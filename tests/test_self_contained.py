@@ -5,22 +5,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_DIRS = {".git", ".venv", "var", "node_modules", "__pycache__", ".pytest_cache"}
-TEXT_SUFFIXES = {
-    ".py",
-    ".md",
-    ".txt",
-    ".toml",
-    ".cfg",
-    ".ini",
-    ".yml",
-    ".yaml",
-    ".json",
-    ".html",
-    ".js",
-    ".css",
-    ".sh",
-    "",
-}
+TEXT_SUFFIXES = {".py", ".md", ".txt", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".json",
+                 ".html", ".js", ".css", ".sh", ""}
 # A path that leaves the repository for a sibling directory, or names the
 # machine-wide reference material directly.
 OUTSIDE = re.compile(r"\.\./(?:\.\./)*shared\b|/work/shared\b")

@@ -115,17 +115,11 @@ def test_reading_the_settings_touches_nothing_on_disk(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", "import reviewapp.settings as s; print(s.VAR_DIR)"],
         cwd=ROOT,
-        env={
-            "PATH": os.environ["PATH"],
-            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-            "REVIEWAPP_VAR_DIR": str(var),
-            "DEBUG": "true",
-            # A user no machine has: only a start-up check may look it up.
-            "REVIEWAPP_CHECKER_USER": "no-such-user-here",
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+             "REVIEWAPP_VAR_DIR": str(var), "DEBUG": "true",
+             # A user no machine has: only a start-up check may look it up.
+             "REVIEWAPP_CHECKER_USER": "no-such-user-here"},
+        capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(var)

@@ -28,17 +28,11 @@ def _state_paths(var_dir: Path) -> dict:
         if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")
         and not key.startswith("REVIEWAPP_")
     }
-    env.update(
-        DJANGO_SETTINGS_MODULE="reviewapp.settings", DEBUG="true", REVIEWAPP_VAR_DIR=str(var_dir)
-    )
+    env.update(DJANGO_SETTINGS_MODULE="reviewapp.settings", DEBUG="true",
+               REVIEWAPP_VAR_DIR=str(var_dir))
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup()\n" + _PATHS],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
     )
     return json.loads(result.stdout)
 

@@ -54,11 +54,7 @@ def test_a_worker_without_a_signing_key_exits_at_start_saying_what_to_set(tmp_pa
     env["CELERY_BROKER_URL"] = "filesystem://"
     result = subprocess.run(
         [sys.executable, "-m", "celery", "-A", "reviewapp", "worker", "--pool", "solo"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
     assert result.returncode != 0
     assert "Set REVIEWAPP_SIGNING_KEY" in result.stderr

@@ -24,20 +24,8 @@ def test_tests_of_one_xdist_group_run_in_one_process(tmp_path):
 
     # The options `make test` runs the suite with; pytest-django has nothing to set up here.
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-n",
-            "2",
-            "--dist",
-            "loadgroup",
-            "-p",
-            "no:django",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-        ],
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p", "no:django",
+         "-p", "no:cacheprovider", "-q"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -51,7 +51,7 @@ def test_reloading_the_token_page_shows_it_no_more_and_creates_nothing(admin_cli
     assert response.status_code == 302
     first = admin_client_ada.get(response["Location"]).content.decode()
     token = TOKEN.search(first).group(1)
-    assert 'data-copy="#api-token"' in first  # the copy button
+    assert "data-copy=\"#api-token\"" in first  # the copy button
     again = admin_client_ada.get(response["Location"])
     assert again.status_code == 200
     body = again.content.decode()

@@ -335,7 +335,9 @@ def test_running_an_llm_lens_trial_hands_it_to_the_loop_without_calling_the_mode
             started.append(work)
 
     monkeypatch.setattr("reviewapp.audit.trials.runtime", Loop)
-    monkeypatch.setattr("reviewapp.audit.trials.llm_trial_run", lambda trial_id: trial_id)
+    monkeypatch.setattr(
+        "reviewapp.audit.trials.llm_trial_run", lambda trial_id: trial_id
+    )
     trial_run(trial.pk)  # what run_trial does in a worker slot
     trial.refresh_from_db()
     assert trial.status == "pending" and not openai_server.requests

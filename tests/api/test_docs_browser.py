@@ -29,11 +29,9 @@ def test_the_docs_page_renders_every_operation_with_requests_outside_the_server_
         # Refusals by the Content-Security-Policy show up as console errors.
         page.on(
             "console",
-            lambda message: (
-                errors.append(message.text)
-                if message.type == "error" and "Content Security Policy" in message.text
-                else None
-            ),
+            lambda message: errors.append(message.text)
+            if message.type == "error" and "Content Security Policy" in message.text
+            else None,
         )
         page.goto("/api/docs")
 

@@ -31,7 +31,6 @@ def signer() -> Signer:
 
 # ── canonical JSON ───────────────────────────────────────────────────────────
 
-
 @given(JSON_VALUES)
 def test_canonical_json_reads_back_its_own_output_to_the_same_bytes(value):
     encoded = canonical_json(value)
@@ -48,6 +47,7 @@ def test_an_integer_valued_double_beyond_two_to_the_53_round_trips():
 def test_numbers_no_double_spells_exactly_are_still_refused(value):
     with pytest.raises(rfc8785.CanonicalizationError):
         canonical_json({"x": value})
+
 
 
 def test_canonical_json_does_not_depend_on_key_order():

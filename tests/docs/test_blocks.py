@@ -52,10 +52,7 @@ def test_blocks_are_found_with_their_language_line_and_marker(tmp_path):
     found = blocks(page)
 
     assert [(b.line, b.language, b.runs) for b in found] == [
-        (3, "sh", True),
-        (9, "console", True),
-        (16, "sh", False),
-        (20, "json", False),
+        (3, "sh", True), (9, "console", True), (16, "sh", False), (20, "json", False),
     ]
     assert found[1].text == '$ echo "$GREETING, \\\nworld"\nhello, world\n'
     assert found[2].not_run == "needs a Docker engine"
@@ -63,49 +60,31 @@ def test_blocks_are_found_with_their_language_line_and_marker(tmp_path):
 
 def test_a_console_block_is_commands_with_the_output_shown_under_each():
     block = Block(
-        page=pages()[0],
-        line=1,
-        language="console",
+        page=pages()[0], line=1, language="console",
         text="$ first \\\n  --flag\nout 1\nout 2\n$ second\n",
     )
 
     commands = console_commands(block)
 
     assert [(c.text, c.output) for c in commands] == [
-        ("first \\\n  --flag", ["out 1", "out 2"]),
-        ("second", []),
+        ("first \\\n  --flag", ["out 1", "out 2"]), ("second", []),
     ]
 
 
 @pytest.mark.parametrize(
     ("shown", "printed", "matches"),
     [
-        (
-            "29 decisions verified: signatures and chain intact.",
-            "31 decisions verified: signatures and chain intact.",
-            True,
-        ),
-        (
-            "29 decisions verified: signatures and chain intact.",
-            "31 decisions verified: signatures intact.",
-            False,
-        ),
-        (
-            "6nplxVzR6B7lGXWU1loFXCSD0c5iMR0U9iLK07Za0tI= ed25519:40ab3fbb1d98e55b",
-            "qQJDrL1P5a3CP7+jqWwFMIYsObnp+r6ZDf+9Qg38Ixw= ed25519:36623bbaf191d141",
-            True,
-        ),
-        (
-            "FAIL line 32 (entry 30, decision …",
-            "FAIL line 3 (entry 1, decision for proposal 1)",
-            True,
-        ),
+        ("29 decisions verified: signatures and chain intact.",
+         "31 decisions verified: signatures and chain intact.", True),
+        ("29 decisions verified: signatures and chain intact.",
+         "31 decisions verified: signatures intact.", False),
+        ("6nplxVzR6B7lGXWU1loFXCSD0c5iMR0U9iLK07Za0tI= ed25519:40ab3fbb1d98e55b",
+         "qQJDrL1P5a3CP7+jqWwFMIYsObnp+r6ZDf+9Qg38Ixw= ed25519:36623bbaf191d141", True),
+        ("FAIL line 32 (entry 30, decision …", "FAIL line 3 (entry 1, decision for proposal 1)",
+         True),
         ("FAIL line 32 (entry 30, decision …", "OK: 97 ledger entries", False),
-        (
-            '{"id": 50, "status": …, "url": "/api/proposals/50"}',
-            '{"id": 51, "status": "evaluating", "url": "/api/proposals/51"}',
-            True,
-        ),
+        ('{"id": 50, "status": …, "url": "/api/proposals/50"}',
+         '{"id": 51, "status": "evaluating", "url": "/api/proposals/51"}', True),
     ],
 )
 def test_a_shown_line_stands_for_any_keys_hashes_and_numbers_but_not_other_words(
@@ -188,9 +167,8 @@ def test_a_failure_the_block_shows_with_its_exit_status_is_what_it_says(tmp_path
 
 
 def test_every_fence_of_the_readme_and_the_guides_names_its_language():
-    unnamed = [
-        (b.where, b.language) for p in pages() for b in blocks(p) if b.language not in LANGUAGES
-    ]
+    unnamed = [(b.where, b.language) for p in pages() for b in blocks(p)
+               if b.language not in LANGUAGES]
     assert unnamed == []
 
 

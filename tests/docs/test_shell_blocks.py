@@ -58,7 +58,9 @@ def _run_console(block: Block, session: Session, instance: Instance) -> str | No
             expected = int(following.output[0])
         status, printed = session.run(instance.address(command.text), strict=False)
         if status != expected:
-            return f"{block.where}: `{command.text}` exited {status}, not {expected}:\n{printed}"
+            return (
+                f"{block.where}: `{command.text}` exited {status}, not {expected}:\n{printed}"
+            )
         missing = unmatched_output(command.output, printed)
         if missing:
             return (
@@ -116,7 +118,9 @@ def test_every_shell_block_runs_as_written(page, page_runs):
     assert [b.line for b in run.ran] == [b.line for b in blocks(page) if b.runs]
 
 
-def test_the_readmes_first_submission_is_approved_by_the_demo_panel_it_names(page_runs, instance):
+def test_the_readmes_first_submission_is_approved_by_the_demo_panel_it_names(
+    page_runs, instance
+):
     run = page_runs(pages()[0])
     assert run.failure is None, run.failure
     token = run.session.variable("TOKEN")

@@ -300,7 +300,9 @@ def test_a_regex_bomb_in_a_constraints_checker_is_decided_and_rejects(db):
     assert proposal.status == "decided"
 
 
-def test_a_proposal_too_large_to_match_makes_a_constraints_checker_inconclusive(db, monkeypatch):
+def test_a_proposal_too_large_to_match_makes_a_constraints_checker_inconclusive(
+    db, monkeypatch
+):
     from reviewapp.core import regex_dialect
 
     monkeypatch.setattr(regex_dialect, "MAX_INPUT_CHARS", len(BOMB_TEXT) - 1)

@@ -46,7 +46,9 @@ def test_a_verdict_signed_after_the_deadline_is_refused_and_keeps_the_rationale(
 ):
     escalation = _escalation(timedelta(hours=1))
     escalation_claim(escalation_id=escalation.pk, user=reviewer)
-    Escalation.objects.filter(pk=escalation.pk).update(due_at=timezone.now() - timedelta(seconds=5))
+    Escalation.objects.filter(pk=escalation.pk).update(
+        due_at=timezone.now() - timedelta(seconds=5)
+    )
 
     response = reviewer_client.post(
         f"/escalations/{escalation.pk}/decide",

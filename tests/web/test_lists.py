@@ -69,7 +69,9 @@ def test_proposals_search_covers_the_content(reviewer_client, panel):
         panel, content="Refunds are paid within 14 days. The sky is blue.", title="Untitled"
     )
     split_panel_proposal(panel, content="b. The sky is blue. Water is wet.", title="Shipping")
-    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"q": "refunds"})) == [wanted.pk]
+    assert _row_ids(reviewer_client.get(reverse("proposal_list"), {"q": "refunds"})) == [
+        wanted.pk
+    ]
 
 
 def test_proposals_search_by_external_reference(reviewer_client, panel):

@@ -234,7 +234,7 @@ def test_the_reconciler_sees_each_reviews_marks_and_tags_with_the_differing_clai
     marks = " ".join(marks[: marks.index("</ul>\n  ")].split())
     assert f'data-claim="{claim.pk}" data-differ' in marks
     assert "reviewers differ" in marks
-    assert '<q dir="auto">Close account 7731.</q>' in marks
+    assert "<q dir=\"auto\">Close account 7731.</q>" in marks
     assert "<strong>ann</strong>:" in marks and "correct" in marks
     assert "<strong>ben</strong>:" in marks and "incorrect" in marks
     assert '<span class="tag">stale-data</span>' in html
