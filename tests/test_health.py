@@ -12,16 +12,26 @@ from tests.conftest import wait_for
 from tests.factories import LensFactory
 
 
-def _healthz_ok(client):
-    """/healthz once it says ok: a worker busy beside a loaded suite may miss one 1 s
-    ping, and answers the next."""
+def _healthz_once(client, until, what: str):
+    """/healthz once `until(response)`: a worker busy beside a loaded suite may miss one
+    1 s ping, and answers the next."""
     answers = []
     wait_for(
-        lambda: answers.append(client.get("/healthz")) or answers[-1].status_code == 200,
+        lambda: answers.append(client.get("/healthz")) or until(answers[-1]),
         timeout=20,
-        message="/healthz never said ok within 20 s",
+        message=f"/healthz never {what} within 20 s",
     )
     return answers[-1]
+
+
+def _healthz_ok(client):
+    return _healthz_once(client, lambda response: response.status_code == 200, "said ok")
+
+
+def _healthz_with_a_worker_answering(client):
+    return _healthz_once(
+        client, lambda response: response.json()["worker"]["workers"], "heard a worker"
+    )
 
 
 @pytest.mark.worker
@@ -36,7 +46,7 @@ def test_healthz_is_ok_when_database_broker_and_worker_answer(client, worker):
 @pytest.mark.worker
 def test_healthz_reports_the_pipeline_queue_nobody_consumes(client, start_worker):
     start_worker(queues="elsewhere")
-    response = client.get("/healthz")
+    response = _healthz_with_a_worker_answering(client)
     assert response.status_code == 503
     assert response.json()["worker"]["error"] == "no worker consumes the celery queue"
 
