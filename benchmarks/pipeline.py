@@ -14,8 +14,9 @@ inline), then:
 1. counts the SQL queries each task of one proposal runs (in-process probe);
 2. times a bare no-op Celery task: sequential round trips, and the throughput
    of as many no-op tasks as the pipeline will run (1 per proposal);
-3. submits N proposals with `POST /api/proposals` from `--clients` threads and
-   waits until every one is decided or escalated.
+3. submits `--warm-up` proposals, unmeasured, then N proposals with
+   `POST /api/proposals` from `--clients` threads, and waits until every one is
+   decided or escalated.
 
 Prints proposals per second end to end, p50/p95 submit-to-final latency
 (finalized_at − created_at), the no-op figures and the ratios between them, and
@@ -82,6 +83,9 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--noop-round-trips", type=int, default=200)
+    parser.add_argument(
+        "--warm-up", type=int, default=24, help="proposals submitted first, not measured"
+    )
     parser.add_argument("--profile", action="store_true", help="py-spy the worker and gunicorn")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument(
@@ -104,7 +108,8 @@ def main() -> None:
     env = s.fresh_stack("pipeline")
     panel = s.pipeline_panel()
     items = s.pipeline_contents(args.n)
-    s.record_answers(items)
+    warm_up = s.pipeline_contents(args.warm_up, tag="warm-")
+    s.record_answers(items + warm_up)
     token = s.api_token("bench-pipeline", "submit,read")
     expected_routes = Counter(item["route"] for item in items)
 
@@ -151,14 +156,6 @@ def main() -> None:
             f"of the {1000 * os.cpu_count() / TARGET_PER_SECOND:.0f} ms a proposal may use)",
         )
 
-        if args.profile:
-            prof_dir = Path(env["REVIEWAPP_VAR_DIR"]) / "profiles"
-            prof_dir.mkdir(exist_ok=True)
-            profilers = [
-                Profiler(worker.pid, prof_dir / "worker.txt"),
-                Profiler(web.pid, prof_dir / "gunicorn.txt"),
-            ]
-
         s.heading(
             f"submitting {args.n} proposals over HTTP ({args.clients} clients"
             + (f", paced at {args.rate:g}/s)" if args.rate else ", as fast as they go)")
@@ -173,7 +170,7 @@ def main() -> None:
         submit_ms: list[float] = []
         lock = threading.Lock()
 
-        def submit(item: dict) -> None:
+        def submit(item: dict, measured: bool = True) -> None:
             client = getattr(local, "client", None)
             if client is None:
                 client = local.client = httpx.Client(timeout=60, headers=headers)
@@ -187,6 +184,9 @@ def main() -> None:
             started = time.perf_counter()
             response = client.post(url, json=body)
             elapsed = (time.perf_counter() - started) * 1000
+            if not measured:
+                response.raise_for_status()
+                return
             with lock:
                 statuses[response.status_code] += 1
                 submit_ms.append(elapsed)
@@ -195,7 +195,20 @@ def main() -> None:
 
         from reviewapp.review.models import Proposal
 
+        # Every web and pool process has built what it builds once (its URLconf
+        # is imported at start: support/gunicorn_hooks.py) and run the whole path.
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(lambda item: submit(item, measured=False), warm_up))
+        s.wait_all_final(Proposal.objects.count(), timeout=args.timeout)
         baseline_final = Proposal.objects.filter(status__in=["decided", "escalated"]).count()
+        if args.profile:
+            prof_dir = Path(env["REVIEWAPP_VAR_DIR"]) / "profiles"
+            prof_dir.mkdir(exist_ok=True)
+            profilers = [
+                Profiler(worker.pid, prof_dir / "worker.txt"),
+                Profiler(web.pid, prof_dir / "gunicorn.txt"),
+            ]
+
         log_offset = worker.log_path.stat().st_size
         meter = s.CpuMeter(worker=worker.pid, web=web.pid)
         meter.start()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -132,9 +133,21 @@ def start_gunicorn(
             "--access-logformat",
             "%(m)s %(U)s %(s)s %(D)s",
         ]
+    # Each worker imports the URLconf when it starts and leaves a file here
+    # (gunicorn_hooks.py); the server is returned once every worker has.
+    ready = Path(env["REVIEWAPP_VAR_DIR"]) / f"gunicorn-ready-{port}"
+    shutil.rmtree(ready, ignore_errors=True)
+    ready.mkdir(parents=True)
+    argv += ["--config", "python:benchmarks.support.gunicorn_hooks"]
+    env = {**env, "BENCH_GUNICORN_READY_DIR": str(ready)}
     service = Service("gunicorn", argv, env, Path(env["REVIEWAPP_VAR_DIR"]) / "logs")
     wait_port(port)
-    # Both workers import the app lazily; one request each warms them up.
+    deadline = time.monotonic() + 60
+    while len(list(ready.iterdir())) < workers:
+        if not service.alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"gunicorn: {workers} workers not ready:\n{service.log()}")
+        time.sleep(0.05)
+    # A first request still builds what only a request builds (templates, sessions).
     import httpx
 
     for _ in range(workers * 2):

@@ -18,9 +18,13 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from reviewapp_client.verify.files import load_public_keys
 
+from reviewapp.compiled_queries import CompiledQuery
 from reviewapp.core.signing import KeyFileError, Signer, key_id_for
 
 from .models import SigningKey
+
+# Read on every signature: the key's row, with its retirement.
+_registered = CompiledQuery(lambda key_id: SigningKey.objects.filter(key_id=key_id)[:1])
 
 
 @functools.cache
@@ -88,9 +92,11 @@ def server_signer() -> Signer:
         settings.REVIEWAPP_SIGNING_KEY_AUTOCREATE,
         None if settings.REVIEWAPP_SIGNING_KEY else file_identity,
     )
-    key, _ = SigningKey.objects.get_or_create(
-        key_id=signer.key_id, defaults={"public_key": signer.public_key_b64}
-    )
+    key = _registered.first(signer.key_id)
+    if key is None:
+        key, _ = SigningKey.objects.get_or_create(
+            key_id=signer.key_id, defaults={"public_key": signer.public_key_b64}
+        )
     if key.retired_at is not None:
         raise ImproperlyConfigured(
             f"The configured signing key {key.key_id} was retired on {key.retired_at:%Y-%m-%d}; "

@@ -17,6 +17,7 @@ from django.db import connection
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
 
+from ..lookups import in_bulk, lenses_by_pk, proposal_row
 from ..models import Lens, Proposal, RecordedResponse
 from ..services.final_step import (
     proposal_escalate_final_step,
@@ -64,7 +65,7 @@ def evaluate_proposal(
     escalated after REVIEWAPP_FINAL_STEP_ATTEMPTS runs. Outstanding external
     lenses are waited for by the sweeper's deadline check.
     """
-    proposal = Proposal.objects.filter(pk=proposal_id).first()
+    proposal = proposal_row.first(proposal_id)
     if proposal is None or proposal.is_final:
         return
     if swept and proposal.all_lenses_answered:
@@ -73,7 +74,7 @@ def evaluate_proposal(
         _final_step(proposal_id, loaded=proposal, retry=True)
         return
     worker_lenses = worker_lens_ids(proposal.panel_snapshot)
-    by_id = Lens.objects.in_bulk(worker_lenses)
+    by_id = in_bulk(lenses_by_pk, worker_lenses)
     if len(by_id) < len(worker_lenses):
         # A lens deleted since submission will never answer: the final step
         # escalates the proposal now, naming it, instead of it waiting forever.

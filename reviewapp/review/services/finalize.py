@@ -18,6 +18,7 @@ from reviewapp.ledger.keys import server_signer
 from reviewapp.ledger.services import ledger_append, signed_entry
 
 from ..automatic import Ruling, automatic_outcome_ruling
+from ..lookups import checkers_by_pk, in_bulk, proposal_row
 from ..models import (
     CheckerConfig,
     Decision,
@@ -130,7 +131,7 @@ def proposal_finalize(
     transaction (one lock and one commit per proposal, not two). If they do
     not complete it after all, they are recorded and the proposal waits.
     """
-    proposal = loaded or Proposal.objects.filter(pk=proposal_id).first()
+    proposal = loaded or proposal_row.first(proposal_id)
     if proposal is None or proposal.is_final:
         return None
     if not (loaded or proposal.all_lenses_answered or deadline_passed):
@@ -176,7 +177,7 @@ class _Checked:
 
 def _run_checkers(proposal: Proposal, signer: Signer) -> _Checked:
     snapshot = proposal.panel_snapshot
-    checkers = CheckerConfig.objects.in_bulk([c["id"] for c in snapshot["checkers"]])
+    checkers = in_bulk(checkers_by_pk, [c["id"] for c in snapshot["checkers"]])
     return _Checked(
         evidence=[
             (checker, checker_evidence(proposal=proposal, checker=checker, signer=signer))

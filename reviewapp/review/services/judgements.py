@@ -16,6 +16,7 @@ from reviewapp.core.judging import FailureKind
 from reviewapp.core.redaction import redacted
 from reviewapp.core.text import storable
 
+from ..lookups import proposal_counter_locked
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Proposal
 
 
@@ -71,10 +72,6 @@ def _claim_rows(
     return rows
 
 
-# What the answer path reads of the locked proposal: the lock is the point, not the row.
-_COUNTER_FIELDS = ("id", "status", "lenses_asked", "lenses_answered")
-
-
 def lens_has_answered(proposal_id: int, lens_id: int) -> bool:
     """Whether `lens` has a judgement or a recorded failure on the proposal.
 
@@ -121,7 +118,10 @@ def proposal_lock_counter(proposal_id: int) -> Proposal:
     would need a result backend and does not survive a worker killed
     mid-chord; this survives re-delivery.)
     """
-    return Proposal.objects.select_for_update().only(*_COUNTER_FIELDS).get(pk=proposal_id)
+    locked = proposal_counter_locked.first(proposal_id)
+    if locked is None:
+        raise Proposal.DoesNotExist(f"no proposal {proposal_id}")
+    return locked
 
 
 def answers_write(locked: Proposal, answers: list[LensAnswer]) -> list[Judgement | LensFailure]:

@@ -11,6 +11,7 @@ from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
 from .. import events
+from ..lookups import active_panel_named
 from ..models import ApiClient, AwaitedLens, CheckerConfig, Lens, Panel, PanelLens, Proposal
 from .judgements import answered_lens_ids
 
@@ -104,7 +105,7 @@ def proposal_submit(
     raises SubmissionConflict.
     """
     metadata = metadata or {}
-    panel = Panel.objects.filter(name=panel_name, active=True).first()
+    panel = active_panel_named.first(panel_name)
     if panel is None:
         raise PanelUnavailable(panel_name)
     request_sha256 = _request_digest(

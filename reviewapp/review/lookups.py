@@ -1,0 +1,25 @@
+"""The lookups every proposal makes, composed once per process (``CompiledQuery``):
+on the pipeline's path, composing their SQL cost more than running it."""
+
+from reviewapp.compiled_queries import CompiledQuery
+
+from .models import CheckerConfig, Lens, Panel, Proposal
+
+# What the answer path reads of the locked proposal: the lock is the point, not the row.
+COUNTER_FIELDS = ("id", "status", "lenses_asked", "lenses_answered")
+
+proposal_row = CompiledQuery(lambda pk: Proposal.objects.filter(pk=pk).order_by()[:1])
+proposal_counter_locked = CompiledQuery(
+    lambda pk: Proposal.objects.select_for_update().only(*COUNTER_FIELDS).filter(pk=pk)
+)
+active_panel_named = CompiledQuery(
+    lambda name: Panel.objects.filter(name=name, active=True).order_by()[:1]
+)
+# Lenses and checkers by name, as in_bulk returned them.
+lenses_by_pk = CompiledQuery(lambda pks: Lens.objects.filter(pk__in=pks))
+checkers_by_pk = CompiledQuery(lambda pks: CheckerConfig.objects.filter(pk__in=pks))
+
+
+def in_bulk(query: CompiledQuery, pks) -> dict:
+    """``Model.objects.in_bulk(pks)`` through a compiled query."""
+    return {row.pk: row for row in query.all(tuple(pks))}
