@@ -17,7 +17,6 @@ from django.db import connection
 from reviewapp.core.cite import GroundingPolicy
 from reviewapp.core.judging import FailureKind, JudgeOutcome, LensFailed
 
-from ..lookups import in_bulk, lenses_by_pk, proposal_row
 from ..models import Lens, Proposal, RecordedResponse
 from ..services.final_step import (
     proposal_escalate_final_step,
@@ -40,6 +39,7 @@ from ..services.proposals import (
     proposals_stuck,
     worker_lens_ids,
 )
+from ..statements import in_bulk, lenses_by_pk, proposal_row
 from . import llm_loop
 from .evaluators import evaluate_lens
 from .llm_loop import answer_outcome

@@ -18,7 +18,6 @@ from reviewapp.ledger.keys import server_signer
 from reviewapp.ledger.services import ledger_append, signed_entry
 
 from ..automatic import Ruling, automatic_outcome_ruling
-from ..lookups import checkers_by_pk, in_bulk, proposal_row
 from ..models import (
     CheckerConfig,
     Decision,
@@ -27,6 +26,13 @@ from ..models import (
     Lens,
     LensFailure,
     Proposal,
+)
+from ..statements import (
+    checkers_by_pk,
+    in_bulk,
+    proposal_count_save,
+    proposal_final_save,
+    proposal_row,
 )
 from .audits import audit_open_maybe
 from .decisions import decision_append
@@ -194,7 +200,7 @@ def _write_answers(
     written = answers_write(locked, list(answers)) if answers else []
     if not (locked.all_lenses_answered or deadline_passed):
         if written:
-            locked.save(update_fields=["lenses_answered", "updated_at"])
+            proposal_count_save(locked)
         return None
     return written
 
@@ -267,9 +273,6 @@ def _ruled(
     return decided, ruling
 
 
-_FINAL_FIELDS = ["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
-
-
 def _escalate(
     proposal: Proposal, decided, checked: _Checked, evidence, failed, ruling: Ruling | None
 ) -> None:
@@ -295,7 +298,7 @@ def _escalate(
         },
     )
     proposal.status = Proposal.Status.ESCALATED
-    proposal.save(update_fields=_FINAL_FIELDS)
+    proposal_final_save(proposal)
     escalation_announce(escalation=escalation)
     ledger_append(signed_entry("evidence", row) for row in evidence)
 
@@ -303,7 +306,7 @@ def _escalate(
 def _decide(proposal: Proposal, decided, signer: Signer, evidence, judgements) -> Decision:
     """The system's signed decision, entered in the ledger after its evidence."""
     proposal.status = Proposal.Status.DECIDED
-    proposal.save(update_fields=_FINAL_FIELDS)
+    proposal_final_save(proposal)
     return decision_append(
         proposal=proposal,
         outcome=decided.outcome,

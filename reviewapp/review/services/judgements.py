@@ -16,8 +16,8 @@ from reviewapp.core.judging import FailureKind
 from reviewapp.core.redaction import redacted
 from reviewapp.core.text import storable
 
-from ..lookups import proposal_counter_locked
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Proposal
+from ..statements import proposal_count_save, proposal_counter_locked
 
 
 class JudgementRefused(Exception):
@@ -167,7 +167,7 @@ def _record_answers(
             written = answers_write(proposal, answers)
             if not written:
                 return None
-            proposal.save(update_fields=["lenses_answered", "updated_at"])
+            proposal_count_save(proposal)
             if proposal.all_lenses_answered and enqueue_final_step:
                 # robust: a broker outage must not undo the answer; the sweeper re-enqueues.
                 transaction.on_commit(lambda: _enqueue_finalize(proposal.pk), robust=True)

@@ -11,8 +11,8 @@ from reviewapp.core.quorum import Quorum, QuorumError
 from reviewapp.core.signing import canonical_json
 
 from .. import events
-from ..lookups import active_panel_named
 from ..models import ApiClient, AwaitedLens, CheckerConfig, Lens, Panel, PanelLens, Proposal
+from ..statements import active_panel_named, proposal_insert
 from .judgements import answered_lens_ids
 
 
@@ -154,7 +154,7 @@ def _proposal_create(*, panel: Panel, snapshot: dict, **fields) -> Proposal:
     worker_lenses = worker_lens_ids(snapshot)
     now = timezone.now()
     with transaction.atomic():
-        proposal = Proposal.objects.create(
+        proposal = Proposal(
             panel=panel,
             panel_version=panel.version,
             panel_snapshot=snapshot,
@@ -167,6 +167,7 @@ def _proposal_create(*, panel: Panel, snapshot: dict, **fields) -> Proposal:
             external_deadline_at=_external_deadline(snapshot, now),
             **fields,
         )
+        proposal_insert(proposal)
         # As rows, so "which proposals may this client judge" is a join.
         AwaitedLens.objects.bulk_create(
             AwaitedLens(proposal=proposal, lens_id=lens_id)

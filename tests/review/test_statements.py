@@ -1,10 +1,10 @@
-"""Every lookup a proposal makes on its way is composed once and kept
-(reviewapp/review/lookups.py): one that never composes still answers, slowly."""
+"""Every statement a proposal makes on its way is composed once and kept
+(reviewapp/review/statements.py): one that never composes still runs, slowly."""
 
 import pytest
 
 from reviewapp.ledger import keys
-from reviewapp.review import lookups
+from reviewapp.review import statements
 from reviewapp.review.models import client as client_model
 from reviewapp.review.services.clients import api_client_for_token
 from tests.api.conftest import make_token
@@ -15,17 +15,19 @@ pytestmark = pytest.mark.django_db
 
 CONTENT = "The algorithm sorts in O(n log n) time and is stable."
 HOT = {
-    "proposal_row": lookups.proposal_row,
-    "proposal_counter_locked": lookups.proposal_counter_locked,
-    "active_panel_named": lookups.active_panel_named,
-    "lenses_by_pk": lookups.lenses_by_pk,
-    "checkers_by_pk": lookups.checkers_by_pk,
+    "proposal_row": statements.proposal_row,
+    "proposal_counter_locked": statements.proposal_counter_locked,
+    "active_panel_named": statements.active_panel_named,
+    "lenses_by_pk": statements.lenses_by_pk,
+    "checkers_by_pk": statements.checkers_by_pk,
+    "proposal_insert": statements.proposal_insert,
+    "proposal_final_save": statements.proposal_final_save,
     "an API client by its token's hash": client_model._unrevoked_with_hash,
     "the signing key's row": keys._registered,
 }
 
 
-def test_a_submitted_and_decided_proposal_composes_every_lookup_on_its_way():
+def test_a_submitted_and_decided_proposal_composes_every_statement_on_its_way():
     for query in HOT.values():
         query._plans.clear()  # composed by earlier tests in this process, maybe
     lenses = [LensFactory(), LensFactory()]

@@ -1,12 +1,15 @@
-"""The lookups every proposal makes, composed once per process (``CompiledQuery``):
-on the pipeline's path, composing their SQL cost more than running it."""
+"""The statements every proposal makes, composed once per process
+(``reviewapp/compiled_queries.py``): on the pipeline's path, composing their SQL
+cost more than running it."""
 
-from reviewapp.compiled_queries import CompiledQuery
+from reviewapp.compiled_queries import CompiledInsert, CompiledQuery, CompiledSave
 
 from .models import CheckerConfig, Lens, Panel, Proposal
 
 # What the answer path reads of the locked proposal: the lock is the point, not the row.
 COUNTER_FIELDS = ("id", "status", "lenses_asked", "lenses_answered")
+# What the final step changes on the proposal.
+FINAL_FIELDS = ["tally", "finalized_at", "status", "lenses_answered", "updated_at"]
 
 proposal_row = CompiledQuery(lambda pk: Proposal.objects.filter(pk=pk).order_by()[:1])
 proposal_counter_locked = CompiledQuery(
@@ -18,6 +21,12 @@ active_panel_named = CompiledQuery(
 # Lenses and checkers by name, as in_bulk returned them.
 lenses_by_pk = CompiledQuery(lambda pks: Lens.objects.filter(pk__in=pks))
 checkers_by_pk = CompiledQuery(lambda pks: CheckerConfig.objects.filter(pk__in=pks))
+
+proposal_insert = CompiledInsert(
+    Proposal, [f.name for f in Proposal._meta.concrete_fields if not f.primary_key]
+)
+proposal_count_save = CompiledSave(Proposal, ["lenses_answered", "updated_at"])
+proposal_final_save = CompiledSave(Proposal, FINAL_FIELDS)
 
 
 def in_bulk(query: CompiledQuery, pks) -> dict:
