@@ -181,7 +181,7 @@ class _Writes:
     def __init__(self, model: type[Model], fields: list[str]):
         self.model = model
         self.fields = [model._meta.get_field(name) for name in fields]
-        self._plans: dict[str, str | None] = {}  # alias -> SQL, None: Django runs it
+        self._plans: dict = {}  # SQL and how to lay out its parameters; None: Django runs it
 
     @property
     def composed(self) -> bool:
@@ -200,36 +200,76 @@ class _Writes:
 
 
 class CompiledInsert(_Writes):
-    """``instance.save(force_insert=True)`` for a model with an automatic primary key,
-    writing `fields` (the rest take their database defaults)."""
+    """``instance.save(force_insert=True)``, or ``bulk_create(instances)`` with ``many``,
+    for a model with an automatic primary key, writing `fields` (the rest take their
+    database defaults). A plan per number of rows: it is part of the SQL."""
 
     def __call__(self, instance: Model) -> None:
         connection = connections[router.db_for_write(self.model, instance=instance)]
-        if self._orm() or not connection.features.can_return_columns_from_insert:
+        plan = None if self._orm() else self._plan([instance], connection)
+        if plan is None:
             instance.save(force_insert=True)
-            return
-        sql = self._plans.get(connection.alias, "")
-        if sql == "":
-            sql = self._plans[connection.alias] = self._compose(instance, connection)
-            if sql is None:
-                instance.save(force_insert=True)
-                return
-        values = [field.pre_save(instance, True) for field in self.fields]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, self._params(values, connection))
-            (pk,) = cursor.fetchone()
-        instance.pk = pk
-        instance._state.adding, instance._state.db = False, connection.alias
+        else:
+            self._run(plan, [instance], connection)
 
-    def _compose(self, instance: Model, connection) -> str | None:
+    def many(self, instances: list[Model]) -> list[Model]:
+        """As ``bulk_create``: no model signals; the instances get their primary keys."""
+        if not instances:
+            return instances
+        connection = connections[router.db_for_write(self.model, instance=instances[0])]
+        for instance in instances:
+            instance._prepare_related_fields_for_save(operation_name="bulk_create")
+        plan = self._plan(instances, connection)
+        if plan is None:
+            return self.model._base_manager.using(connection.alias).bulk_create(instances)
+        self._run(plan, instances, connection)
+        return instances
+
+    def _plan(self, instances: list[Model], connection) -> tuple[str, bool] | None:
+        if not connection.features.can_return_rows_from_bulk_insert:
+            return None
+        key = (connection.alias, len(instances))
+        if key not in self._plans:
+            self._plans[key] = self._compose(instances, connection)
+        return self._plans[key]
+
+    def _run(self, plan: tuple[str, bool], instances: list[Model], connection) -> None:
+        sql, by_column = plan
+        rows = [
+            self._params([field.pre_save(instance, True) for field in self.fields], connection)
+            for instance in instances
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, _laid_out(rows, by_column))
+            pks = [row[0] for row in cursor.fetchall()]
+        for instance, pk in zip(instances, pks, strict=True):
+            instance.pk = pk
+            instance._state.adding, instance._state.db = False, connection.alias
+
+    def _compose(self, instances: list[Model], connection) -> tuple[str, bool] | None:
         query = sql_queries.InsertQuery(self.model)
-        query.insert_values(self.fields, [instance])
+        query.insert_values(self.fields, instances)
         compiler = query.get_compiler(connection=connection)
         compiler.returning_fields = [self.model._meta.pk]
         (sql, params), *more = compiler.as_sql()
-        # Django's pre_save has just run: the values are on the instance.
-        ours = self._params([getattr(instance, f.attname) for f in self.fields], connection)
-        return sql if not more and _same_params(ours, params) else None
+        if more:
+            return None
+        # Django's pre_save has just run: the values are on the instances. Its
+        # parameters are row after row, or (PostgreSQL's UNNEST) a list per column.
+        rows = [
+            self._params([getattr(instance, f.attname) for f in self.fields], connection)
+            for instance in instances
+        ]
+        for by_column in (False, True):
+            if _same_params(_laid_out(rows, by_column), list(params)):
+                return sql, by_column
+        return None
+
+
+def _laid_out(rows: list[list], by_column: bool) -> list:
+    if by_column:
+        return [list(column) for column in zip(*rows, strict=True)]
+    return [value for row in rows for value in row]
 
 
 class CompiledSave(_Writes):
@@ -263,8 +303,14 @@ class CompiledSave(_Writes):
 
 
 def _same_params(ours: list, theirs: list) -> bool:
-    """The same parameters: equal, of one type (psycopg's JSON wrappers, by what they hold)."""
+    """The same parameters: equal, of one type (psycopg's JSON wrappers, by what they hold;
+    lists, member by member)."""
     return len(ours) == len(theirs) and all(
-        type(a) is type(b) and (a == b or getattr(a, "obj", a) == getattr(b, "obj", b))
+        type(a) is type(b)
+        and (
+            _same_params(a, b)
+            if isinstance(a, list)
+            else a == b or getattr(a, "obj", a) == getattr(b, "obj", b)
+        )
         for a, b in zip(ours, theirs, strict=True)
     )

@@ -196,3 +196,30 @@ def test_a_model_with_save_receivers_is_written_by_the_orm_so_they_hear_it():
         signals.post_save.disconnect(receiver, sender=Proposal)
 
     assert heard == [proposal.pk, copy.pk]
+
+
+def test_a_compiled_insert_of_many_rows_stores_them_as_bulk_create_would_in_one_statement(
+    django_assert_num_queries,
+):
+    insert = CompiledInsert(Lens, _writable(Lens))
+    insert.many([LensFactory.build(), LensFactory.build()])  # composes for two rows
+    lenses = [LensFactory.build(temperature=0.5), LensFactory.build(instructions="Be brief.")]
+
+    with django_assert_num_queries(1):
+        assert insert.many(lenses) is lenses
+
+    stored = Lens.objects.in_bulk([lens.pk for lens in lenses])
+    assert [_fields(stored[lens.pk]) for lens in lenses] == [_fields(lens) for lens in lenses]
+    assert stored[lenses[1].pk].instructions == "Be brief."
+    assert all(lens._state.adding is False for lens in lenses) and insert.composed
+
+
+def test_each_number_of_rows_gets_its_own_insert_plan():
+    insert = CompiledInsert(Lens, _writable(Lens))
+
+    for count in (1, 3, 2, 3):
+        lenses = insert.many([LensFactory.build() for _ in range(count)])
+        assert Lens.objects.filter(pk__in=[lens.pk for lens in lenses]).count() == count
+
+    assert sorted(count for _, count in insert._plans) == [1, 2, 3]
+    assert insert.many([]) == []

@@ -4,7 +4,12 @@ cost more than running it."""
 
 from reviewapp.compiled_queries import CompiledInsert, CompiledQuery, CompiledSave
 
-from .models import CheckerConfig, Lens, Panel, Proposal
+from .models import CheckerConfig, Claim, Evidence, Judgement, Lens, LensFailure, Panel, Proposal
+
+
+def _writable(model) -> list[str]:
+    return [f.name for f in model._meta.concrete_fields if not (f.primary_key or f.generated)]
+
 
 # What the answer path reads of the locked proposal: the lock is the point, not the row.
 COUNTER_FIELDS = ("id", "status", "lenses_asked", "lenses_answered")
@@ -22,9 +27,11 @@ active_panel_named = CompiledQuery(
 lenses_by_pk = CompiledQuery(lambda pks: Lens.objects.filter(pk__in=pks))
 checkers_by_pk = CompiledQuery(lambda pks: CheckerConfig.objects.filter(pk__in=pks))
 
-proposal_insert = CompiledInsert(
-    Proposal, [f.name for f in Proposal._meta.concrete_fields if not f.primary_key]
-)
+proposal_insert = CompiledInsert(Proposal, _writable(Proposal))
+judgement_insert = CompiledInsert(Judgement, _writable(Judgement))
+lens_failure_insert = CompiledInsert(LensFailure, _writable(LensFailure))
+claim_insert = CompiledInsert(Claim, _writable(Claim))
+evidence_insert = CompiledInsert(Evidence, _writable(Evidence))
 proposal_count_save = CompiledSave(Proposal, ["lenses_answered", "updated_at"])
 proposal_final_save = CompiledSave(Proposal, FINAL_FIELDS)
 

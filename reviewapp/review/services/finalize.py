@@ -29,6 +29,7 @@ from ..models import (
 )
 from ..statements import (
     checkers_by_pk,
+    evidence_insert,
     in_bulk,
     proposal_count_save,
     proposal_final_save,
@@ -233,7 +234,7 @@ def _tally(snapshot: dict, judgements) -> tuple[dict, Reached | NoQuorum]:
 
 
 def _store_evidence(proposal: Proposal, checked: _Checked) -> list[Evidence]:
-    return Evidence.objects.bulk_create(
+    return evidence_insert.many(
         sorted(
             (_evidence_row(proposal, checker, e) for checker, e in checked.evidence),
             key=lambda row: row.checker_name,

@@ -17,7 +17,13 @@ from reviewapp.core.redaction import redacted
 from reviewapp.core.text import storable
 
 from ..models import ApiClient, Claim, Judgement, Lens, LensFailure, Proposal
-from ..statements import proposal_count_save, proposal_counter_locked
+from ..statements import (
+    claim_insert,
+    judgement_insert,
+    lens_failure_insert,
+    proposal_count_save,
+    proposal_counter_locked,
+)
 
 
 class JudgementRefused(Exception):
@@ -139,14 +145,14 @@ def answers_write(locked: Proposal, answers: list[LensAnswer]) -> list[Judgement
     rows = [row for row, _ in built]
     for row in rows:
         row.proposal = locked
-    Judgement.objects.bulk_create([row for row in rows if isinstance(row, Judgement)])
-    LensFailure.objects.bulk_create([row for row in rows if isinstance(row, LensFailure)])
+    judgement_insert.many([row for row in rows if isinstance(row, Judgement)])
+    lens_failure_insert.many([row for row in rows if isinstance(row, LensFailure)])
     claims = []
     for row, row_claims in built:
         for claim in row_claims:
             claim.judgement = row
             claims.append(claim)
-    Claim.objects.bulk_create(claims)
+    claim_insert.many(claims)
     locked.lenses_answered += len(rows)
     return rows
 
