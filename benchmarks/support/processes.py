@@ -133,17 +133,15 @@ def start_gunicorn(
             "--access-logformat",
             "%(m)s %(U)s %(s)s %(D)s",
         ]
-    # Each worker imports the URLconf when it starts and leaves a file here
-    # (gunicorn_hooks.py); the server is returned once every worker has.
-    ready = Path(env["REVIEWAPP_VAR_DIR"]) / f"gunicorn-ready-{port}"
-    shutil.rmtree(ready, ignore_errors=True)
-    ready.mkdir(parents=True)
+    # Each worker imports the URLconf when it starts and leaves a file under its
+    # master's pid (gunicorn_hooks.py); the server is returned once every worker has.
     argv += ["--config", "python:benchmarks.support.gunicorn_hooks"]
-    env = {**env, "BENCH_GUNICORN_READY_DIR": str(ready)}
     service = Service("gunicorn", argv, env, Path(env["REVIEWAPP_VAR_DIR"]) / "logs")
-    wait_port(port)
+    ready = Path(env["REVIEWAPP_VAR_DIR"]) / "gunicorn-ready" / str(service.pid)
+    shutil.rmtree(ready, ignore_errors=True)  # an earlier master's, with this pid; workers
+    wait_port(port)  # take seconds to set Django up before they write theirs
     deadline = time.monotonic() + 60
-    while len(list(ready.iterdir())) < workers:
+    while len(list(ready.glob("*"))) < workers:
         if not service.alive() or time.monotonic() > deadline:
             raise RuntimeError(f"gunicorn: {workers} workers not ready:\n{service.log()}")
         time.sleep(0.05)
