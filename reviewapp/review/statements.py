@@ -1,8 +1,8 @@
 """The statements every proposal makes, composed once per process
-(``reviewapp/compiled_queries.py``): on the pipeline's path, composing their SQL
+(``reviewapp/compiled_queries/``): on the pipeline's path, composing their SQL
 cost more than running it."""
 
-from reviewapp.compiled_queries import CompiledInsert, CompiledQuery, CompiledSave
+from reviewapp.compiled_queries import CompiledInsert, CompiledQuery, CompiledSave, CompiledUpdate
 
 from .models import CheckerConfig, Claim, Evidence, Judgement, Lens, LensFailure, Panel, Proposal
 
@@ -33,6 +33,12 @@ lens_failure_insert = CompiledInsert(LensFailure, _writable(LensFailure))
 claim_insert = CompiledInsert(Claim, _writable(Claim))
 evidence_insert = CompiledInsert(Evidence, _writable(Evidence))
 proposal_count_save = CompiledSave(Proposal, ["lenses_answered", "updated_at"])
+# A queued proposal's move to evaluating; conditional, as lenses may start in parallel.
+proposal_begin = CompiledUpdate(
+    Proposal,
+    ["status", "evaluation_started_at", "updated_at"],
+    lambda pk: Proposal.objects.filter(pk=pk, status=Proposal.Status.QUEUED),
+)
 proposal_final_save = CompiledSave(Proposal, FINAL_FIELDS)
 
 

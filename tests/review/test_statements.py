@@ -20,6 +20,7 @@ HOT = {
     "active_panel_named": statements.active_panel_named,
     "lenses_by_pk": statements.lenses_by_pk,
     "checkers_by_pk": statements.checkers_by_pk,
+    "proposal_begin": statements.proposal_begin,
     "proposal_insert": statements.proposal_insert,
     "judgement_insert": statements.judgement_insert,
     "claim_insert": statements.claim_insert,

@@ -12,7 +12,7 @@ from reviewapp.core.signing import canonical_json
 
 from .. import events
 from ..models import ApiClient, AwaitedLens, CheckerConfig, Lens, Panel, PanelLens, Proposal
-from ..statements import active_panel_named, proposal_insert
+from ..statements import active_panel_named, proposal_begin, proposal_insert
 from .judgements import answered_lens_ids
 
 
@@ -222,8 +222,8 @@ def proposal_begin_evaluation(*, proposal_id: int) -> None:
     now = timezone.now()
     # Conditional update: the lenses start in parallel, and only the first
     # one to get here sets the start time.
-    Proposal.objects.filter(pk=proposal_id, status=Proposal.Status.QUEUED).update(
-        status=Proposal.Status.EVALUATING, evaluation_started_at=now, updated_at=now
+    proposal_begin(
+        proposal_id, status=Proposal.Status.EVALUATING, evaluation_started_at=now, updated_at=now
     )
 
 
