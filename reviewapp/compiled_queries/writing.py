@@ -13,9 +13,10 @@ from .reading import flattened, value_slots
 
 class _Writes:
     """An INSERT or UPDATE of one model's fields, composed once per database; each call
-    prepares its values as Django's compiler does. If that preparation ever differs
-    from Django's for the instance it was composed with, or the model has
-    ``pre_save``/``post_save`` receivers (which these do not send), Django runs it."""
+    prepares its values as Django's compiler does. If that preparation differs from
+    Django's for the values it was composed with, Django runs it. These send no model
+    signals: an insert of one instance or a save, which in Django would, is left to
+    Django while the model has ``pre_save`` or ``post_save`` receivers."""
 
     def __init__(self, model: type[Model], fields: list[str]):
         self.model = model
@@ -45,6 +46,7 @@ class CompiledInsert(_Writes):
 
     def __call__(self, instance: Model) -> None:
         connection = connections[router.db_for_write(self.model, instance=instance)]
+        instance._prepare_related_fields_for_save(operation_name="save")
         plan = None if self._orm() else self._plan([instance], connection)
         if plan is None:
             instance.save(force_insert=True)
