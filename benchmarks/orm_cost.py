@@ -6,9 +6,11 @@ On a fresh `reviewapp_bench` database (PostgreSQL, prepared statements as
 configured) and Redis /14, times in one process:
 
 - a primary-key lookup through the Django ORM, as a model and as `values_list`,
-  against the same statement through a raw cursor;
-- an UPDATE through `save(update_fields=…)` against a raw cursor, on a plain
-  table (the signed records' append-only triggers refuse a plain UPDATE);
+  composed once (`reviewapp.compiled_queries.CompiledQuery`), and the same
+  statement through a raw cursor;
+- an UPDATE through `save(update_fields=…)`, composed once (`CompiledSave`), and
+  through a raw cursor, on a plain table (the signed records' append-only
+  triggers refuse a plain UPDATE);
 - publishing one `evaluate_proposal` message with `.delay()` and through a
   shared producer (what a submission sends: one task per proposal).
 
@@ -49,6 +51,7 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
+    from reviewapp.compiled_queries import CompiledQuery, CompiledSave
     from reviewapp.review.evaluation.tasks import evaluate_proposal
     from reviewapp.review.models import EndpointCall, Lens
 
@@ -73,15 +76,19 @@ def main() -> None:
                 "UPDATE review_endpointcall SET ends = %s WHERE id = %s", [row.ends, row.pk]
             )
 
+    lens_row = CompiledQuery(lambda pk: Lens.objects.filter(pk=pk)[:1])
+    save_ends = CompiledSave(EndpointCall, ["ends"])
     figures = {
         "ORM Lens.objects.get(pk=…)": cpu_ms(lambda: Lens.objects.get(pk=lens.pk), args.n),
         "ORM values_list(…).get(pk=…)": cpu_ms(
             lambda: Lens.objects.values_list("id", "name", "version").get(pk=lens.pk), args.n
         ),
+        "the same, composed once (CompiledQuery)": cpu_ms(lambda: lens_row.first(lens.pk), args.n),
         "raw cursor SELECT by primary key": cpu_ms(raw_select, args.n),
         "ORM save(update_fields=[…])": cpu_ms(
             lambda: row.save(update_fields=["ends"]), args.n // 4
         ),
+        "the same, composed once (CompiledSave)": cpu_ms(lambda: save_ends(row), args.n // 4),
         "raw cursor UPDATE by primary key": cpu_ms(raw_update, args.n // 4),
         "Celery evaluate_proposal.delay(…)": cpu_ms(lambda: evaluate_proposal.delay(0), args.n),
     }
