@@ -60,7 +60,9 @@ class CompiledInsert(_Writes):
         connection = connections[router.db_for_write(self.model, instance=instances[0])]
         for instance in instances:
             instance._prepare_related_fields_for_save(operation_name="bulk_create")
-        plan = self._plan(instances, connection)
+        # More rows than one statement may carry parameters for: Django batches them.
+        fits = connection.ops.bulk_batch_size(self.fields, instances) >= len(instances)
+        plan = self._plan(instances, connection) if fits else None
         if plan is None:
             return self.model._base_manager.using(connection.alias).bulk_create(instances)
         self._run(plan, instances, connection)

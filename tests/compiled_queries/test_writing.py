@@ -133,3 +133,15 @@ def test_a_compiled_update_changes_only_the_rows_its_queryset_matches_in_one_sta
     assert Proposal.objects.get(pk=other.pk).status == "evaluating"  # not queued: untouched
     with pytest.raises(TypeError, match="sets"):
         begin(queued.pk, status="decided")
+
+
+def test_more_rows_than_one_statement_carries_are_left_to_bulk_create_s_batches(monkeypatch):
+    from django.db import connection
+
+    insert = CompiledInsert(Lens, _writable(Lens))
+    monkeypatch.setattr(type(connection.features), "max_query_params", 2 * len(insert.fields))
+
+    lenses = insert.many([LensFactory.build() for _ in range(3)])
+
+    assert Lens.objects.filter(pk__in=[lens.pk for lens in lenses]).count() == 3
+    assert not insert.composed
