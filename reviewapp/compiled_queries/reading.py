@@ -10,6 +10,10 @@ from django.db.models.query import ModelIterable
 from django.db.transaction import TransactionManagementError
 
 _VALUE_TYPES = (int, str)
+# Plans are kept per length of a tuple (or per number of rows inserted): past this
+# the ORM runs the statement, so values chosen to vary without end cannot grow
+# a process's plans without end.
+MOST_PLANNED = 64
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class CompiledQuery:
         plan = self._plans.get(shape)
         if plan is None:
             queryset = self._build(*values)
+            if any(length and length > MOST_PLANNED for length in shape):
+                return list(queryset)
             plan = _compose(queryset, scalars)
             if plan is None:
                 # A value equal to another parameter of the query (a constant, or

@@ -8,7 +8,7 @@ from django.db import DatabaseError, connections, router
 from django.db.models import Model, QuerySet, signals
 from django.db.models import sql as sql_queries
 
-from .reading import flattened, value_slots
+from .reading import MOST_PLANNED, flattened, value_slots
 
 
 class _Writes:
@@ -42,7 +42,8 @@ class _Writes:
 class CompiledInsert(_Writes):
     """``instance.save(force_insert=True)``, or ``bulk_create(instances)`` with ``many``,
     for a model with an automatic primary key, writing `fields` (the rest take their
-    database defaults). A plan per number of rows: it is part of the SQL."""
+    database defaults). A plan per number of rows (it is part of the SQL), up to
+    ``MOST_PLANNED`` rows; more go to ``bulk_create``."""
 
     def __call__(self, instance: Model) -> None:
         connection = connections[router.db_for_write(self.model, instance=instance)]
@@ -61,7 +62,9 @@ class CompiledInsert(_Writes):
         for instance in instances:
             instance._prepare_related_fields_for_save(operation_name="bulk_create")
         # More rows than one statement may carry parameters for: Django batches them.
-        fits = connection.ops.bulk_batch_size(self.fields, instances) >= len(instances)
+        fits = len(instances) <= MOST_PLANNED and connection.ops.bulk_batch_size(
+            self.fields, instances
+        ) >= len(instances)
         plan = self._plan(instances, connection) if fits else None
         if plan is None:
             return self.model._base_manager.using(connection.alias).bulk_create(instances)
@@ -159,7 +162,9 @@ class CompiledUpdate(_Writes):
             raise TypeError(f"CompiledUpdate sets {[f.name for f in self.fields]}, not {changes}")
         values = [changes[field.name] for field in self.fields]
         connection = connections[router.db_for_write(self.model)]
-        if any(hasattr(value, "resolve_expression") for value in values):
+        if any(hasattr(value, "resolve_expression") for value in values) or any(
+            length and length > MOST_PLANNED for length in shape
+        ):
             return self._build(*where).update(**changes)
         key = (connection.alias, shape)
         plan = self._plans.get(key)

@@ -130,3 +130,13 @@ def test_a_locking_query_takes_its_lock_only_inside_a_transaction_where_the_data
             locked.first(lens.pk)
     else:  # SQLite: Django drops FOR UPDATE and runs it anywhere
         assert locked.first(lens.pk).pk == lens.pk
+
+
+def test_a_tuple_longer_than_the_planned_lengths_runs_through_the_orm_and_keeps_no_plan():
+    from reviewapp.compiled_queries.reading import MOST_PLANNED
+
+    lenses = [LensFactory() for _ in range(MOST_PLANNED + 1)]
+    by_pks = CompiledQuery(lambda pks: Lens.objects.filter(pk__in=pks))
+
+    assert len(by_pks.all(tuple(lens.pk for lens in lenses))) == MOST_PLANNED + 1
+    assert not by_pks.composed

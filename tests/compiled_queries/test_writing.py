@@ -145,3 +145,14 @@ def test_more_rows_than_one_statement_carries_are_left_to_bulk_create_s_batches(
 
     assert Lens.objects.filter(pk__in=[lens.pk for lens in lenses]).count() == 3
     assert not insert.composed
+
+
+def test_more_rows_than_the_planned_counts_are_left_to_bulk_create():
+    from reviewapp.compiled_queries.reading import MOST_PLANNED
+
+    insert = CompiledInsert(Lens, _writable(Lens))
+
+    lenses = insert.many([LensFactory.build() for _ in range(MOST_PLANNED + 1)])
+
+    assert Lens.objects.filter(pk__in=[lens.pk for lens in lenses]).count() == MOST_PLANNED + 1
+    assert not insert.composed
