@@ -95,6 +95,8 @@ class CompiledQuery:
 
 
 def flattened(values: tuple) -> tuple[list, tuple]:
+    """The values one by one (a tuple's members in its place), and their shape: None for
+    a scalar, its length for a tuple."""
     scalars, shape = [], []
     for value in values:
         members = value if type(value) is tuple else (value,)
