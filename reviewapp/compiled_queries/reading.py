@@ -88,6 +88,11 @@ class CompiledQuery:
         rows = self.all(*values)
         return rows[0] if rows else None
 
+    def in_bulk(self, pks) -> dict:
+        """As ``Model.objects.in_bulk(pks)``, for a query whose one value is the tuple of
+        primary keys (``filter(pk__in=…)``)."""
+        return {row.pk: row for row in self.all(tuple(pks))}
+
     @property
     def composed(self) -> bool:
         """Whether a plan was kept (for tests: a query that never composes runs slowly)."""

@@ -42,8 +42,16 @@ class _Writes:
 class CompiledInsert(_Writes):
     """``instance.save(force_insert=True)``, or ``bulk_create(instances)`` with ``many``,
     for a model with an automatic primary key, writing `fields` (the rest take their
-    database defaults). A plan per number of rows (it is part of the SQL), up to
-    ``MOST_PLANNED`` rows; more go to ``bulk_create``."""
+    database defaults; every field Django would write, when not given). A plan per
+    number of rows (it is part of the SQL), up to ``MOST_PLANNED`` rows; more go to
+    ``bulk_create``."""
+
+    def __init__(self, model: type[Model], fields: list[str] | None = None):
+        if fields is None:
+            fields = [
+                f.name for f in model._meta.concrete_fields if not (f.primary_key or f.generated)
+            ]
+        super().__init__(model, fields)
 
     def __call__(self, instance: Model) -> None:
         connection = connections[router.db_for_write(self.model, instance=instance)]

@@ -6,11 +6,6 @@ from reviewapp.compiled_queries import CompiledInsert, CompiledQuery, CompiledSa
 
 from .models import CheckerConfig, Claim, Evidence, Judgement, Lens, LensFailure, Panel, Proposal
 
-
-def _writable(model) -> list[str]:
-    return [f.name for f in model._meta.concrete_fields if not (f.primary_key or f.generated)]
-
-
 # What the answer path reads of the locked proposal: the lock is the point, not the row.
 COUNTER_FIELDS = ("id", "status", "lenses_asked", "lenses_answered")
 # What the final step changes on the proposal.
@@ -27,11 +22,11 @@ active_panel_named = CompiledQuery(
 lenses_by_pk = CompiledQuery(lambda pks: Lens.objects.filter(pk__in=pks))
 checkers_by_pk = CompiledQuery(lambda pks: CheckerConfig.objects.filter(pk__in=pks))
 
-proposal_insert = CompiledInsert(Proposal, _writable(Proposal))
-judgement_insert = CompiledInsert(Judgement, _writable(Judgement))
-lens_failure_insert = CompiledInsert(LensFailure, _writable(LensFailure))
-claim_insert = CompiledInsert(Claim, _writable(Claim))
-evidence_insert = CompiledInsert(Evidence, _writable(Evidence))
+proposal_insert = CompiledInsert(Proposal)
+judgement_insert = CompiledInsert(Judgement)
+lens_failure_insert = CompiledInsert(LensFailure)
+claim_insert = CompiledInsert(Claim)
+evidence_insert = CompiledInsert(Evidence)
 proposal_count_save = CompiledSave(Proposal, ["lenses_answered", "updated_at"])
 # A queued proposal's move to evaluating; conditional, as lenses may start in parallel.
 proposal_begin = CompiledUpdate(
@@ -40,8 +35,3 @@ proposal_begin = CompiledUpdate(
     lambda pk: Proposal.objects.filter(pk=pk, status=Proposal.Status.QUEUED),
 )
 proposal_final_save = CompiledSave(Proposal, FINAL_FIELDS)
-
-
-def in_bulk(query: CompiledQuery, pks) -> dict:
-    """``Model.objects.in_bulk(pks)`` through a compiled query."""
-    return {row.pk: row for row in query.all(tuple(pks))}

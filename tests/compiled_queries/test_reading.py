@@ -140,3 +140,14 @@ def test_a_tuple_longer_than_the_planned_lengths_runs_through_the_orm_and_keeps_
 
     assert len(by_pks.all(tuple(lens.pk for lens in lenses))) == MOST_PLANNED + 1
     assert not by_pks.composed
+
+
+def test_in_bulk_maps_each_primary_key_to_its_row_as_the_orm_does():
+    lenses = [LensFactory() for _ in range(3)]
+    by_pks = CompiledQuery(lambda pks: Lens.objects.filter(pk__in=pks))
+    wanted = [lenses[2].pk, lenses[0].pk]
+
+    found = by_pks.in_bulk(iter(wanted))
+
+    assert found.keys() == Lens.objects.in_bulk(wanted).keys() == set(wanted)
+    assert found[lenses[2].pk].name == lenses[2].name

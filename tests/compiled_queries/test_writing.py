@@ -19,10 +19,6 @@ def _fields(instance) -> dict:
     }
 
 
-def _writable(model) -> list[str]:
-    return [f.name for f in model._meta.concrete_fields if not f.primary_key]
-
-
 def _unsaved_copy(proposal: Proposal, **changes) -> Proposal:
     fields = {f.attname: getattr(proposal, f.attname) for f in Proposal._meta.concrete_fields}
     fields.update(id=None, external_ref=None, **changes)
@@ -31,7 +27,7 @@ def _unsaved_copy(proposal: Proposal, **changes) -> Proposal:
 
 def test_a_compiled_insert_stores_the_row_save_would_in_one_statement(django_assert_num_queries):
     template = submit(PanelFactory(lenses=[LensFactory()]), "The refund window is 30 days.")
-    insert = CompiledInsert(Proposal, _writable(Proposal))
+    insert = CompiledInsert(Proposal)
     insert(_unsaved_copy(template, title="composing"))
     row = _unsaved_copy(template, title="inserted", metadata={"n": 1}, tally=None)
 
@@ -78,7 +74,7 @@ def test_a_model_with_save_receivers_is_written_by_the_orm_so_they_hear_it():
     try:
         CompiledSave(Proposal, ["status"])(proposal)
         copy = _unsaved_copy(proposal)
-        CompiledInsert(Proposal, _writable(Proposal))(copy)
+        CompiledInsert(Proposal)(copy)
     finally:
         signals.post_save.disconnect(receiver, sender=Proposal)
 
@@ -88,7 +84,7 @@ def test_a_model_with_save_receivers_is_written_by_the_orm_so_they_hear_it():
 def test_a_compiled_insert_of_many_rows_stores_them_as_bulk_create_would_in_one_statement(
     django_assert_num_queries,
 ):
-    insert = CompiledInsert(Lens, _writable(Lens))
+    insert = CompiledInsert(Lens)
     insert.many([LensFactory.build(), LensFactory.build()])  # composes for two rows
     lenses = [LensFactory.build(temperature=0.5), LensFactory.build(instructions="Be brief.")]
 
@@ -102,7 +98,7 @@ def test_a_compiled_insert_of_many_rows_stores_them_as_bulk_create_would_in_one_
 
 
 def test_each_number_of_rows_gets_its_own_insert_plan():
-    insert = CompiledInsert(Lens, _writable(Lens))
+    insert = CompiledInsert(Lens)
 
     for count in (1, 3, 2, 3):
         lenses = insert.many([LensFactory.build() for _ in range(count)])
@@ -138,7 +134,7 @@ def test_a_compiled_update_changes_only_the_rows_its_queryset_matches_in_one_sta
 def test_more_rows_than_one_statement_carries_are_left_to_bulk_create_s_batches(monkeypatch):
     from django.db import connection
 
-    insert = CompiledInsert(Lens, _writable(Lens))
+    insert = CompiledInsert(Lens)
     # A property on SQLite, a cached one on PostgreSQL (its value kept on the instance).
     monkeypatch.setattr(type(connection.features), "max_query_params", 2 * len(insert.fields))
     monkeypatch.delitem(vars(connection.features), "max_query_params", raising=False)
@@ -152,7 +148,7 @@ def test_more_rows_than_one_statement_carries_are_left_to_bulk_create_s_batches(
 def test_more_rows_than_the_planned_counts_are_left_to_bulk_create():
     from reviewapp.compiled_queries.reading import MOST_PLANNED
 
-    insert = CompiledInsert(Lens, _writable(Lens))
+    insert = CompiledInsert(Lens)
 
     lenses = insert.many([LensFactory.build() for _ in range(MOST_PLANNED + 1)])
 

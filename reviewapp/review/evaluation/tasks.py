@@ -39,7 +39,7 @@ from ..services.proposals import (
     proposals_stuck,
     worker_lens_ids,
 )
-from ..statements import in_bulk, lenses_by_pk, proposal_row
+from ..statements import lenses_by_pk, proposal_row
 from . import llm_loop
 from .evaluators import evaluate_lens
 from .llm_loop import answer_outcome
@@ -74,7 +74,7 @@ def evaluate_proposal(
         _final_step(proposal_id, loaded=proposal, retry=True)
         return
     worker_lenses = worker_lens_ids(proposal.panel_snapshot)
-    by_id = in_bulk(lenses_by_pk, worker_lenses)
+    by_id = lenses_by_pk.in_bulk(worker_lenses)
     if len(by_id) < len(worker_lenses):
         # A lens deleted since submission will never answer: the final step
         # escalates the proposal now, naming it, instead of it waiting forever.

@@ -30,7 +30,6 @@ from ..models import (
 from ..statements import (
     checkers_by_pk,
     evidence_insert,
-    in_bulk,
     proposal_count_save,
     proposal_final_save,
     proposal_row,
@@ -184,7 +183,7 @@ class _Checked:
 
 def _run_checkers(proposal: Proposal, signer: Signer) -> _Checked:
     snapshot = proposal.panel_snapshot
-    checkers = in_bulk(checkers_by_pk, [c["id"] for c in snapshot["checkers"]])
+    checkers = checkers_by_pk.in_bulk(c["id"] for c in snapshot["checkers"])
     return _Checked(
         evidence=[
             (checker, checker_evidence(proposal=proposal, checker=checker, signer=signer))
